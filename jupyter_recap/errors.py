@@ -1,0 +1,73 @@
+"""The exceptions jupyter_recap raises internally, translated once at each boundary.
+
+::
+
+    RecapError                     anything the recap machinery can report
+    ├── ConfigError                a setting or model id that cannot be used
+    ├── NotebookError              a notebook file that is missing or not a notebook
+    ├── Cancelled                  the draft was cancelled (input arrived, extension unloaded)
+    └── ProviderError              one model call failed; ``reason`` is a short user-facing line
+        ├── ProviderUnavailable    no connection (refused, DNS, TLS)
+        ├── ProviderTimeout        no complete answer within ``timeout_seconds``
+        ├── ProviderAuthError      HTTP 401 / 403
+        ├── ProviderRateLimited    HTTP 429
+        ├── ProviderHTTPError      any other non-2xx answer
+        └── ProviderBadResponse    an answer that is not the wire format we asked for
+
+``generate_recap`` catches all of them and returns ``None`` with the reason; nothing here ever
+reaches a notebook as a traceback.
+"""
+
+from __future__ import annotations
+
+
+class RecapError(Exception):
+    """Base class: a recap could not be produced; ``str(error)`` is a one-line reason."""
+
+
+class ConfigError(RecapError):
+    """A setting, model id or command-line option that cannot be used as given."""
+
+
+class NotebookError(RecapError):
+    """A notebook file that does not exist or cannot be read as a notebook."""
+
+
+class Cancelled(RecapError):
+    """The draft was cancelled before it finished."""
+
+
+class ProviderError(RecapError):
+    """A model call failed. ``provider`` names the engine, e.g. ``openai:gpt-4o-mini``."""
+
+    def __init__(self, message: str, *, provider: str = "") -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
+class ProviderUnavailable(ProviderError):
+    """The provider could not be reached (connection refused, DNS, TLS)."""
+
+
+class ProviderTimeout(ProviderError):
+    """The provider did not answer completely within the timeout backstop."""
+
+
+class ProviderAuthError(ProviderError):
+    """The provider rejected the credentials (HTTP 401 or 403)."""
+
+
+class ProviderRateLimited(ProviderError):
+    """The provider asked us to slow down (HTTP 429)."""
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with another non-success HTTP status."""
+
+    def __init__(self, message: str, *, provider: str = "", status: int = 0) -> None:
+        super().__init__(message, provider=provider)
+        self.status = status
+
+
+class ProviderBadResponse(ProviderError):
+    """The answer was not what the wire format promises (bad JSON, no text, far too large)."""

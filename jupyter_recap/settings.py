@@ -1,0 +1,115 @@
+"""Every kernel-side setting, as one traitlets class named ``Recap``.
+
+``%config Recap.away_seconds = 30`` in a notebook and ``c.Recap.model = "anthropic:claude-…"`` in
+``ipython_config.py`` both land here. Environment variables give the defaults where noted.
+"""
+
+from __future__ import annotations
+
+import os
+
+from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets.config import Configurable
+
+
+_FALSE = {"0", "false", "no", "off"}
+
+
+def env_flag(name: str, fallback: bool) -> bool:
+    """Read a yes/no environment variable; anything but a clear "no" counts as yes."""
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return fallback
+    return value.strip().lower() not in _FALSE
+
+
+class Recap(Configurable):  # type: ignore[misc]  # traitlets is untyped
+    """Settings of the jupyter_recap IPython extension."""
+
+    auto = Bool(
+        help="""Draft recaps automatically: after you have been away from the notebook, when an
+        agent turn ends while you are away, after the idle fallback, and when a stored session is
+        resumed. `%recap` always works. Defaults to on (loading the extension is the opt-in);
+        JUPYTER_RECAP_AUTO=0 in the environment turns it off.""",
+    ).tag(config=True)
+
+    @default("auto")
+    def _auto_default(self) -> bool:
+        return env_flag("JUPYTER_RECAP_AUTO", True)
+
+    away_seconds = Float(
+        90.0,
+        help="Seconds of continuous absence from the notebook before a recap is drafted.",
+    ).tag(config=True)
+
+    post_turn_seconds = Float(
+        3.0,
+        help="""Seconds to wait after an agent turn ends while you are away before drafting, so
+        that the steps of a multi-step agent loop do not each trigger a recap.""",
+    ).tag(config=True)
+
+    idle_seconds = Float(
+        120.0,
+        help="""Idle fallback: seconds without input after an agent turn before drafting. Only used
+        while no focus report has been seen for this kernel (frontends without the labextension).""",
+    ).tag(config=True)
+
+    model = Unicode(
+        help="""Which engine writes recaps: "auto" (the model of the latest agent cell when its
+        provider has credentials, else the offline engine), "offline", or "provider:model" such as
+        "openai:gpt-4o-mini", "anthropic:claude-haiku-4-5" or "ollama:llama3.2" ("provider/model"
+        works too). JUPYTER_RECAP_MODEL in the environment sets the default.""",
+    ).tag(config=True)
+
+    @default("model")
+    def _model_default(self) -> str:
+        return os.environ.get("JUPYTER_RECAP_MODEL", "").strip() or "auto"
+
+    fast_model = Unicode(
+        "",
+        help="""A cheaper model to try before the active one, e.g. "openai:gpt-4o-mini" when your
+        agent runs on a larger sibling. Empty: use the active model.""",
+    ).tag(config=True)
+
+    during_active = Bool(
+        False,
+        help="""Allow drafting while an agent turn is still running. Off by default: a trigger
+        that fires mid-turn waits for the turn to end.""",
+    ).tag(config=True)
+
+    agent_magics = List(
+        Unicode(),
+        default_value=["ai", "agent"],
+        help="""Cell magics whose cells are agent turns (without the %%). jupyter-ai's `%%ai` is
+        included; add your own agent magics here.""",
+    ).tag(config=True)
+
+    record_code_cells = Bool(
+        True,
+        help="""Also record ordinary cells (the head of their source and whether they failed) as
+        activity around the agent turns.""",
+    ).tag(config=True)
+
+    max_context_chars = Int(
+        12000,
+        help="Upper bound on the transcript text sent to the model for one recap.",
+    ).tag(config=True)
+
+    timeout_seconds = Float(
+        60.0,
+        help="Backstop for one recap: a model call still unanswered after this is abandoned.",
+    ).tag(config=True)
+
+    @validate("away_seconds", "post_turn_seconds", "idle_seconds", "timeout_seconds")
+    def _non_negative(self, proposal: dict[str, object]) -> object:
+        value = proposal["value"]
+        if isinstance(value, (int, float)) and value < 0:
+            raise TraitError(f"Recap.{proposal['trait'].name} must not be negative")  # type: ignore[attr-defined]
+        return value
+
+    @validate("max_context_chars")
+    def _context_floor(self, proposal: dict[str, object]) -> object:
+        value = proposal["value"]
+        if isinstance(value, int) and value < 1000:
+            raise TraitError("Recap.max_context_chars must be at least 1000")
+        return value

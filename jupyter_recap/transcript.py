@@ -1,0 +1,275 @@
+"""The transcript of one notebook's agent session: prompts, replies, tool traffic, cells.
+
+Entries are bounded when they are recorded, so an agent cell that prints 50 MB keeps only a few
+kilobytes (its head and tail). The transcript keeps small indexes (where the prompts and the latest
+summary are) so that building a recap context never walks the whole history.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Kind = Literal[
+    "user", "assistant", "tool_call", "tool_result", "code", "summary", "outcome", "recap", "meta"
+]
+Outcome = Literal["ok", "errored", "aborted"]
+
+#: Longest text kept for one entry; longer text keeps its head and tail around a marker.
+MAX_ENTRY_CHARS = 4000
+
+#: Kinds that never reach the model: recaps already shown, and bookkeeping.
+SILENT_KINDS: frozenset[str] = frozenset({"recap", "meta"})
+
+
+def clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
+    """Keep at most ``limit`` characters of ``text``: its head and tail around a marker."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 40, 2)
+    head, tail = text[: keep // 2], text[-(keep - keep // 2) :]
+    return f"{head}\n… [{len(text) - len(head) - len(tail)} characters omitted] …\n{tail}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One recorded event. ``text`` is already bounded; ``time`` is a UNIX timestamp."""
+
+    kind: Kind
+    text: str = ""
+    time: float = field(default_factory=time.time)
+    cell_id: str | None = None
+    name: str | None = None
+    """Tool name for tool calls and results, model id for agent prompts."""
+    error: str | None = None
+    """For code cells, tool results and outcomes: what went wrong, if anything."""
+    count: int | None = None
+    """The execution count of a notebook cell (``In[n]``)."""
+    outcome: Outcome | None = None
+    """For ``outcome`` entries: how the agent turn ended."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict without the empty fields."""
+        return {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Entry:
+        """Rebuild an entry written by :meth:`to_dict`."""
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+
+Listener = Callable[["Transcript", Entry], None]
+
+
+class Transcript:
+    """An append-only, thread-safe record of one agent session.
+
+    Agent frameworks running in background threads may append while a recap is being built;
+    every append happens under a lock and readers work on a consistent snapshot of the indexes.
+    """
+
+    def __init__(self, entries: list[Entry] | None = None) -> None:
+        self._lock = threading.RLock()
+        self._entries: list[Entry] = []
+        self._prompts: list[int] = []
+        self._summary: int | None = None
+        self._turns = 0
+        self._listeners: list[Listener] = []
+        self.active_model: str | None = None
+        """The model named by the most recent agent prompt (``provider:model``), if any."""
+        for entry in entries or ():
+            self.append(entry)
+
+    # -- recording -------------------------------------------------------------------------
+
+    def append(self, entry: Entry) -> Entry:
+        """Add ``entry`` (its text bounded) and tell the listeners."""
+        if len(entry.text) > MAX_ENTRY_CHARS or len(entry.error or "") > MAX_ENTRY_CHARS:
+            entry = Entry(
+                kind=entry.kind,
+                text=clip(entry.text),
+                time=entry.time,
+                cell_id=entry.cell_id,
+                name=entry.name,
+                error=clip(entry.error) if entry.error else entry.error,
+                count=entry.count,
+                outcome=entry.outcome,
+            )
+        with self._lock:
+            index = len(self._entries)
+            self._entries.append(entry)
+            if entry.kind == "user":
+                self._prompts.append(index)
+                if entry.name:
+                    self.active_model = entry.name
+            elif entry.kind == "summary":
+                self._summary = index
+            elif entry.kind == "outcome":
+                self._turns += 1
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(self, entry)
+        return entry
+
+    def user(self, text: str, *, model: str | None = None, cell_id: str | None = None) -> Entry:
+        """Record a prompt to the agent; ``model`` (``provider:model``) becomes the active one."""
+        return self.append(Entry("user", text, cell_id=cell_id, name=model))
+
+    def assistant(self, text: str, *, cell_id: str | None = None) -> Entry:
+        """Record the agent's reply text."""
+        return self.append(Entry("assistant", text, cell_id=cell_id))
+
+    def tool_call(self, name: str, args: Any = None, *, cell_id: str | None = None) -> Entry:
+        """Record a tool call; ``args`` is shown on one line."""
+        return self.append(Entry("tool_call", _one_line_args(args), cell_id=cell_id, name=name))
+
+    def tool_result(
+        self, name: str, result: Any = "", *, error: bool | str = False, cell_id: str | None = None
+    ) -> Entry:
+        """Record a tool's result; ``error`` is True or the error text when the tool failed."""
+        text = result if isinstance(result, str) else repr(result)
+        err = (error if isinstance(error, str) else text or "failed") if error else None
+        return self.append(Entry("tool_result", text, cell_id=cell_id, name=name, error=err))
+
+    def code(
+        self,
+        source: str,
+        *,
+        error: str | None = None,
+        count: int | None = None,
+        cell_id: str | None = None,
+    ) -> Entry:
+        """Record an ordinary cell (its source) and, when it failed, the error."""
+        return self.append(Entry("code", source, cell_id=cell_id, error=error, count=count))
+
+    def summary(self, text: str) -> Entry:
+        """Record a compaction or branch summary: distilled framing for later recaps."""
+        return self.append(Entry("summary", text))
+
+    def outcome(
+        self, outcome: Outcome, error: str | None = None, *, cell_id: str | None = None
+    ) -> Entry:
+        """Record how an agent turn ended: ``ok``, ``errored`` (with the error) or ``aborted``."""
+        return self.append(Entry("outcome", "", cell_id=cell_id, error=error, outcome=outcome))
+
+    def recap(self, text: str, *, model: str | None = None) -> Entry:
+        """Record a recap the person was shown; never part of the next recap's context."""
+        return self.append(Entry("recap", text, name=model))
+
+    def meta(self, text: str) -> Entry:
+        """Record bookkeeping that must not count as activity."""
+        return self.append(Entry("meta", text))
+
+    def set_model(self, model: str | None) -> None:
+        """Set the active model without a prompt (for agent frameworks using the API)."""
+        self.active_model = model
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(transcript, entry)`` after each append; returns an unsubscribe."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if listener in self._listeners:
+                    self._listeners.remove(listener)
+
+        return unsubscribe
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def __getitem__(self, index: int) -> Entry:
+        return self._entries[index]
+
+    @property
+    def entries(self) -> list[Entry]:
+        """A copy of all entries, oldest first."""
+        with self._lock:
+            return list(self._entries)
+
+    @property
+    def prompt_count(self) -> int:
+        """How many prompts the agent was given."""
+        return len(self._prompts)
+
+    def snapshot(self) -> Snapshot:
+        """The indexes and the entry count, taken together under the lock."""
+        with self._lock:
+            return Snapshot(
+                size=len(self._entries),
+                prompts=tuple(self._prompts[:1] + self._prompts[-6:]),
+                prompt_count=len(self._prompts),
+                summary=self._summary,
+            )
+
+    @property
+    def completed_turns(self) -> int:
+        """Agent turns that have an outcome recorded."""
+        return self._turns
+
+    def clear(self) -> None:
+        """Forget everything (a new session)."""
+        with self._lock:
+            self._entries.clear()
+            self._prompts.clear()
+            self._summary = None
+            self._turns = 0
+            self.active_model = None
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """All entries as JSON-ready dicts."""
+        return [e.to_dict() for e in self.entries]
+
+    @classmethod
+    def from_list(cls, data: list[dict[str, Any]]) -> Transcript:
+        """Rebuild a transcript from :meth:`to_list` output."""
+        return cls([Entry.from_dict(d) for d in data])
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where things are in a transcript at one moment (see :meth:`Transcript.snapshot`)."""
+
+    size: int
+    prompts: tuple[int, ...]
+    """The first prompt's index followed by the last few prompts' indexes."""
+    prompt_count: int
+    summary: int | None
+
+
+def _one_line_args(args: Any) -> str:
+    if args is None:
+        return ""
+    if isinstance(args, dict):
+        return ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return args if isinstance(args, str) else repr(args)
+
+
+_current: Transcript | None = None
+_current_lock = threading.Lock()
+
+
+def current() -> Transcript:
+    """The live transcript of this kernel's session (created on first use)."""
+    global _current
+    with _current_lock:
+        if _current is None:
+            _current = Transcript()
+        return _current
+
+
+def set_current(transcript: Transcript | None) -> None:
+    """Replace the live transcript (used by the extension when a session is resumed)."""
+    global _current
+    with _current_lock:
+        _current = transcript
