@@ -11,7 +11,6 @@ import os
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
-
 _FALSE = {"0", "false", "no", "off"}
 
 
@@ -50,8 +49,9 @@ class Recap(Configurable):  # type: ignore[misc]  # traitlets is untyped
 
     idle_seconds = Float(
         120.0,
-        help="""Idle fallback: seconds without input after an agent turn before drafting. Only used
-        while no focus report has been seen for this kernel (frontends without the labextension).""",
+        help="""Idle fallback: seconds without input after an agent turn before drafting.
+        Only used while no focus report has been seen for this kernel (frontends without
+        the labextension).""",
     ).tag(config=True)
 
     model = Unicode(

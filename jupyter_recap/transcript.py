@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -191,6 +192,12 @@ class Transcript:
     def __getitem__(self, index: int) -> Entry:
         return self._entries[index]
 
+    @contextmanager
+    def locked(self) -> Iterator[list[Entry]]:
+        """Hold the lock and read the live entry list (no copy); do not modify it."""
+        with self._lock:
+            yield self._entries
+
     @property
     def entries(self) -> list[Entry]:
         """A copy of all entries, oldest first."""
@@ -207,7 +214,11 @@ class Transcript:
         with self._lock:
             return Snapshot(
                 size=len(self._entries),
-                prompts=tuple(self._prompts[:1] + self._prompts[-6:]),
+                prompts=tuple(
+                    self._prompts
+                    if len(self._prompts) <= 7
+                    else self._prompts[:1] + self._prompts[-6:]
+                ),
                 prompt_count=len(self._prompts),
                 summary=self._summary,
             )

@@ -1,0 +1,69 @@
+"""jupyter_recap: short "where was I?" recaps of the LLM agent sessions run in a notebook.
+
+``%load_ext jupyter_recap`` records agent cells; ``%recap`` shows a recap now. The public Python
+API (``Transcript``, ``current``, ``build_context``, ``generate_recap``, ``Recap``) is loaded on
+first use so that importing the package in a kernel stays cheap.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from .context import build_context
+    from .service import Recap, RecapResult, draft_recap, generate_recap
+    from .transcript import Transcript, current
+
+__all__ = [
+    "Recap",
+    "RecapResult",
+    "Transcript",
+    "__version__",
+    "build_context",
+    "current",
+    "draft_recap",
+    "generate_recap",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
+
+_LAZY = {
+    "Transcript": "transcript",
+    "current": "transcript",
+    "build_context": "context",
+    "Recap": "service",
+    "RecapResult": "service",
+    "draft_recap": "service",
+    "generate_recap": "service",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'jupyter_recap' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module_name}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext jupyter_recap``: start recording this kernel's agent cells."""
+    from .ipython.extension import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext jupyter_recap``: remove every hook, widget and thread."""
+    from .ipython.extension import unload
+
+    unload(ipython)

@@ -1,0 +1,89 @@
+"""The recap banner: a small anywidget that shows a "where was I" recap above your next cell.
+
+Everything the model wrote is synced as plain text and rendered with ``textContent`` by
+``static/banner.js``; it never becomes HTML.  Front ends without widget support (terminal
+IPython, nbconvert) get :meth:`RecapBanner.plain_text` as the ``text/plain`` repr.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import anywidget
+from traitlets import Bool, Enum, Unicode, observe
+
+_STATIC = pathlib.Path(__file__).parent / "static"
+
+#: The states a banner can be in; ``hidden`` renders nothing.
+STATES = ("hidden", "drafting", "shown", "failed")
+
+LABEL = "✦ recap"
+DRAFTING = "drafting…"
+FAILED = "recap failed"
+
+
+class RecapBanner(anywidget.AnyWidget):
+    """A compact, dismissible banner holding one recap (or its drafting / failed state)."""
+
+    _esm = _STATIC / "banner.js"
+    _css = _STATIC / "banner.css"
+
+    text = Unicode("", help="The recap itself; always rendered as plain text.").tag(sync=True)
+    model = Unicode("", help='The engine that wrote it, e.g. "offline".').tag(sync=True)
+    state = Enum(STATES, default_value="hidden", help="What the banner shows.").tag(sync=True)
+    note = Unicode("", help="A short secondary line: failure reason or progress.").tag(sync=True)
+    reason = Unicode("manual", help='The trigger that produced it: "manual", "away", …').tag(
+        sync=True
+    )
+    dismissed = Bool(False, help="Set by the dismiss button in the browser.").tag(sync=True)
+
+    def show(self, text: str, model: str, reason: str = "manual", note: str = "") -> None:
+        """Show a finished recap written by engine ``model``."""
+        self._set(state="shown", text=text, model=model, reason=reason, note=note)
+
+    def drafting(self, model: str = "", reason: str = "manual") -> None:
+        """Show the "drafting…" state while a recap is being written."""
+        self._set(state="drafting", text="", model=model, reason=reason, note="")
+
+    def fail(self, note: str, model: str = "") -> None:
+        """Show that drafting failed, with a short human-readable reason in ``note``."""
+        self._set(state="failed", text="", model=model or self.model, note=note)
+
+    def clear(self) -> None:
+        """Hide the banner and forget its text."""
+        self._set(state="hidden", text="", note="")
+
+    def _set(self, **values: str) -> None:
+        """Apply ``values`` and reset ``dismissed``, sending one update to the front end."""
+        with self.hold_sync():
+            self.set_trait("dismissed", False)
+            for name, value in values.items():
+                self.set_trait(name, value)
+
+    @observe("dismissed")
+    def _on_dismissed(self, change: dict[str, Any]) -> None:
+        """The dismiss button was clicked: hide the banner."""
+        if change["new"]:
+            self.state = "hidden"
+
+    def plain_text(self) -> str:
+        """The banner as plain text (empty when hidden), for front ends without widgets."""
+        if self.state == "hidden":
+            return ""
+        header = f"{LABEL} · {self.model}" if self.model else LABEL
+        if self.state == "drafting":
+            body = DRAFTING
+        elif self.state == "failed":
+            body = self.text or FAILED
+        else:
+            body = self.text
+        return "\n".join(line for line in (header, body, self.note) if line)
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget view, with :meth:`plain_text` as the ``text/plain`` fallback."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        return {**data, "text/plain": self.plain_text()}, metadata

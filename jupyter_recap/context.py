@@ -1,0 +1,152 @@
+"""The text a model sees for one recap: two tiers, capped, secrets removed.
+
+*Task framing* is cheap orientation: the session's first prompt, the latest summary, a few earlier
+prompts and (later) tasks and memory notes. *Recent detail* is everything since the latest prompt,
+newest kept first when the budget runs out. Only the framing indexes and the tail are touched, so
+the cost does not grow with the length of the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+from .redact import Redactor, strip_reasoning
+from .textutil import first_line, shorten
+from .transcript import SILENT_KINDS, Entry, Transcript
+
+FIRST_PROMPT_CHARS = 600
+SUMMARY_CHARS = 600
+EARLIER_PROMPT_CHARS = 300
+EARLIER_PROMPTS = 4
+EXTRAS_CHARS = 500
+TEXT_CHARS = 1200
+TOOL_CALL_CHARS = 200
+TOOL_RESULT_CHARS = 300
+CODE_HEAD_CHARS = 160
+ERROR_CHARS = 240
+
+FRAMING_HEADER = "Task framing"
+RECENT_HEADER = "Recent activity (oldest first)"
+
+
+def render_entry(entry: Entry, clean: Redactor) -> str | None:
+    """One transcript line for ``entry``, or None for entries the model never sees."""
+    kind = entry.kind
+    if kind in SILENT_KINDS or kind == "summary":
+        return None
+    if kind == "user":
+        return "User: " + shorten(clean(entry.text), TEXT_CHARS)
+    if kind == "assistant":
+        return "Assistant: " + shorten(clean(strip_reasoning(entry.text)), TEXT_CHARS)
+    if kind == "tool_call":
+        return "Tool call: " + shorten(clean(f"{entry.name}({entry.text})"), TOOL_CALL_CHARS)
+    if kind == "tool_result":
+        if entry.error:
+            return f"Tool error ({entry.name}): " + shorten(clean(entry.error), TOOL_RESULT_CHARS)
+        return f"Tool result ({entry.name}): " + shorten(clean(entry.text), TOOL_RESULT_CHARS)
+    if kind == "code":
+        label = f"In[{entry.count}]" if entry.count is not None else "Cell"
+        head = shorten(clean(first_line(entry.text)), CODE_HEAD_CHARS)
+        lines = len(entry.text.strip().splitlines())
+        more = f" (+{lines - 1} lines)" if lines > 1 else ""
+        status = f" → error: {shorten(clean(entry.error), ERROR_CHARS)}" if entry.error else " → ok"
+        return f"{label}: {head}{more}{status}"
+    if kind == "outcome":
+        if entry.outcome == "aborted":
+            return "Turn aborted (interrupted before it finished)."
+        if entry.outcome == "errored":
+            return "Turn errored: " + shorten(clean(entry.error or "unknown error"), ERROR_CHARS)
+        return None
+    return None
+
+
+def build_context(
+    transcript: Transcript,
+    *,
+    max_chars: int = 12000,
+    extras: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """The exact, capped text a model would see for a recap of ``transcript``.
+
+    ``extras`` are short framing lines (task list, memory notes) that share a small fixed budget.
+    Returns an empty string when the transcript has nothing a model should see.
+    """
+    clean = Redactor(env)
+    with transcript.locked() as entries:
+        snap = transcript.snapshot()
+        last_prompt = snap.prompts[-1] if snap.prompts else None
+        framing = _framing(entries, snap.prompts, snap.summary, extras, clean)
+        budget = max_chars - len(framing) - len(RECENT_HEADER) - 4
+        recent = _recent(entries, last_prompt, snap.size, budget, clean)
+    if not recent and not framing:
+        return ""
+    parts = [framing] if framing else []
+    parts.append(RECENT_HEADER + "\n" + "\n".join(recent))
+    return "\n\n".join(parts)[:max_chars]
+
+
+def _framing(
+    entries: list[Entry],
+    prompts: Sequence[int],
+    summary_index: int | None,
+    extras: Sequence[str],
+    clean: Redactor,
+) -> str:
+    lines: list[str] = []
+    if len(prompts) > 1:
+        first = entries[prompts[0]]
+        lines.append("Original task: " + shorten(clean(first.text), FIRST_PROMPT_CHARS))
+    if summary_index is not None:
+        summary = entries[summary_index].text
+        lines.append("Latest summary: " + shorten(clean(summary), SUMMARY_CHARS))
+    earlier = list(prompts[1:-1])[-EARLIER_PROMPTS:]
+    if earlier:
+        lines.append("Earlier prompts:")
+        lines.extend("- " + shorten(clean(entries[i].text), EARLIER_PROMPT_CHARS) for i in earlier)
+    used = 0
+    for extra in extras:
+        line = shorten(clean(extra), EXTRAS_CHARS - used)
+        if not line or used + len(line) > EXTRAS_CHARS:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return FRAMING_HEADER + "\n" + "\n".join(lines) if lines else ""
+
+
+def _recent(
+    entries: list[Entry], last_prompt: int | None, size: int, budget: int, clean: Redactor
+) -> list[str]:
+    """Lines since the latest prompt; when over budget, the prompt plus the newest lines."""
+    start = last_prompt if last_prompt is not None else 0
+    head: list[str] = []
+    if last_prompt is not None:
+        line = render_entry(entries[last_prompt], clean)
+        if line:
+            head.append(line)
+            budget -= len(line) + 1
+            start = last_prompt + 1
+    tail: list[tuple[int, str]] = []
+    index = size - 1
+    while index >= start:
+        line = render_entry(entries[index], clean)
+        if line is not None:
+            if len(line) + 1 > budget:
+                break
+            tail.append((index, line))
+            budget -= len(line) + 1
+        index -= 1
+    tail.reverse()
+    truncated = index >= start
+    if truncated:
+        # Never open on a tool result whose call was cut away: the model would misread it.
+        while tail and entries[tail[0][0]].kind == "tool_result":
+            tail.pop(0)
+        head.append("… (earlier steps of this turn omitted)")
+    return head + [line for _, line in tail]
+
+
+def fingerprint(context: str) -> str:
+    """A short stable digest of a context: equal text, equal fingerprint (dedupe key)."""
+    return hashlib.sha256(context.encode("utf-8")).hexdigest()[:20]

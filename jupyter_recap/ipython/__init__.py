@@ -1,0 +1,1 @@
+"""Adapters that plug the recap core into IPython: recorder, magics, extension lifecycle."""

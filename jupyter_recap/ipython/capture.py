@@ -1,0 +1,202 @@
+"""See what an agent cell shows without changing, swallowing or delaying any of it.
+
+While an agent cell runs we tee three things: rich display messages (``display_pub``), text
+written to stdout/stderr, and ``set_next_input`` (jupyter-ai's ``-f code`` puts its answer into
+the next cell that way). Everything is forwarded first and recorded second, and the record is
+bounded: head and tail only, so a cell that prints 50 MB costs a few kilobytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections import deque
+from typing import Any
+
+HEAD_CHARS = 6000
+TAIL_CHARS = 6000
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+class BoundedText:
+    """Accumulates text, keeping only its head and its tail."""
+
+    def __init__(self, head: int = HEAD_CHARS, tail: int = TAIL_CHARS) -> None:
+        self._head_limit = head
+        self._tail_limit = tail
+        self._head: list[str] = []
+        self._head_size = 0
+        self._tail: deque[str] = deque()
+        self._tail_size = 0
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        """Record ``text``; O(len(text)) at worst, memory bounded by head + tail."""
+        if not text:
+            return
+        self.total += len(text)
+        room = self._head_limit - self._head_size
+        if room > 0:
+            self._head.append(text[:room])
+            self._head_size += min(room, len(text))
+            text = text[room:]
+            if not text:
+                return
+        text = text[-self._tail_limit :]
+        self._tail.append(text)
+        self._tail_size += len(text)
+        while self._tail_size - len(self._tail[0]) >= self._tail_limit:
+            self._tail_size -= len(self._tail.popleft())
+
+    def text(self) -> str:
+        """The head, a marker with how much was dropped, and the tail."""
+        head = "".join(self._head)
+        tail = "".join(self._tail)[-self._tail_limit :]
+        dropped = self.total - len(head) - len(tail)
+        if dropped > 0:
+            return f"{head}\n… [{dropped} characters omitted] …\n{tail}"
+        return head + tail
+
+
+def text_of_bundle(data: dict[str, Any]) -> str:
+    """The readable text of a MIME bundle: markdown, then plain text; widgets and images skipped."""
+    if WIDGET_MIME in data:
+        return ""
+    for mime in ("text/markdown", "text/plain", "text/latex"):
+        value = data.get(mime)
+        if value:
+            return "".join(value) if isinstance(value, list) else str(value)
+    return ""
+
+
+class OutputTap:
+    """Tees one cell's outputs into a :class:`BoundedText`; ``start`` then ``stop``."""
+
+    def __init__(self, shell: Any) -> None:
+        self.shell = shell
+        self.output = BoundedText()
+        self.next_input: str | None = None
+        self.metadata: list[dict[str, Any]] = []
+        self._undo: list[Any] = []
+        # Terminal IPython prints displays and Out[n] to stdout; those bytes are already
+        # recorded in richer form, so the stream tap pauses while they are written.
+        self._paused = 0
+
+    def start(self) -> None:
+        """Begin teeing; every change is undone by :meth:`stop`."""
+        self._tap_display()
+        self._tap_displayhook()
+        for name in ("stdout", "stderr"):
+            self._tap_stream(name)
+        self._tap_next_input()
+
+    def stop(self) -> None:
+        """Restore everything :meth:`start` changed, newest first."""
+        while self._undo:
+            undo = self._undo.pop()
+            with contextlib.suppress(Exception):  # restoring must continue past one failure
+                undo()
+
+    # -- the three taps --------------------------------------------------------------------
+
+    def _record_bundle(self, data: Any, metadata: Any) -> None:
+        if isinstance(data, dict):
+            self.output.add(text_of_bundle(data))
+        if isinstance(metadata, dict) and metadata:
+            self.metadata.append(metadata)
+
+    def _tap_display(self) -> None:
+        pub = getattr(self.shell, "display_pub", None)
+        if pub is None:
+            return
+        if hasattr(pub, "register_hook"):
+            # ipykernel: hooks see each display message and must hand it back unchanged.
+            def hook(msg: dict[str, Any]) -> dict[str, Any]:
+                if msg.get("msg_type") in ("display_data", "update_display_data"):
+                    content = msg.get("content", {})
+                    self._record_bundle(content.get("data"), content.get("metadata"))
+                return msg
+
+            pub.register_hook(hook)
+            self._undo.append(lambda: pub.unregister_hook(hook))
+            return
+        original = pub.publish
+
+        forward = self._pausing(original)
+
+        def publish(data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> Any:
+            result = forward(data, metadata, *args, **kwargs)
+            self._record_bundle(data, metadata)
+            return result
+
+        pub.publish = publish
+        self._undo.append(lambda: _restore_attr(pub, "publish", publish))
+
+    def _tap_stream(self, name: str) -> None:
+        stream = getattr(sys, name)
+        original = stream.write
+
+        def write(text: Any) -> Any:
+            result = original(text)
+            if isinstance(text, str) and not self._paused:
+                self.output.add(text)
+            return result
+
+        try:
+            stream.write = write  # keeps the stream object (and isinstance checks) unchanged
+            self._undo.append(lambda: _restore_attr(stream, "write", write))
+        except (AttributeError, TypeError):
+            # Built-in streams refuse new attributes: swap in a forwarding proxy instead.
+            proxy = _StreamProxy(stream, write)
+            setattr(sys, name, proxy)
+            self._undo.append(lambda: getattr(sys, name) is proxy and setattr(sys, name, stream))
+
+    def _tap_displayhook(self) -> None:
+        # The cell's returned value is formatted by the recorder from ExecutionResult.result;
+        # terminal IPython's echo of it ("Out[n]: …") must not be recorded a second time.
+        hook = getattr(self.shell, "displayhook", None)
+        for name in ("write_output_prompt", "write_format_data"):
+            original = getattr(hook, name, None)
+            if original is None:
+                continue
+            paused = self._pausing(original)
+            setattr(hook, name, paused)
+            self._undo.append(lambda name=name, paused=paused: _restore_attr(hook, name, paused))
+
+    def _pausing(self, function: Any) -> Any:
+        def paused(*args: Any, **kwargs: Any) -> Any:
+            self._paused += 1
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._paused -= 1
+
+        return paused
+
+    def _tap_next_input(self) -> None:
+        shell = self.shell
+        original = shell.set_next_input
+
+        def set_next_input(text: str, replace: bool = False) -> Any:
+            self.next_input = text
+            return original(text, replace=replace)
+
+        shell.set_next_input = set_next_input
+        self._undo.append(lambda: _restore_attr(shell, "set_next_input", set_next_input))
+
+
+def _restore_attr(obj: Any, name: str, ours: Any) -> None:
+    """Remove our instance attribute, unless someone replaced it after us."""
+    if obj.__dict__.get(name) is ours:
+        del obj.__dict__[name]
+
+
+class _StreamProxy:
+    """Forwards every attribute to the real stream; only ``write`` is teed."""
+
+    def __init__(self, stream: Any, write: Any) -> None:
+        self._stream = stream
+        self.write = write
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)

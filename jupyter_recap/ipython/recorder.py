@@ -1,0 +1,181 @@
+"""Turn cell executions into transcript entries (``pre_run_cell`` / ``post_run_cell``).
+
+An agent cell (its magic is in ``Recap.agent_magics``) is one agent turn: the cell body is the
+prompt, whatever the cell displayed, printed or returned is the reply, and the way it ended is the
+outcome. Other cells become short activity entries. ``%recap`` cells are never recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..debuglog import get_logger
+from ..magicline import AgentCell, is_recap_only_cell, parse_agent_cell
+from ..transcript import Outcome, Transcript
+from .capture import OutputTap, text_of_bundle
+
+# jupyter-ai v3 reports a failed model call by printing and returning this text instead of raising.
+_V3_FAILURE = "Error calling language model"
+
+
+@dataclass
+class TurnEvents:
+    """Callbacks the trigger engine hangs on the recorder; each may be left empty."""
+
+    on_input: list[Callable[[], None]] = field(default_factory=list)
+    on_turn_start: list[Callable[[], None]] = field(default_factory=list)
+    on_turn_end: list[Callable[[Outcome], None]] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    cell_id: str | None
+    agent: AgentCell | None
+    tap: OutputTap | None
+    started: float
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` on one line."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+class Recorder:
+    """Records this shell's cells into ``transcript``; register with :meth:`attach`."""
+
+    def __init__(self, shell: Any, transcript: Transcript, settings: Any) -> None:
+        self.shell = shell
+        self.transcript = transcript
+        self.settings = settings
+        self.events = TurnEvents()
+        self.turn_running = False
+        self._run: _Run | None = None
+
+    def attach(self) -> None:
+        """Register the IPython event hooks."""
+        self.shell.events.register("pre_run_cell", self.pre_run_cell)
+        self.shell.events.register("post_run_cell", self.post_run_cell)
+
+    def detach(self) -> None:
+        """Unregister the hooks and undo any tap still in place."""
+        for name, callback in (
+            ("pre_run_cell", self.pre_run_cell),
+            ("post_run_cell", self.post_run_cell),
+        ):
+            with contextlib.suppress(ValueError):  # already gone
+                self.shell.events.unregister(name, callback)
+        if self._run is not None and self._run.tap is not None:
+            self._run.tap.stop()
+        self._run = None
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def pre_run_cell(self, info: Any) -> None:
+        """Start of a cell: note it, and tee the outputs of an agent cell."""
+        try:
+            self._pre_run_cell(info)
+        except Exception:  # noqa: BLE001 - recording must never break a cell
+            get_logger().exception("recorder failed before a cell")
+            self._run = None
+
+    def post_run_cell(self, result: Any) -> None:
+        """End of a cell: write its entries."""
+        run, self._run = self._run, None
+        if run is None:
+            return
+        if run.tap is not None:
+            run.tap.stop()
+        try:
+            self._post_run_cell(run, result)
+        except Exception:  # noqa: BLE001 - recording must never break a cell
+            get_logger().exception("recorder failed after a cell")
+
+    def _pre_run_cell(self, info: Any) -> None:
+        self._run = None
+        raw = getattr(info, "raw_cell", "") or ""
+        if getattr(info, "silent", False) or not getattr(info, "store_history", True):
+            return  # frontends' internal executions (completion, inspectors, widgets)
+        if not raw.strip() or is_recap_only_cell(raw):
+            return
+        agent = parse_agent_cell(raw, tuple(self.settings.agent_magics))
+        cell_id = getattr(info, "cell_id", None)
+        self._fire(self.events.on_input)
+        tap = None
+        if agent is not None:
+            tap = OutputTap(self.shell)
+            tap.start()
+            model = agent.model or self._default_agent_model()
+            self.transcript.user(agent.body, model=model, cell_id=cell_id)
+            self.turn_running = True
+            self._fire(self.events.on_turn_start)
+        self._run = _Run(cell_id, agent, tap, time.time())
+
+    def _post_run_cell(self, run: _Run, result: Any) -> None:
+        error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
+        if run.agent is None:
+            if self.settings.record_code_cells:
+                source = getattr(getattr(result, "info", None), "raw_cell", "") or ""
+                self.transcript.code(
+                    source,
+                    error=describe_error(error) if error is not None else None,
+                    count=getattr(result, "execution_count", None),
+                    cell_id=run.cell_id,
+                )
+            return
+        reply = self._reply_text(run, result)
+        if reply:
+            self.transcript.assistant(reply, cell_id=run.cell_id)
+        outcome: Outcome = "ok"
+        detail: str | None = None
+        if isinstance(error, KeyboardInterrupt):
+            outcome = "aborted"
+        elif error is not None:
+            outcome, detail = "errored", describe_error(error)
+        elif reply.lstrip().startswith(_V3_FAILURE):
+            outcome, detail = "errored", reply.strip().splitlines()[0]
+        self.transcript.outcome(outcome, detail, cell_id=run.cell_id)
+        self.turn_running = False
+        for callback in list(self.events.on_turn_end):
+            self._call(callback, outcome)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _reply_text(self, run: _Run, result: Any) -> str:
+        tap = run.tap
+        if tap is not None and tap.next_input:
+            return tap.next_input  # -f code: the answer went into the next cell
+        parts = [tap.output.text()] if tap is not None else []
+        value = getattr(result, "result", None)
+        if value is not None:
+            try:
+                data, _ = self.shell.display_formatter.format(value)
+                parts.append(text_of_bundle(data))
+            except Exception:  # noqa: BLE001 - a failing repr must not lose the turn
+                parts.append(f"<{type(value).__name__}>")
+        return "\n".join(p for p in parts if p and p.strip()).strip()
+
+    def _default_agent_model(self) -> str | None:
+        """The model jupyter-ai uses when a cell names none (its configured default)."""
+        registry = getattr(getattr(self.shell, "magics_manager", None), "registry", {})
+        magics = registry.get("AiMagics") if isinstance(registry, dict) else None
+        for name in ("initial_language_model", "default_language_model"):
+            value = getattr(magics, name, None)
+            if isinstance(value, str) and value:
+                return value
+        return None
+
+    def _fire(self, callbacks: list[Callable[[], None]]) -> None:
+        for callback in list(callbacks):
+            self._call(callback)
+
+    @staticmethod
+    def _call(callback: Callable[..., None], *args: Any) -> None:
+        try:
+            callback(*args)
+        except Exception:  # noqa: BLE001 - a listener must not break recording
+            get_logger().exception("recap listener failed")

@@ -1,0 +1,208 @@
+"""One recap pipeline for every trigger: context → fingerprint → model → extraction.
+
+``draft_recap`` is what the magics, the CLI, the server route and the automatic triggers call. It
+never raises: every failure becomes ``RecapResult(recap=None, reason=...)`` and a debug-log line.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .context import build_context, fingerprint
+from .debuglog import get_logger
+from .errors import Cancelled, ConfigError, ProviderError
+from .offline import offline_recap
+from .prompt import SYSTEM_PROMPT, extract_recap, user_message
+from .providers.base import OFFLINE, CancelToken, CompletionRequest, ModelRef, Provider
+from .transcript import Transcript, current
+
+if TYPE_CHECKING:
+    from .settings import Recap as RecapSettings
+
+ProviderFactory = Callable[[ModelRef, Mapping[str, str]], Provider]
+
+
+@dataclass(frozen=True)
+class Recap:
+    """A recap ready to show: ``text`` (plain, ≤ ~400 chars) and the ``model`` that wrote it."""
+
+    text: str
+    model: str
+    reason: str = "manual"
+    """The trigger that asked for it: manual, away, post_turn, idle, resume, cli, http."""
+    fingerprint: str = ""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    created: float = field(default_factory=time.time)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class RecapResult:
+    """The outcome of one draft: a recap, or None and the one-line reason why not."""
+
+    recap: Recap | None
+    reason: str
+    model: str | None = None
+    fingerprint: str = ""
+    context_chars: int = 0
+
+
+@dataclass
+class RecapStats:
+    """Counters shown by ``%recap status``."""
+
+    calls: int = 0
+    failures: int = 0
+    saved_by_dedupe: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **deltas: int) -> None:
+        """Add to counters from any thread."""
+        with self._lock:
+            for name, delta in deltas.items():
+                setattr(self, name, getattr(self, name) + delta)
+
+
+def _default_settings() -> RecapSettings:
+    from .settings import Recap as RecapSettings
+
+    return RecapSettings()
+
+
+def _default_factory(ref: ModelRef, env: Mapping[str, str]) -> Provider:
+    from .models import make_provider
+
+    return make_provider(ref, env)
+
+
+def draft_recap(
+    transcript: Transcript | None = None,
+    *,
+    model: str | None = None,
+    settings: RecapSettings | None = None,
+    trigger: str = "manual",
+    cancel: CancelToken | None = None,
+    extras: Sequence[str] = (),
+    open_task: str | None = None,
+    env: Mapping[str, str] | None = None,
+    stats: RecapStats | None = None,
+    provider_factory: ProviderFactory | None = None,
+) -> RecapResult:
+    """Draft a recap of ``transcript`` (default: this kernel's). Never raises.
+
+    ``model`` overrides every setting for this call (``%recap --model M``). ``extras`` are short
+    framing lines (tasks, memory notes); ``open_task`` is the offline engine's fallback next step.
+    """
+    log = get_logger()
+    try:
+        return _draft(
+            current() if transcript is None else transcript,
+            model=model,
+            settings=settings if settings is not None else _default_settings(),
+            trigger=trigger,
+            cancel=cancel or CancelToken(),
+            extras=extras,
+            open_task=open_task,
+            env=os.environ if env is None else env,
+            stats=stats if stats is not None else RecapStats(),
+            factory=provider_factory or _default_factory,
+        )
+    except Exception as error:
+        log.exception("recap (%s) failed unexpectedly", trigger)
+        return RecapResult(None, f"internal error: {type(error).__name__}: {error}")
+
+
+def _draft(
+    transcript: Transcript,
+    *,
+    model: str | None,
+    settings: RecapSettings,
+    trigger: str,
+    cancel: CancelToken,
+    extras: Sequence[str],
+    open_task: str | None,
+    env: Mapping[str, str],
+    stats: RecapStats,
+    factory: ProviderFactory,
+) -> RecapResult:
+    from .models import resolve_models
+
+    log = get_logger()
+    context = build_context(
+        transcript, max_chars=int(settings.max_context_chars), extras=extras, env=env
+    )
+    if not context:
+        return RecapResult(None, "nothing to recap yet: no agent activity was recorded")
+    digest = fingerprint(context)
+    try:
+        resolution = resolve_models(
+            str(settings.model),
+            override=model,
+            fast_model=str(settings.fast_model),
+            active_model=transcript.active_model,
+            env=env,
+        )
+    except ConfigError as error:
+        return RecapResult(None, str(error), fingerprint=digest, context_chars=len(context))
+    log.debug("recap (%s): %s; %d context chars", trigger, resolution.why, len(context))
+
+    deadline = time.monotonic() + float(settings.timeout_seconds)
+    reason = "no model was available"
+    tried: str | None = None
+    for ref in resolution.candidates:
+        tried = ref.id
+        if cancel.cancelled:
+            return RecapResult(None, "cancelled", tried, digest, len(context))
+        if ref == OFFLINE:
+            text = offline_recap(transcript, open_task=open_task)
+            if text is None:
+                return RecapResult(None, "nothing to recap yet", tried, digest, len(context))
+            recap = Recap(text, OFFLINE.id, trigger, digest)
+            return RecapResult(recap, "ok", tried, digest, len(context))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            reason = f"no answer within {settings.timeout_seconds:g} s"
+            break
+        request = CompletionRequest(SYSTEM_PROMPT, user_message(context), timeout=remaining)
+        try:
+            stats.add(calls=1)
+            completion = factory(ref, env).complete(request, cancel)
+        except Cancelled:
+            return RecapResult(None, "cancelled", tried, digest, len(context))
+        except (ProviderError, ConfigError) as error:
+            stats.add(failures=1)
+            reason = f"{ref.id}: {error}"
+            log.warning("recap (%s) via %s failed: %s", trigger, ref.id, error)
+            continue
+        stats.add(tokens_in=completion.tokens_in, tokens_out=completion.tokens_out)
+        text = extract_recap(completion.text)
+        if text is None:
+            log.warning("recap (%s) via %s: answer had no <recap> tag", trigger, ref.id)
+            return RecapResult(
+                None, f"{ref.id} answered without a recap", tried, digest, len(context)
+            )
+        recap = Recap(text, ref.id, trigger, digest, completion.tokens_in, completion.tokens_out)
+        return RecapResult(recap, "ok", tried, digest, len(context))
+    return RecapResult(None, reason, tried, digest, len(context))
+
+
+def generate_recap(
+    transcript: Transcript | None = None, *, model: str | None = None, **options: object
+) -> Recap | None:
+    """A recap of ``transcript`` (default: this kernel's), or None. Never raises.
+
+    ``model`` is ``"offline"``, ``"provider:model"`` or None for the configured choice. Other
+    keyword options are those of :func:`draft_recap`.
+    """
+    result = draft_recap(transcript, model=model, **options)  # type: ignore[arg-type]
+    return result.recap

@@ -1,0 +1,56 @@
+"""Shared fixtures: an isolated environment for every test, and a real IPython shell."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # lets tests import fakellm and helpers
+
+_PROVIDER_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_HOST",
+    "OPENROUTER_API_KEY",
+    "JUPYTER_RECAP_MODEL",
+    "JUPYTER_RECAP_AUTO",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """No test sees the developer's keys, and the debug log goes to a temporary file."""
+    from jupyter_recap import debuglog
+
+    for name in _PROVIDER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    log = tmp_path / "recap-debug.log"
+    monkeypatch.setenv("JUPYTER_RECAP_LOG", str(log))
+    debuglog.reset()
+    yield log
+    debuglog.reset()
+
+
+@pytest.fixture
+def shell() -> Iterator[object]:
+    """A real InteractiveShell with in-memory history; the extension is unloaded afterwards."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    from jupyter_recap import transcript
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    ip = InteractiveShell.instance(config=config)  # display() publishes through the instance
+    transcript.set_current(None)
+    yield ip
+    if "jupyter_recap" in ip.extension_manager.loaded:
+        ip.extension_manager.unload_extension("jupyter_recap")
+    transcript.set_current(None)
+    InteractiveShell.clear_instance()

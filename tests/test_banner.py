@@ -1,0 +1,315 @@
+"""The recap banner: Python-side state machine, and the ES module rendered in a real Chromium."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from IPython.core.formatters import DisplayFormatter
+from playwright.sync_api import Browser, Locator, Page, sync_playwright
+from traitlets import TraitError
+
+from jupyter_recap.banner import RecapBanner
+
+STATIC = pathlib.Path(__file__).parents[1] / "jupyter_recap" / "static"
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+XSS = '<img src=x onerror="window.pwned = 1"> & <b>not bold</b>'
+
+
+@pytest.fixture
+def banner() -> Iterator[RecapBanner]:
+    widget = RecapBanner()
+    yield widget
+    widget.close()
+
+
+# --------------------------------------------------------------------------- Python side
+
+
+def test_created_without_a_frontend(banner: RecapBanner) -> None:
+    assert banner.comm is not None  # ipywidgets falls back to a dummy comm
+    assert banner.model_id
+    assert banner.state == "hidden"
+    assert (banner.text, banner.model, banner.note, banner.dismissed) == ("", "", "", False)
+    assert banner._esm == (STATIC / "banner.js").read_text(encoding="utf-8")
+    assert banner._css == (STATIC / "banner.css").read_text(encoding="utf-8")
+    state = banner.get_state()
+    assert {"text", "model", "state", "note", "reason", "dismissed"} <= state.keys()
+
+
+def test_show_drafting_fail_clear(banner: RecapBanner) -> None:
+    banner.drafting("offline")
+    assert (banner.state, banner.model, banner.text, banner.reason) == (
+        "drafting",
+        "offline",
+        "",
+        "manual",
+    )
+
+    banner.show("You were fitting the model.", "offline", reason="away", note="tasks 2/5")
+    assert banner.state == "shown"
+    assert banner.text == "You were fitting the model."
+    assert (banner.reason, banner.note) == ("away", "tasks 2/5")
+
+    banner.fail("no API key for openai")
+    assert (banner.state, banner.note, banner.text) == ("failed", "no API key for openai", "")
+    assert banner.model == "offline"  # kept when fail() is not told otherwise
+    banner.fail("timed out", model="openai:gpt-4o-mini")
+    assert banner.model == "openai:gpt-4o-mini"
+
+    banner.clear()
+    assert (banner.state, banner.text, banner.note) == ("hidden", "", "")
+
+
+def test_dismissed_hides_and_show_undismisses(banner: RecapBanner) -> None:
+    banner.show("recap", "offline")
+    banner.set_state({"dismissed": True})  # how an update from the browser's × button lands
+    assert banner.state == "hidden"
+    assert banner.plain_text() == ""
+
+    banner.show("next recap", "offline")
+    assert (banner.state, banner.dismissed) == ("shown", False)
+    banner.dismissed = True
+    banner.drafting()
+    assert (banner.state, banner.dismissed) == ("drafting", False)
+    banner.dismissed = True
+    banner.clear()
+    assert (banner.state, banner.dismissed) == ("hidden", False)
+
+
+def test_state_is_validated(banner: RecapBanner) -> None:
+    with pytest.raises(TraitError):
+        banner.state = "visible"
+
+
+def test_show_sends_one_update(banner: RecapBanner, monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(banner, "_send", lambda msg, buffers=None: sent.append(msg))
+    banner.show("recap", "offline", reason="away")
+    assert len(sent) == 1
+    assert sent[0]["state"]["state"] == "shown"
+    assert sent[0]["state"]["text"] == "recap"
+
+
+def test_plain_text(banner: RecapBanner) -> None:
+    assert banner.plain_text() == ""
+    banner.show("You were tuning the learning rate.", "offline")
+    assert banner.plain_text() == "✦ recap · offline\nYou were tuning the learning rate."
+    banner.show("Done.", "openai:gpt-4o-mini", note="tasks ####.... 2/5")
+    assert banner.plain_text() == "✦ recap · openai:gpt-4o-mini\nDone.\ntasks ####.... 2/5"
+    banner.drafting()
+    assert banner.plain_text() == "✦ recap\ndrafting…"
+    banner.fail("rate limited", model="offline")
+    assert banner.plain_text() == "✦ recap · offline\nrecap failed\nrate limited"
+    banner.show(XSS, "offline")
+    assert banner.plain_text() == f"✦ recap · offline\n{XSS}"  # passed through untouched
+
+
+def test_repr_mimebundle(banner: RecapBanner) -> None:
+    banner.show("You were cleaning the dataset.", "offline", note="tasks 1/3")
+    bundle = banner._repr_mimebundle_()
+    assert bundle is not None
+    data, _metadata = bundle
+    assert data["text/plain"] == "✦ recap · offline\nYou were cleaning the dataset.\ntasks 1/3"
+    assert data[WIDGET_MIME]["model_id"] == banner.model_id
+
+    # What terminal IPython would print.
+    formatted, _ = DisplayFormatter().format(banner)
+    assert formatted["text/plain"] == banner.plain_text()
+
+
+# --------------------------------------------------------------------------- browser side
+
+CHROMIUM = pathlib.Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+# Without chromium we skip locally; under CI a missing browser must fail the run.
+needs_chromium = pytest.mark.skipif(
+    not CHROMIUM.exists() and not os.environ.get("CI"),
+    reason="/usr/bin/chromium is not installed (apt-get install chromium)",
+)
+
+# Imports the module from a blob: URL and mounts it with a minimal fake anywidget model.
+HARNESS = """
+async ({ source, hostId, values }) => {
+  const url = URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+  const mod = await import(url);
+  const listeners = {};
+  const model = {
+    saves: 0,
+    get: (key) => values[key],
+    set(key, value) {
+      values[key] = value;
+      for (const f of [...(listeners[`change:${key}`] || [])]) f(this, value);
+    },
+    on: (event, f) => { (listeners[event] ||= []).push(f); },
+    off: (event, f) => { listeners[event] = (listeners[event] || []).filter((g) => g !== f); },
+    save_changes() { this.saves += 1; },
+    listenerCount: () => Object.values(listeners).reduce((n, l) => n + l.length, 0),
+  };
+  const host = document.createElement("div");
+  host.id = hostId;
+  document.getElementById("notebook").appendChild(host);
+  window.models = window.models || {};
+  window.cleanups = window.cleanups || {};
+  window.models[hostId] = model;
+  window.cleanups[hostId] = mod.default.render({ model, el: host });
+}
+"""
+
+DEFAULTS = {
+    "text": "",
+    "model": "offline",
+    "state": "shown",
+    "note": "",
+    "reason": "manual",
+    "dismissed": False,
+}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    page = browser.new_page(viewport={"width": 760, "height": 520})
+    requests: list[str] = []
+    page.route("**/*", lambda route: (requests.append(route.request.url), route.abort()))
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    css = (STATIC / "banner.css").read_text(encoding="utf-8")
+    page.set_content(
+        f"<!doctype html><html><head><meta charset='utf-8'><style>{css}"
+        "body{margin:0;padding:16px;background:var(--jp-layout-color1,#fff);"
+        "font-family:sans-serif}</style></head>"
+        "<body><div id='notebook' style='width:700px'></div></body></html>"
+    )
+    yield page
+    assert errors == []
+    assert requests == []  # the module never touches the network
+    page.close()
+
+
+def mount(page: Page, host_id: str = "banner", **values: Any) -> Locator:
+    """Render banner.js into a new element; returns a locator for its root."""
+    source = (STATIC / "banner.js").read_text(encoding="utf-8")
+    page.evaluate(HARNESS, {"source": source, "hostId": host_id, "values": DEFAULTS | values})
+    return page.locator(f"#{host_id} > .jp-RecapBanner")
+
+
+def set_value(page: Page, key: str, value: Any, host_id: str = "banner") -> None:
+    page.evaluate("([h, k, v]) => window.models[h].set(k, v)", [host_id, key, value])
+
+
+def test_module_has_no_imports() -> None:
+    source = (STATIC / "banner.js").read_text(encoding="utf-8")
+    assert not re.search(r"^\s*import\b|\bimport\s*\(|\bfetch\s*\(|innerHTML", source, re.M)
+
+
+@needs_chromium
+def test_renders_and_updates(page: Page) -> None:
+    root = mount(page, text="You were plotting residuals.", model="openai:gpt-4o-mini")
+    assert root.count() == 1
+    assert root.is_visible()
+    header = root.locator(".jp-RecapBanner-header")
+    assert "✦ recap" in header.inner_text()
+    assert "openai:gpt-4o-mini" in header.inner_text()
+    assert root.locator(".jp-RecapBanner-text").text_content() == "You were plotting residuals."
+    assert not root.locator(".jp-RecapBanner-note").is_visible()
+
+    set_value(page, "text", "You were writing the report.")
+    assert root.locator(".jp-RecapBanner-text").text_content() == "You were writing the report."
+    set_value(page, "model", "ollama:llama3.2")
+    assert "ollama:llama3.2" in header.inner_text()
+    set_value(page, "note", "tasks ####.... 2/5")
+    assert root.locator(".jp-RecapBanner-note").inner_text() == "tasks ####.... 2/5"
+    set_value(page, "reason", "away")
+    assert root.get_attribute("title") == "Recap by ollama:llama3.2 (trigger: away)"
+
+
+@needs_chromium
+def test_text_is_never_html(page: Page) -> None:
+    root = mount(page, text=XSS)
+    assert root.locator(".jp-RecapBanner-text").text_content() == XSS
+    set_value(page, "note", XSS)
+    set_value(page, "model", "<img src=y>")
+    assert root.locator(".jp-RecapBanner-note").text_content() == XSS
+    assert page.locator("img, b").count() == 0
+    assert page.evaluate("window.pwned") is None
+
+
+@needs_chromium
+def test_states(page: Page) -> None:
+    root = mount(page, state="drafting", text="")
+    assert "jp-RecapBanner-drafting" in (root.get_attribute("class") or "")
+    assert root.is_visible()
+    assert "✦ recap" in root.locator(".jp-RecapBanner-header").inner_text()
+    assert root.locator(".jp-RecapBanner-text").inner_text() == "drafting…"
+
+    set_value(page, "note", "no API key for anthropic")
+    set_value(page, "state", "failed")
+    assert "jp-RecapBanner-failed" in (root.get_attribute("class") or "")
+    assert root.locator(".jp-RecapBanner-note").inner_text() == "no API key for anthropic"
+
+    set_value(page, "state", "hidden")
+    assert not root.is_visible()
+    set_value(page, "state", "shown")
+    assert root.is_visible()
+
+
+@needs_chromium
+def test_dismiss_and_cleanup(page: Page) -> None:
+    root = mount(page, text="You were reading logs.")
+    button = root.get_by_role("button", name="Dismiss recap")
+    button.click()
+    assert page.evaluate("window.models.banner.get('dismissed')") is True
+    assert page.evaluate("window.models.banner.saves") == 1
+    assert not root.is_visible()  # hidden at once, before the kernel answers
+
+    assert page.evaluate("window.models.banner.listenerCount()") > 0
+    page.evaluate("window.cleanups.banner()")
+    assert page.evaluate("window.models.banner.listenerCount()") == 0
+    assert page.locator(".jp-RecapBanner").count() == 0
+
+
+@needs_chromium
+def test_screenshot(page: Page) -> None:
+    mount(
+        page,
+        "shown",
+        text="You asked the agent to clean sales.csv and it dropped 312 duplicate rows; it was "
+        "halfway through fitting a seasonal model when you left — next step is checking "
+        "the residuals plot in cell 14.",
+        reason="away",
+        note="tasks ####.... 2/5",
+    )
+    mount(page, "drafting", state="drafting", model="openai:gpt-4o-mini")
+    mount(page, "failed", state="failed", note="no API key for anthropic (set ANTHROPIC_API_KEY)")
+    mount(page, "hidden", state="hidden", text="invisible")
+    page.locator("#notebook").screenshot(path="/tmp/banner.png", animations="disabled")
+    # The same banners under JupyterLab's dark theme variables.
+    page.evaluate(
+        """() => Object.entries({
+          "--jp-layout-color1": "#111111", "--jp-layout-color2": "#212121",
+          "--jp-layout-color3": "#424242", "--jp-brand-color1": "#42a5f5",
+          "--jp-ui-font-color0": "#ffffff", "--jp-ui-font-color1": "rgba(255,255,255,0.87)",
+          "--jp-ui-font-color2": "rgba(255,255,255,0.54)", "--jp-border-color2": "#424242",
+          "--jp-warn-color1": "#ffa726",
+        }).forEach(([k, v]) => document.documentElement.style.setProperty(k, v))"""
+    )
+    page.locator("#notebook").screenshot(path="/tmp/banner-dark.png", animations="disabled")

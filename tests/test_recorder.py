@@ -1,0 +1,160 @@
+"""The recorder in a real IPython shell: what agent and ordinary cells leave in the transcript."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentmagic import install
+from IPython.display import Markdown, display
+
+import jupyter_recap as jr
+
+
+@pytest.fixture
+def loaded(shell: Any) -> Any:
+    # Like a kernel, compute every MIME type (terminal IPython only computes text/plain).
+    shell.display_formatter.active_types = list(shell.display_formatter.format_types)
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    shell.agent = install(shell)
+    return shell
+
+
+def run(shell: Any, source: str) -> Any:
+    return shell.run_cell(source, store_history=True)
+
+
+def kinds() -> list[str]:
+    return [e.kind for e in jr.current()]
+
+
+def test_printed_reply_is_recorded_and_still_printed(loaded: Any, capsys: Any) -> None:
+    loaded.agent.script.append(lambda prompt: print("Migrated 4 of 7 tables. Next: the FK."))
+    run(loaded, "%%agent\nmigrate the billing tables to v2")
+    entries = jr.current().entries
+    assert [e.kind for e in entries] == ["user", "assistant", "outcome"]
+    assert entries[0].text == "migrate the billing tables to v2"
+    assert "Migrated 4 of 7 tables" in entries[1].text
+    assert entries[2].outcome == "ok"
+    assert "Migrated 4 of 7 tables. Next: the FK." in capsys.readouterr().out
+
+
+def test_displayed_markdown_reply(loaded: Any, capsys: Any) -> None:
+    loaded.agent.script.append(lambda prompt: display(Markdown("**Plan**: fix `invoices.ts`")))
+    run(loaded, "%%agent\nplan the fix")
+    assert jr.current()[1].text == "**Plan**: fix `invoices.ts`"
+    assert "Markdown" in capsys.readouterr().out  # the user's display still happened
+
+
+def test_returned_value_is_the_reply(loaded: Any) -> None:
+    run(loaded, "%%ai openai-chat:gpt-4o-mini\nWhy does invoices.ts fail its FK constraint?")
+    entries = jr.current().entries
+    assert entries[1].kind == "assistant"
+    assert entries[1].text == "Answer to: Why does invoices.ts fail its FK constraint?"
+    assert jr.current().active_model == "openai-chat:gpt-4o-mini"
+
+
+def test_v3_model_spelling_becomes_active_model(loaded: Any) -> None:
+    run(loaded, "%%ai anthropic/claude-haiku-4-5 -f markdown\nsummarise the schema")
+    assert jr.current().active_model == "anthropic/claude-haiku-4-5"
+
+
+def test_errored_turn(loaded: Any) -> None:
+    def fail(prompt: str) -> None:
+        print("calling the model…")
+        raise ConnectionError("model endpoint refused the connection")
+
+    loaded.agent.script.append(fail)
+    run(loaded, "%%agent\nrun the migration")
+    outcome = jr.current().entries[-1]
+    assert outcome.kind == "outcome"
+    assert outcome.outcome == "errored"
+    assert outcome.error == "ConnectionError: model endpoint refused the connection"
+
+
+def test_aborted_turn(loaded: Any) -> None:
+    def interrupt(prompt: str) -> None:
+        raise KeyboardInterrupt
+
+    loaded.agent.script.append(interrupt)
+    run(loaded, "%%agent\nlong job")
+    assert jr.current().entries[-1].outcome == "aborted"
+
+
+def test_code_fence_answer_goes_to_next_cell(loaded: Any) -> None:
+    loaded.agent.answers.append("df = df.merge(rates, on='region')")
+    run(loaded, "%%ai openai-chat:gpt-4o -f code\nmerge the rates")
+    assert jr.current()[1].text == "df = df.merge(rates, on='region')"
+    assert loaded.rl_next_input == "df = df.merge(rates, on='region')"  # still delivered
+
+
+def test_code_cells_become_activity(loaded: Any) -> None:
+    run(loaded, "x = 1\ny = 2")
+    run(loaded, "{}['region']")
+    ok, failed = jr.current().entries
+    assert (ok.kind, ok.error, ok.text) == ("code", None, "x = 1\ny = 2")
+    assert failed.error == "KeyError: 'region'"
+    assert failed.count == ok.count + 1
+
+
+def test_code_cells_can_be_left_out(loaded: Any) -> None:
+    loaded.run_line_magic("config", "Recap.record_code_cells = False")
+    run(loaded, "x = 1")
+    assert kinds() == []
+
+
+def test_recap_cells_and_silent_cells_are_not_recorded(loaded: Any) -> None:
+    run(loaded, "%recap status")
+    loaded.run_cell("z = 3", silent=True)
+    run(loaded, "%config Recap.away_seconds = 5")
+    assert kinds() == []
+
+
+def test_fifty_megabytes_of_output_stay_bounded(loaded: Any, capfd: Any) -> None:
+    loaded.agent.script.append(lambda prompt: print("HEAD" + "x" * 50_000_000 + "TAIL"))
+    run(loaded, "%%agent\nflood")
+    reply = jr.current()[1].text
+    assert len(reply) < 8000
+    assert reply.startswith("HEAD") and reply.rstrip().endswith("TAIL")
+    assert "characters omitted" in reply
+
+
+def test_user_output_order_and_content_unchanged(loaded: Any, capsys: Any) -> None:
+    def chatty(prompt: str) -> str:
+        print("one")
+        display(Markdown("two"))
+        print("three")
+        return "four"
+
+    loaded.agent.script.append(chatty)
+    run(loaded, "%%agent\ntalk")
+    out = capsys.readouterr().out
+    assert out.index("one") < out.index("three") < out.index("four")
+
+
+def test_load_twice_is_harmless_and_unload_removes_everything(shell: Any) -> None:
+    callbacks_before = {k: list(v) for k, v in shell.events.callbacks.items()}
+    configurables_before = list(shell.configurables)
+    custom_exc_before = shell.custom_exceptions
+    jr.load_ipython_extension(shell)
+    jr.load_ipython_extension(shell)
+    assert len(shell.events.callbacks["pre_run_cell"]) == len(callbacks_before["pre_run_cell"]) + 1
+    assert "recap" in shell.magics_manager.magics["line"]
+    assert shell.custom_exceptions == custom_exc_before  # jupyter-ai owns set_custom_exc
+    jr.unload_ipython_extension(shell)
+    assert {k: list(v) for k, v in shell.events.callbacks.items()} == callbacks_before
+    assert "recap" not in shell.magics_manager.magics["line"]
+    assert shell.configurables == configurables_before
+    run(shell, "x = 1")
+    assert kinds() == []
+
+
+def test_recorder_failure_never_breaks_a_cell(loaded: Any, monkeypatch: Any) -> None:
+    from jupyter_recap.transcript import Transcript
+
+    def broken(self: Any, *args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(Transcript, "code", broken)
+    result = run(loaded, "value = 41 + 1")
+    assert result.success and loaded.user_ns["value"] == 42
