@@ -30,33 +30,42 @@ FRAMING_HEADER = "Task framing"
 RECENT_HEADER = "Recent activity (oldest first)"
 
 
+def _line(clean: Redactor, text: str, limit: int) -> str:
+    """Redact, flatten and cut ``text`` to ``limit`` characters.
+
+    Redaction only looks at a generous prefix: the regexes are the costly part of building a
+    context, and nothing past the cut can reach the model anyway.
+    """
+    return shorten(clean(text[: 2 * limit + 200]), limit)
+
+
 def render_entry(entry: Entry, clean: Redactor) -> str | None:
     """One transcript line for ``entry``, or None for entries the model never sees."""
     kind = entry.kind
     if kind in SILENT_KINDS or kind == "summary":
         return None
     if kind == "user":
-        return "User: " + shorten(clean(entry.text), TEXT_CHARS)
+        return "User: " + _line(clean, entry.text, TEXT_CHARS)
     if kind == "assistant":
-        return "Assistant: " + shorten(clean(strip_reasoning(entry.text)), TEXT_CHARS)
+        return "Assistant: " + _line(clean, strip_reasoning(entry.text), TEXT_CHARS)
     if kind == "tool_call":
-        return "Tool call: " + shorten(clean(f"{entry.name}({entry.text})"), TOOL_CALL_CHARS)
+        return "Tool call: " + _line(clean, f"{entry.name}({entry.text})", TOOL_CALL_CHARS)
     if kind == "tool_result":
         if entry.error:
-            return f"Tool error ({entry.name}): " + shorten(clean(entry.error), TOOL_RESULT_CHARS)
-        return f"Tool result ({entry.name}): " + shorten(clean(entry.text), TOOL_RESULT_CHARS)
+            return f"Tool error ({entry.name}): " + _line(clean, entry.error, TOOL_RESULT_CHARS)
+        return f"Tool result ({entry.name}): " + _line(clean, entry.text, TOOL_RESULT_CHARS)
     if kind == "code":
         label = f"In[{entry.count}]" if entry.count is not None else "Cell"
-        head = shorten(clean(first_line(entry.text)), CODE_HEAD_CHARS)
-        lines = len(entry.text.strip().splitlines())
+        head = _line(clean, first_line(entry.text), CODE_HEAD_CHARS)
+        lines = entry.text.strip().count("\n") + 1
         more = f" (+{lines - 1} lines)" if lines > 1 else ""
-        status = f" → error: {shorten(clean(entry.error), ERROR_CHARS)}" if entry.error else " → ok"
+        status = f" → error: {_line(clean, entry.error, ERROR_CHARS)}" if entry.error else " → ok"
         return f"{label}: {head}{more}{status}"
     if kind == "outcome":
         if entry.outcome == "aborted":
             return "Turn aborted (interrupted before it finished)."
         if entry.outcome == "errored":
-            return "Turn errored: " + shorten(clean(entry.error or "unknown error"), ERROR_CHARS)
+            return "Turn errored: " + _line(clean, entry.error or "unknown error", ERROR_CHARS)
         return None
     return None
 
@@ -97,17 +106,17 @@ def _framing(
     lines: list[str] = []
     if len(prompts) > 1:
         first = entries[prompts[0]]
-        lines.append("Original task: " + shorten(clean(first.text), FIRST_PROMPT_CHARS))
+        lines.append("Original task: " + _line(clean, first.text, FIRST_PROMPT_CHARS))
     if summary_index is not None:
         summary = entries[summary_index].text
-        lines.append("Latest summary: " + shorten(clean(summary), SUMMARY_CHARS))
+        lines.append("Latest summary: " + _line(clean, summary, SUMMARY_CHARS))
     earlier = list(prompts[1:-1])[-EARLIER_PROMPTS:]
     if earlier:
         lines.append("Earlier prompts:")
         lines.extend("- " + shorten(clean(entries[i].text), EARLIER_PROMPT_CHARS) for i in earlier)
     used = 0
     for extra in extras:
-        line = shorten(clean(extra), EXTRAS_CHARS - used)
+        line = _line(clean, extra, EXTRAS_CHARS - used)
         if not line or used + len(line) > EXTRAS_CHARS:
             break
         lines.append(line)

@@ -135,7 +135,7 @@ def _draft(
     stats: RecapStats,
     factory: ProviderFactory,
 ) -> RecapResult:
-    from .models import resolve_models
+    from .models import has_credentials, missing_credentials, resolve_models
 
     log = get_logger()
     context = build_context(
@@ -169,6 +169,10 @@ def _draft(
                 return RecapResult(None, "nothing to recap yet", tried, digest, len(context))
             recap = Recap(text, OFFLINE.id, trigger, digest)
             return RecapResult(recap, "ok", tried, digest, len(context))
+        if not has_credentials(ref, env):
+            # Only an explicitly named model gets here; a call would just be refused.
+            reason = missing_credentials(ref)
+            continue
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             reason = f"no answer within {settings.timeout_seconds:g} s"

@@ -22,7 +22,7 @@ def env_flag(name: str, fallback: bool) -> bool:
     return value.strip().lower() not in _FALSE
 
 
-class Recap(Configurable):  # type: ignore[misc]  # traitlets is untyped
+class Recap(Configurable):
     """Settings of the jupyter_recap IPython extension."""
 
     auto = Bool(

@@ -35,9 +35,14 @@ def clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
     return f"{head}\n… [{len(text) - len(head) - len(tail)} characters omitted] …\n{tail}"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Entry:
-    """One recorded event. ``text`` is already bounded; ``time`` is a UNIX timestamp."""
+    """One recorded event. ``text`` is already bounded; ``time`` is a UNIX timestamp.
+
+    Entries are never changed after they are appended (treat them as read-only); the class is
+    not frozen only because frozen dataclasses are several times slower to create, and one is
+    created for every cell.
+    """
 
     kind: Kind
     text: str = ""
@@ -54,13 +59,17 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict without the empty fields."""
-        return {k: v for k, v in self.__dict__.items() if v is not None and v != ""}
+        values = ((name, getattr(self, name)) for name in _ENTRY_FIELDS)
+        return {k: v for k, v in values if v is not None and v != ""}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Entry:
         """Rebuild an entry written by :meth:`to_dict`."""
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known = {k: data[k] for k in _ENTRY_FIELDS if k in data}
         return cls(**known)
+
+
+_ENTRY_FIELDS = tuple(Entry.__dataclass_fields__)
 
 
 Listener = Callable[["Transcript", Entry], None]

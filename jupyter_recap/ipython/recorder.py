@@ -8,7 +8,6 @@ outcome. Other cells become short activity entries. ``%recap`` cells are never r
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,12 +30,12 @@ class TurnEvents:
     on_turn_end: list[Callable[[Outcome], None]] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Run:
+    source: str
     cell_id: str | None
     agent: AgentCell | None
     tap: OutputTap | None
-    started: float
 
 
 def describe_error(error: BaseException) -> str:
@@ -55,6 +54,15 @@ class Recorder:
         self.events = TurnEvents()
         self.turn_running = False
         self._run: _Run | None = None
+        # Settings are read on every cell; traitlets lookups are slow enough to show up in the
+        # per-cell overhead, so keep plain copies in step with the traits.
+        self._agent_magics = tuple(settings.agent_magics)
+        self._record_code = bool(settings.record_code_cells)
+        settings.observe(self._settings_changed, names=["agent_magics", "record_code_cells"])
+
+    def _settings_changed(self, change: Any) -> None:
+        self._agent_magics = tuple(self.settings.agent_magics)
+        self._record_code = bool(self.settings.record_code_cells)
 
     def attach(self) -> None:
         """Register the IPython event hooks."""
@@ -63,6 +71,7 @@ class Recorder:
 
     def detach(self) -> None:
         """Unregister the hooks and undo any tap still in place."""
+        self.settings.unobserve(self._settings_changed, names=["agent_magics", "record_code_cells"])
         for name, callback in (
             ("pre_run_cell", self.pre_run_cell),
             ("post_run_cell", self.post_run_cell),
@@ -97,13 +106,18 @@ class Recorder:
 
     def _pre_run_cell(self, info: Any) -> None:
         self._run = None
-        raw = getattr(info, "raw_cell", "") or ""
-        if getattr(info, "silent", False) or not getattr(info, "store_history", True):
+        raw = info.raw_cell or ""
+        if info.silent or not info.store_history:
             return  # frontends' internal executions (completion, inspectors, widgets)
-        if not raw.strip() or is_recap_only_cell(raw):
+        # Most cells hold no magic at all; only those with a "%" need parsing.
+        agent = None
+        if "%" in raw:
+            if is_recap_only_cell(raw):
+                return
+            agent = parse_agent_cell(raw, self._agent_magics)
+        elif not raw.strip():
             return
-        agent = parse_agent_cell(raw, tuple(self.settings.agent_magics))
-        cell_id = getattr(info, "cell_id", None)
+        cell_id = info.cell_id
         self._fire(self.events.on_input)
         tap = None
         if agent is not None:
@@ -113,17 +127,16 @@ class Recorder:
             self.transcript.user(agent.body, model=model, cell_id=cell_id)
             self.turn_running = True
             self._fire(self.events.on_turn_start)
-        self._run = _Run(cell_id, agent, tap, time.time())
+        self._run = _Run(raw, cell_id, agent, tap)
 
     def _post_run_cell(self, run: _Run, result: Any) -> None:
-        error = getattr(result, "error_before_exec", None) or getattr(result, "error_in_exec", None)
+        error = result.error_before_exec or result.error_in_exec
         if run.agent is None:
-            if self.settings.record_code_cells:
-                source = getattr(getattr(result, "info", None), "raw_cell", "") or ""
+            if self._record_code:
                 self.transcript.code(
-                    source,
+                    run.source,
                     error=describe_error(error) if error is not None else None,
-                    count=getattr(result, "execution_count", None),
+                    count=result.execution_count,
                     cell_id=run.cell_id,
                 )
             return

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ MAX_OUTPUT_TOKENS = 256
 
 @dataclass(frozen=True)
 class ModelRef:
-    """A model on a provider we can speak to: ``openai``, ``anthropic``, ``ollama`` or ``offline``."""
+    """A model on a provider we speak to (``openai``, ``anthropic``, ``ollama``, ``offline``)."""
 
     provider: str
     model: str
@@ -74,10 +75,8 @@ class CancelToken:
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            try:
+            with contextlib.suppress(Exception):  # a failing abort must not stop the others
                 callback()
-            except Exception:  # noqa: BLE001 - a failing abort must not stop the others
-                pass
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` on cancel (at once if already cancelled); returns an unregister."""

@@ -1,0 +1,204 @@
+"""Measure the foundation's costs in one run and print a Markdown table.
+
+    .venv/bin/python benchmarks/bench_foundation.py            # full run (about a minute)
+    .venv/bin/python benchmarks/bench_foundation.py --quick    # smaller N, for a smoke check
+
+Figures are medians of several rounds taken in this one process, and the recording overhead is a
+ratio against the same shell without the extension, so a busy machine shifts both sides alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("JUPYTER_RECAP_LOG", "0")
+for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "JUPYTER_RECAP_MODEL"):
+    os.environ.pop(_name, None)
+
+
+def median_seconds(action: Callable[[], object], rounds: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+# -- recording overhead --------------------------------------------------------------------
+
+
+def recording_overhead(cells: int, rounds: int) -> tuple[float, float]:
+    """Median seconds per trivial cell without and with the extension loaded."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
+
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    shell = InteractiveShell.instance(config=config)
+
+    def batch() -> None:
+        for _ in range(cells):
+            shell.run_cell("x = 1", store_history=True)
+
+    batch()  # warm up caches and the compiler
+    plain, loaded = [], []
+    for _ in range(rounds):
+        # interleave so that drift in machine load hits both sides equally
+        plain.append(median_seconds(batch, 1))
+        shell.run_line_magic("load_ext", "jupyter_recap")
+        loaded.append(median_seconds(batch, 1))
+        shell.run_line_magic("unload_ext", "jupyter_recap")
+        from jupyter_recap import transcript
+
+        transcript.current().clear()
+    return statistics.median(plain) / cells, statistics.median(loaded) / cells
+
+
+# -- context building and size ----------------------------------------------------------------
+
+TOOL_OUTPUT = "\n".join(f"line {n}: " + "SELECT * FROM invoices WHERE id = ?" for n in range(120))
+
+
+def synthetic_session(entries: int):  # type: ignore[no-untyped-def]
+    """A tool-heavy agent session: prompts, tool calls with large results, replies, cells.
+
+    Returns the transcript and the raw (unclipped) message texts a peer strategy would send.
+    """
+    import jupyter_recap as jr
+
+    t = jr.Transcript()
+    raw: list[tuple[str, str]] = []  # (role, text) as an agent's message list would hold them
+    n = 0
+    turn = 0
+    while n < entries:
+        prompt = f"Step {turn}: migrate table {turn} of the billing schema and fix its FK"
+        t.user(prompt)
+        raw.append(("user", prompt))
+        n += 1
+        for call in range(4):
+            if n >= entries:
+                break
+            args = {"path": f"tables/t{turn}_{call}.ts"}
+            t.tool_call("read_file", args)
+            raw.append(("tool_call", json.dumps(args)))
+            t.tool_result("read_file", TOOL_OUTPUT)
+            raw.append(("tool_result", TOOL_OUTPUT))
+            n += 2
+        reply = f"Table {turn} migrated; the FK now points at customers_v2. Next: table {turn + 1}."
+        t.assistant(reply)
+        raw.append(("assistant", reply))
+        t.outcome("ok")
+        n += 2
+        turn += 1
+    return t, raw
+
+
+def peer_raw_30(raw: list[tuple[str, str]]) -> int:
+    """One agent CLI's strategy: the last 30 messages, tool traffic included, unfiltered."""
+    return sum(len(text) for _, text in raw[-30:])
+
+
+def peer_dialog_30(raw: list[tuple[str, str]]) -> int:
+    """Another CLI's strategy: the last 30 user/assistant text messages, tools dropped."""
+    dialog = [text for role, text in raw if role in ("user", "assistant")]
+    return sum(len(text) for text in dialog[-30:])
+
+
+def context_figures(sizes: list[int], rounds: int) -> list[dict[str, float]]:
+    from jupyter_recap.context import build_context
+
+    rows = []
+    for size in sizes:
+        transcript, raw = synthetic_session(size)
+        seconds = median_seconds(lambda t=transcript: build_context(t), rounds)
+        ours = len(build_context(transcript))
+        rows.append(
+            {
+                "entries": size,
+                "build_ms": seconds * 1000,
+                "ours": ours,
+                "raw30": peer_raw_30(raw),
+                "dialog30": peer_dialog_30(raw),
+            }
+        )
+    return rows
+
+
+# -- import and load time --------------------------------------------------------------------
+
+
+def subprocess_seconds(code: str, rounds: int) -> float:
+    samples = []
+    for _ in range(rounds):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+        ).stdout
+        samples.append(float(out.strip().splitlines()[-1]))
+    return statistics.median(samples)
+
+
+IMPORT_CODE = """
+import time
+t = time.perf_counter()
+import jupyter_recap
+print(time.perf_counter() - t)
+"""
+
+LOAD_CODE = """
+import time
+from IPython.core.interactiveshell import InteractiveShell
+from traitlets.config import Config
+c = Config(); c.HistoryManager.hist_file = ":memory:"
+shell = InteractiveShell.instance(config=c)
+t = time.perf_counter()
+shell.run_line_magic("load_ext", "jupyter_recap")
+print(time.perf_counter() - t)
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
+    args = parser.parse_args()
+    cells, rounds = (300, 3) if args.quick else (2000, 7)
+    sizes = [10, 1_000, 10_000] if args.quick else [10, 1_000, 100_000]
+
+    plain, loaded = recording_overhead(cells, rounds)
+    print("## Recording overhead (trivial cells through a real InteractiveShell)\n")
+    print("| cells × rounds | without | with extension | ratio (target ≤ 1.05) |")
+    print("|---|---|---|---|")
+    print(
+        f"| {cells} × {rounds} | {plain * 1e6:.1f} µs/cell | {loaded * 1e6:.1f} µs/cell "
+        f"| {loaded / plain:.3f} |\n"
+    )
+
+    print("## Context building and characters sent per recap (tool-heavy session)\n")
+    print("| entries | build_context (median) | ours (chars) | last 30 raw | last 30 dialog |")
+    print("|---|---|---|---|---|")
+    for row in context_figures(sizes, rounds):
+        print(
+            f"| {row['entries']:,} | {row['build_ms']:.2f} ms | {row['ours']:,} "
+            f"| {row['raw30']:,} | {row['dialog30']:,} |"
+        )
+
+    print("\n## Start-up (fresh interpreter, median)\n")
+    print("| step | time |")
+    print("|---|---|")
+    print(f"| `import jupyter_recap` | {subprocess_seconds(IMPORT_CODE, rounds) * 1000:.1f} ms |")
+    print(f"| `%load_ext jupyter_recap` | {subprocess_seconds(LOAD_CODE, rounds) * 1000:.1f} ms |")
+
+
+if __name__ == "__main__":
+    main()

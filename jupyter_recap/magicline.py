@@ -1,0 +1,140 @@
+"""Parsing the first line of an agent cell (``%%ai openai-chat:gpt-4o-mini -f code``).
+
+Shared by the notebook reader and the live kernel recorder so that both agree on what counts as
+an agent turn, what the prompt is and which model it names. Plain string work only: this module
+must stay importable without IPython.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# jupyter-ai's cell-magic options (v2 and v3). Options that take a value must have that value
+# skipped, or it would be mistaken for the model id (``-f code`` → model "code").
+_VALUE_OPTIONS = frozenset(
+    {
+        "-f",
+        "--format",
+        "-m",
+        "--model-parameters",
+        "-n",
+        "--region-name",
+        "-q",
+        "--request-schema",
+        "-p",
+        "--response-path",
+        "--api-base",
+        "--api-key-name",
+    }
+)
+_FLAG_OPTIONS = frozenset(
+    {"--eval", "--interpolate", "--no-interpolate", "-r", "--reset", "-v", "--verbose"}
+)
+# Short value options may carry their value glued on, click-style: ``-fcode``.
+_SHORT_VALUE_OPTIONS = frozenset(o for o in _VALUE_OPTIONS if not o.startswith("--"))
+
+# Line magics that only drive jupyter_recap itself; a cell made of these is bookkeeping.
+_RECAP_EXTENSION_LINES = frozenset(
+    {"%load_ext jupyter_recap", "%reload_ext jupyter_recap", "%unload_ext jupyter_recap"}
+)
+
+
+@dataclass(frozen=True)
+class AgentCell:
+    """An agent cell taken apart: ``%%<magic> <args>`` followed by the prompt ``body``."""
+
+    magic: str
+    """The cell magic's name without ``%%``, e.g. ``ai``."""
+    args: str
+    """Everything after the magic name on its line, stripped."""
+    body: str
+    """The prompt: the rest of the cell, stripped."""
+    model: str | None
+    """The first positional argument as written (``openai-chat:gpt-4o-mini``, ``openai/gpt-4o``)."""
+    format: str | None
+    """The ``-f``/``--format`` value, e.g. ``code``; None when not given."""
+
+
+def parse_agent_cell(source: str, agent_magics: Iterable[str]) -> AgentCell | None:
+    """Return the agent cell in ``source``, or None when it is not one of ``agent_magics``.
+
+    The magic must be on the first non-empty line (IPython drops leading blank lines and
+    indentation before looking for a cell magic, so we do too).
+    """
+    # Be lenient about how the setting was written: "ai", "%%ai" and " ai " all mean %%ai.
+    names = {m.strip().lstrip("%") for m in agent_magics}
+    names.discard("")
+    lines = source.splitlines()
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        # "%% ai" is not a cell magic: the name must follow the %% directly.
+        if not stripped.startswith("%%") or stripped[2:3].isspace():
+            return None
+        parts = stripped[2:].split(None, 1)
+        if not parts or parts[0] not in names:
+            return None
+        name, args = parts[0], parts[1].strip() if len(parts) > 1 else ""
+        body = "\n".join(lines[index + 1 :]).strip()
+        model, fmt = _model_and_format(args)
+        return AgentCell(magic=name, args=args, body=body, model=model, format=fmt)
+    return None
+
+
+def _tokens(args: str) -> list[str]:
+    try:
+        return shlex.split(args)
+    except ValueError:
+        # An unbalanced quote (e.g. inside -m JSON) must not hide the model id.
+        return args.split()
+
+
+def _model_and_format(args: str) -> tuple[str | None, str | None]:
+    """The first positional argument that is not a persona, and the ``-f`` value."""
+    model: str | None = None
+    fmt: str | None = None
+    tokens = _tokens(args)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        option, eq, value = token.partition("=")
+        if token.startswith("--") and eq and option in _VALUE_OPTIONS:
+            if option == "--format":
+                fmt = value
+        elif token in _VALUE_OPTIONS:
+            if i < len(tokens) and token in ("-f", "--format"):
+                fmt = tokens[i]
+            i += 1
+        elif token[:2] in _SHORT_VALUE_OPTIONS and len(token) > 2 and not token.startswith("--"):
+            if token[:2] == "-f":
+                fmt = token[2:]
+        elif token in _FLAG_OPTIONS or token.startswith("-"):
+            # Unknown options are skipped on their own: guessing they take a value could
+            # swallow the model id.
+            continue
+        elif model is None and "@" not in token:
+            # "@name" is a jupyter-ai v3 persona, not a model.
+            model = token
+    return model, fmt or None
+
+
+def is_recap_only_cell(source: str) -> bool:
+    """True when ``source`` only drives jupyter_recap (``%recap…``, loading it, configuring it).
+
+    Such cells are never recorded: they are the person asking for a recap, not their work.
+    Comment lines are allowed alongside, but at least one recap line must be present.
+    """
+    found = False
+    for raw in source.splitlines():
+        line = " ".join(raw.split())
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith(("%recap", "%config Recap")) or line in _RECAP_EXTENSION_LINES:
+            found = True
+            continue
+        return False
+    return found

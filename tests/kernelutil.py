@@ -1,0 +1,78 @@
+"""Drive a real ipykernel through jupyter_client and collect what a frontend would receive."""
+
+from __future__ import annotations
+
+import os
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.manager import start_new_kernel
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+
+
+@contextmanager
+def running_kernel(env: dict[str, str] | None = None) -> Iterator[Any]:
+    """A started kernel's client; the kernel is shut down afterwards."""
+    kernel_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))
+    }
+    kernel_env.update(env or {})
+    kernel_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
+    km, kc = start_new_kernel(kernel_name="python3", env=kernel_env, cwd=str(ROOT))
+    try:
+        yield kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def execute(kc: Any, code: str, timeout: float = 60) -> list[dict[str, Any]]:
+    """Run ``code`` and return every IOPub message of that execution, up to idle."""
+    msg_id = kc.execute(code)
+    messages: list[dict[str, Any]] = []
+    while True:
+        try:
+            msg = kc.get_iopub_msg(timeout=timeout)
+        except queue.Empty as error:
+            raise AssertionError(f"no idle after {code!r}: {messages}") from error
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        messages.append(msg)
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return messages
+
+
+def collect(kc: Any, seconds: float) -> list[dict[str, Any]]:
+    """Every IOPub message arriving within ``seconds`` (for updates sent between cells)."""
+    messages = []
+    while True:
+        try:
+            messages.append(kc.get_iopub_msg(timeout=seconds))
+        except queue.Empty:
+            return messages
+
+
+def stream_text(messages: list[dict[str, Any]], name: str = "stdout") -> str:
+    return "".join(
+        m["content"]["text"]
+        for m in messages
+        if m["msg_type"] == "stream" and m["content"]["name"] == name
+    )
+
+
+def widget_states(messages: list[dict[str, Any]], comm_id: str) -> list[dict[str, Any]]:
+    """The state one widget's comm_open and comm_msg updates carry, in order."""
+    states = []
+    for m in messages:
+        if m["content"].get("comm_id") != comm_id:
+            continue
+        if m["msg_type"] == "comm_open" or (
+            m["msg_type"] == "comm_msg" and m["content"]["data"].get("method") == "update"
+        ):
+            states.append(m["content"]["data"].get("state", {}))
+    return states

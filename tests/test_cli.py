@@ -1,0 +1,250 @@
+"""``jupyter recap NOTEBOOK``: run as a real process, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyter_recap import cli, service
+from jupyter_recap.errors import NotebookError
+
+ROOT = Path(__file__).parent.parent
+DATA = Path(__file__).parent / "data"
+DEMO = ROOT / "notebooks" / "demo_agent_session.ipynb"
+VENV_BIN = Path(sys.executable).parent
+
+#: Anything that could send a test's notebook to a real model.
+NETWORK_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENROUTER_API_KEY",
+    "OLLAMA_HOST",
+    "JUPYTER_RECAP_DEBUG",
+)
+
+
+def offline_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in NETWORK_ENV}
+    env["JUPYTER_RECAP_MODEL"] = "offline"
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    env.update(extra)
+    return env
+
+
+def recap(
+    *args: str | Path, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m jupyter_recap.cli ARGS`` the way a console script would."""
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_recap.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=cwd,
+        env=env or offline_env(),
+        timeout=120,
+    )
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int) -> str:
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("jupyter recap: ")
+    return lines[0]
+
+
+# -- a recap: exit 0 ------------------------------------------------------------------------------
+
+
+def test_demo_notebook_prints_an_offline_recap(tmp_path: Path) -> None:
+    result = recap(DEMO, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    *recap_lines, signature = result.stdout.rstrip("\n").splitlines()
+    assert signature == "— offline"
+    text = " ".join(recap_lines)
+    assert "invoices" in text  # the task
+    assert "Next:" in text or "next" in text.lower()  # the next step the last reply stated
+
+
+def test_explicit_offline_model_without_the_environment_setting(tmp_path: Path) -> None:
+    env = offline_env()
+    del env["JUPYTER_RECAP_MODEL"]
+    result = recap(DEMO, "--model", "offline", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith("— offline")
+
+
+def test_json_output(tmp_path: Path) -> None:
+    result = recap(DATA / "agent_session.ipynb", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"recap", "model", "reason"}
+    assert payload["model"] == "offline"
+    assert isinstance(payload["recap"], str) and payload["recap"].strip()
+
+
+def test_installed_jupyter_recap_command(tmp_path: Path) -> None:
+    jupyter = shutil.which("jupyter", path=str(VENV_BIN)) or shutil.which("jupyter")
+    if jupyter is None or shutil.which("jupyter-recap", path=offline_env()["PATH"]) is None:
+        pytest.skip("jupyter or the jupyter-recap console script is not installed")
+    ok = subprocess.run(
+        [jupyter, "recap", str(DEMO)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=tmp_path,
+        env=offline_env(),
+        timeout=120,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.rstrip().endswith("— offline")
+    missing = subprocess.run(
+        [jupyter, "recap", "missing.ipynb"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=offline_env(),
+        timeout=120,
+    )
+    assert assert_one_line_error(missing, 2) == "jupyter recap: no such file: missing.ipynb"
+
+
+# -- no recap: exit 1 -----------------------------------------------------------------------------
+
+
+def test_notebook_without_agent_cells(tmp_path: Path) -> None:
+    path = DATA / "no_agent_cells.ipynb"
+    result = recap(path, cwd=tmp_path)
+    line = assert_one_line_error(result, 1)
+    assert line == f"jupyter recap: no agent cells in {path} (looked for %%ai, %%agent)"
+    assert result.stdout == ""
+
+
+def test_notebook_without_agent_cells_as_json(tmp_path: Path) -> None:
+    result = recap(DATA / "no_agent_cells.ipynb", "--json", cwd=tmp_path)
+    assert_one_line_error(result, 1)
+    payload = json.loads(result.stdout)
+    assert payload["recap"] is None and payload["model"] is None
+    assert payload["reason"].startswith("no agent cells in ")
+
+
+# -- bad usage: exit 2 ----------------------------------------------------------------------------
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    line = assert_one_line_error(recap("nope.ipynb", cwd=tmp_path), 2)
+    assert line == "jupyter recap: no such file: nope.ipynb"
+
+
+def test_directory(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    line = assert_one_line_error(recap("work", cwd=tmp_path), 2)
+    assert line == "jupyter recap: work is a directory, not a notebook"
+
+
+def test_corrupt_notebook(tmp_path: Path) -> None:
+    shutil.copy(DATA / "corrupt-notebook.json", tmp_path / "half-saved.ipynb")
+    line = assert_one_line_error(recap("half-saved.ipynb", cwd=tmp_path), 2)
+    assert line.startswith("jupyter recap: half-saved.ipynb is not a readable notebook: ")
+    assert "Unterminated string" in line
+
+
+def test_not_a_notebook(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("just some notes\n", encoding="utf-8")
+    line = assert_one_line_error(recap("notes.txt", cwd=tmp_path), 2)
+    assert line.startswith("jupyter recap: notes.txt is not a readable notebook: ")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--bogus", "x.ipynb"],
+        ["a.ipynb", "b.ipynb"],
+        ["x.ipynb", "--model"],
+        [],
+    ],
+)
+def test_bad_usage(tmp_path: Path, args: list[str]) -> None:
+    result = recap(*args, cwd=tmp_path)
+    assert_one_line_error(result, 2)
+    assert result.stdout == ""
+
+
+def test_unusable_model(tmp_path: Path) -> None:
+    result = recap(DEMO, "--model", "nonsense-provider:m", cwd=tmp_path)
+    line = assert_one_line_error(result, 2)
+    assert "nonsense-provider" in line
+
+
+def test_unusable_model_setting_in_the_environment(tmp_path: Path) -> None:
+    env = offline_env(JUPYTER_RECAP_MODEL="nonsense-provider:m")
+    assert_one_line_error(recap(DEMO, cwd=tmp_path, env=env), 2)
+
+
+def test_help(tmp_path: Path) -> None:
+    result = recap("--help", cwd=tmp_path)
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: jupyter recap ")
+    assert "%%ai" in result.stdout
+
+
+# -- in process: the paths a subprocess cannot easily reach ---------------------------------------
+
+
+def test_main_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([str(DATA / "outcomes.ipynb"), "--model", "offline"]) == 0
+    out, err = capsys.readouterr()
+    assert out.rstrip().endswith("— offline")
+    assert err == ""
+
+
+def test_no_recap_from_the_service_exits_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def nothing(*args: object, **kwargs: object) -> service.RecapResult:
+        assert kwargs["trigger"] == "cli"
+        return service.RecapResult(None, "nothing to recap yet")
+
+    monkeypatch.setattr(service, "draft_recap", nothing)
+    assert cli.main([str(DEMO), "--model", "offline"]) == 1
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "jupyter recap: nothing to recap yet\n")
+
+
+def test_unexpected_failure_is_one_line_unless_debugging(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(*args: object, **kwargs: object) -> service.RecapResult:
+        raise RuntimeError("boom\nsecond line")
+
+    monkeypatch.setattr(service, "draft_recap", broken)
+    assert cli.main([str(DEMO), "--model", "offline"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("jupyter recap: internal error: RuntimeError: boom second line")
+
+    monkeypatch.setenv(cli.DEBUG_ENV, "1")
+    with pytest.raises(RuntimeError):
+        cli.main([str(DEMO), "--model", "offline"])
+
+
+def test_multi_line_notebook_error_is_flattened(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unreadable(*args: object, **kwargs: object) -> None:
+        raise NotebookError("x.ipynb is not a readable notebook:\n  odd")
+
+    monkeypatch.setattr("jupyter_recap.notebook.read_notebook", unreadable)
+    assert cli.main(["x.ipynb"]) == 2
+    assert capsys.readouterr().err == "jupyter recap: x.ipynb is not a readable notebook: odd\n"

@@ -1,0 +1,269 @@
+"""Model ids, credentials, the choice of model, and building providers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # fakellm lives next to this file
+
+from fakellm import DEFAULT_TEXT, FakeLLM, fake_llm  # noqa: F401
+
+from jupyter_recap.errors import ConfigError
+from jupyter_recap.models import (
+    Resolution,
+    has_credentials,
+    make_provider,
+    parse_model_id,
+    resolve_models,
+)
+from jupyter_recap.providers import (
+    OFFLINE,
+    AnthropicProvider,
+    CompletionRequest,
+    ModelRef,
+    OllamaProvider,
+    OpenAIProvider,
+)
+
+OPENAI_KEY = {"OPENAI_API_KEY": "sk-test"}
+
+
+@pytest.mark.parametrize(
+    ("text", "provider", "model"),
+    [
+        # jupyter-ai 2: provider:model, split on the first colon
+        ("openai:gpt-4o-mini", "openai", "gpt-4o-mini"),
+        ("openai-chat:gpt-4o", "openai", "gpt-4o"),
+        ("openai-chat-custom:my-vllm-model", "openai", "my-vllm-model"),
+        ("anthropic-chat:claude-3-5-haiku-latest", "anthropic", "claude-3-5-haiku-latest"),
+        ("anthropic:claude-haiku-4-5", "anthropic", "claude-haiku-4-5"),
+        ("ollama:llama3.2:3b", "ollama", "llama3.2:3b"),
+        ("  Anthropic:claude-x  ", "anthropic", "claude-x"),
+        # jupyter-ai 3 / LiteLLM: provider/model, split on the first slash
+        ("openai/gpt-4.1-mini", "openai", "gpt-4.1-mini"),
+        ("anthropic/claude-sonnet-4-5", "anthropic", "claude-sonnet-4-5"),
+        ("ollama_chat/qwen3:8b", "ollama", "qwen3:8b"),
+        ("ollama/llama3.2:3b", "ollama", "llama3.2:3b"),
+        ("openrouter/anthropic/claude-3.5-sonnet", "openrouter", "anthropic/claude-3.5-sonnet"),
+        ("openrouter:anthropic/claude-3.5-sonnet", "openrouter", "anthropic/claude-3.5-sonnet"),
+        # jupyter-ai 2 aliases
+        ("chatgpt", "openai", "gpt-3.5-turbo"),
+        ("gpt4", "openai", "gpt-4"),
+        ("gpt3", "openai", "text-davinci-003"),
+        # bare names whose provider is obvious
+        ("gpt-4o", "openai", "gpt-4o"),
+        ("o3-mini", "openai", "o3-mini"),
+        ("o1", "openai", "o1"),
+        ("o4-mini", "openai", "o4-mini"),
+        ("chatgpt-4o-latest", "openai", "chatgpt-4o-latest"),
+        ("claude-opus-4-1", "anthropic", "claude-opus-4-1"),
+        # the offline engine
+        ("offline", "offline", "offline"),
+        ("OFFLINE", "offline", "offline"),
+    ],
+)
+def test_parse_model_id(text: str, provider: str, model: str) -> None:
+    assert parse_model_id(text) == ModelRef(provider, model)
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [ModelRef("ollama", "llama3.2:3b"), ModelRef("openrouter", "anthropic/claude-3.5-sonnet"),
+     ModelRef("openai", "gpt-4o"), OFFLINE],
+)  # fmt: skip
+def test_canonical_id_round_trips(ref: ModelRef) -> None:
+    assert parse_model_id(ref.id) == ref
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("bedrock:anthropic.claude-v2", "'bedrock'"),
+        ("gemini:gemini-1.5-pro", "'gemini'"),
+        ("azure-chat-openai/gpt-4", "'azure-chat-openai'"),
+        ("", "empty"),
+        ("   ", "empty"),
+        ("openai:", "no model"),
+        ("llama3.2", "cannot tell the provider"),
+        ("auto", "cannot tell the provider"),
+    ],
+)
+def test_parse_model_id_errors(text: str, words: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_model_id(text)
+    message = str(info.value)
+    assert words in message
+    assert "\n" not in message
+    if words.startswith("'"):  # an unknown provider: say which ones work
+        assert "openai, anthropic, ollama, openrouter" in message
+
+
+@pytest.mark.parametrize(
+    ("ref", "env", "expected"),
+    [
+        (ModelRef("openai", "gpt-4o"), {}, False),
+        (ModelRef("openai", "gpt-4o"), {"OPENAI_API_KEY": "sk"}, True),
+        (ModelRef("openai", "gpt-4o"), {"OPENAI_API_KEY": "  "}, False),
+        (ModelRef("openai", "local"), {"OPENAI_BASE_URL": "http://localhost:8000/v1"}, True),
+        (ModelRef("anthropic", "claude-x"), {"OPENAI_API_KEY": "sk"}, False),
+        (ModelRef("anthropic", "claude-x"), {"ANTHROPIC_API_KEY": "sk-ant"}, True),
+        (ModelRef("anthropic", "claude-x"), {"ANTHROPIC_BASE_URL": "http://proxy"}, True),
+        (ModelRef("ollama", "llama3.2"), {}, True),
+        (ModelRef("openrouter", "a/b"), {}, False),
+        (ModelRef("openrouter", "a/b"), {"OPENAI_API_KEY": "sk"}, False),
+        (ModelRef("openrouter", "a/b"), {"OPENROUTER_API_KEY": "sk-or"}, True),
+        (OFFLINE, {}, True),
+        (ModelRef("bedrock", "x"), {"OPENAI_API_KEY": "sk"}, False),
+    ],
+)
+def test_has_credentials(ref: ModelRef, env: dict[str, str], expected: bool) -> None:
+    assert has_credentials(ref, env) is expected
+
+
+# --- resolve_models -------------------------------------------------------------------------
+
+
+def test_auto_uses_active_model_with_credentials() -> None:
+    result = resolve_models("auto", active_model="openai-chat:gpt-4o-mini", env=OPENAI_KEY)
+    assert result == Resolution(
+        (ModelRef("openai", "gpt-4o-mini"),), "active model openai:gpt-4o-mini (OPENAI_API_KEY set)"
+    )
+
+
+def test_auto_tries_fast_model_first() -> None:
+    env = {**OPENAI_KEY, "ANTHROPIC_API_KEY": "sk-ant"}
+    result = resolve_models(
+        "auto", fast_model="openai:gpt-4o-mini", active_model="anthropic:claude-opus-4-1", env=env
+    )
+    assert result.candidates == (
+        ModelRef("openai", "gpt-4o-mini"),
+        ModelRef("anthropic", "claude-opus-4-1"),
+    )
+    assert result.why.startswith("fast model openai:gpt-4o-mini")
+    assert OFFLINE not in result.candidates
+
+
+def test_auto_fast_model_equal_to_active_is_tried_once() -> None:
+    result = resolve_models("", fast_model="gpt-4o", active_model="openai:gpt-4o", env=OPENAI_KEY)
+    assert result.candidates == (ModelRef("openai", "gpt-4o"),)
+
+
+def test_auto_skips_fast_model_without_credentials() -> None:
+    result = resolve_models(
+        "auto", fast_model="anthropic:claude-haiku-4-5", active_model="gpt-4o", env=OPENAI_KEY
+    )
+    assert result.candidates == (ModelRef("openai", "gpt-4o"),)
+    assert "anthropic:claude-haiku-4-5 skipped: no credentials" in result.why
+
+
+def test_auto_without_credentials_is_offline() -> None:
+    result = resolve_models("auto", active_model="anthropic:claude-x", env=OPENAI_KEY)
+    assert result.candidates == (OFFLINE,)
+    assert result.why.startswith("no model with credentials: offline engine")
+
+
+def test_auto_with_no_model_at_all_is_offline() -> None:
+    result = resolve_models("auto", env=OPENAI_KEY)
+    assert result.candidates == (OFFLINE,)
+    assert "offline" in result.why
+
+
+def test_auto_ollama_needs_no_key() -> None:
+    result = resolve_models("auto", active_model="ollama:llama3.2", env={})
+    assert result.candidates == (ModelRef("ollama", "llama3.2"),)
+
+
+@pytest.mark.parametrize("bad", ["bedrock:anthropic.claude-v2", "my-local-model", "gemini/x"])
+def test_auto_bad_active_model_falls_back_to_offline(bad: str) -> None:
+    result = resolve_models("auto", active_model=bad, env=OPENAI_KEY)
+    assert result.candidates == (OFFLINE,)
+    assert "active model skipped" in result.why
+    assert "\n" not in result.why
+
+
+def test_auto_bad_fast_model_is_skipped() -> None:
+    result = resolve_models("auto", fast_model="gemini:x", active_model="gpt-4o", env=OPENAI_KEY)
+    assert result.candidates == (ModelRef("openai", "gpt-4o"),)
+    assert "fast model skipped" in result.why
+
+
+def test_setting_wins_alone_over_active_model() -> None:
+    result = resolve_models(
+        "anthropic/claude-haiku-4-5", fast_model="gpt-4o", active_model="gpt-4o", env=OPENAI_KEY
+    )
+    # chosen by a person: used even without credentials (the call then reports the auth error)
+    assert result.candidates == (ModelRef("anthropic", "claude-haiku-4-5"),)
+    assert "Recap.model" in result.why
+
+
+def test_setting_offline() -> None:
+    result = resolve_models("offline", active_model="gpt-4o", env=OPENAI_KEY)
+    assert result.candidates == (OFFLINE,)
+
+
+def test_override_wins_over_everything() -> None:
+    result = resolve_models(
+        "anthropic:claude-x", override="ollama:qwen3", active_model="gpt-4o", env=OPENAI_KEY
+    )
+    assert result.candidates == (ModelRef("ollama", "qwen3"),)
+    assert result.why.startswith("override from %recap --model")
+
+
+@pytest.mark.parametrize(("setting", "override"), [("bedrock:x", None), ("auto", "gemini:y")])
+def test_bad_setting_or_override_raises(setting: str, override: str | None) -> None:
+    with pytest.raises(ConfigError):
+        resolve_models(setting, override=override, env=OPENAI_KEY)
+
+
+# --- make_provider --------------------------------------------------------------------------
+
+
+def test_make_provider_classes() -> None:
+    assert isinstance(make_provider(ModelRef("openai", "gpt-4o"), {}), OpenAIProvider)
+    assert isinstance(make_provider(ModelRef("openrouter", "a/b"), {}), OpenAIProvider)
+    assert isinstance(make_provider(ModelRef("anthropic", "c"), {}), AnthropicProvider)
+    assert isinstance(make_provider(ModelRef("ollama", "l"), {}), OllamaProvider)
+    assert make_provider(ModelRef("ollama", "l"), {}).ref == ModelRef("ollama", "l")
+    with pytest.raises(ValueError):
+        make_provider(OFFLINE, {})
+    with pytest.raises(ConfigError):
+        make_provider(ModelRef("bedrock", "x"), {})
+
+
+def _ask(ref: ModelRef, env: dict[str, str]) -> str:
+    return make_provider(ref, env).complete(CompletionRequest("sys", "user", timeout=5)).text
+
+
+def test_make_provider_uses_openai_env(fake_llm: FakeLLM) -> None:  # noqa: F811
+    env = {"OPENAI_API_KEY": "sk-o", "OPENAI_BASE_URL": f"{fake_llm.url}/v1/"}
+    assert _ask(ModelRef("openai", "gpt-4o"), env) == DEFAULT_TEXT
+    path, headers, _ = fake_llm.requests[0]
+    assert (path, headers["authorization"]) == ("/v1/chat/completions", "Bearer sk-o")
+
+
+def test_make_provider_openrouter_uses_its_own_key(fake_llm: FakeLLM) -> None:  # noqa: F811
+    env = {
+        "OPENAI_API_KEY": "sk-o",
+        "OPENROUTER_API_KEY": "sk-or",
+        "OPENROUTER_BASE_URL": f"{fake_llm.url}/api/v1",
+    }
+    assert _ask(ModelRef("openrouter", "anthropic/claude-3.5-sonnet"), env) == DEFAULT_TEXT
+    path, headers, body = fake_llm.requests[0]
+    assert path == "/api/v1/chat/completions"
+    assert headers["authorization"] == "Bearer sk-or"
+    assert body["model"] == "anthropic/claude-3.5-sonnet"
+
+
+def test_make_provider_uses_anthropic_env(fake_llm: FakeLLM) -> None:  # noqa: F811
+    env = {"ANTHROPIC_API_KEY": "sk-ant", "ANTHROPIC_BASE_URL": fake_llm.url}
+    assert _ask(ModelRef("anthropic", "claude-x"), env) == DEFAULT_TEXT
+    assert fake_llm.requests[0].headers["x-api-key"] == "sk-ant"
+
+
+def test_make_provider_ollama_host_without_scheme(fake_llm: FakeLLM) -> None:  # noqa: F811
+    env = {"OLLAMA_HOST": fake_llm.url.removeprefix("http://")}
+    assert _ask(ModelRef("ollama", "llama3.2"), env) == DEFAULT_TEXT
+    assert fake_llm.requests[0].path == "/api/chat"
