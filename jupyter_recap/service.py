@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .context import build_context, fingerprint
 from .debuglog import get_logger
-from .errors import Cancelled, ConfigError, ProviderError
+from .errors import Cancelled, ConfigError, ProviderError, ProviderTimeout
 from .offline import offline_recap
 from .prompt import SYSTEM_PROMPT, extract_recap, user_message
 from .providers.base import OFFLINE, CancelToken, CompletionRequest, ModelRef, Provider
@@ -183,6 +183,12 @@ def _draft(
             completion = factory(ref, env).complete(request, cancel)
         except Cancelled:
             return RecapResult(None, "cancelled", tried, digest, len(context))
+        except ProviderTimeout:
+            # The provider saw only what was left of the budget; report the setting.
+            stats.add(failures=1)
+            reason = f"{ref.id}: no answer within {settings.timeout_seconds:g} s"
+            log.warning("recap (%s) via %s timed out", trigger, ref.id)
+            continue
         except (ProviderError, ConfigError) as error:
             stats.add(failures=1)
             reason = f"{ref.id}: {error}"

@@ -10,6 +10,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import fakellm and helpers
 
+from fakellm import fake_llm
+
+__all__ = ["fake_llm"]  # the local fake LLM server fixture, for every test module
+
 _PROVIDER_ENV = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",

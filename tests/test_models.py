@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # fakellm lives next to this file
-
 from fakellm import DEFAULT_TEXT, FakeLLM, fake_llm  # noqa: F401
 
 from jupyter_recap.errors import ConfigError

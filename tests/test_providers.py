@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))  # fakellm lives next to this file
-
 from fakellm import (
     DEFAULT_TEXT,
     Behaviour,
@@ -22,7 +19,6 @@ from fakellm import (
     drip,
     empty_choices,
     empty_content,
-    fake_llm,  # noqa: F401 - the fixture
     hang,
     huge,
     raw,
@@ -85,7 +81,7 @@ def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(params=sorted(FACTORIES))
-def make(request: pytest.FixtureRequest, fake_llm: FakeLLM) -> Callable[[], Provider]:  # noqa: F811
+def make(request: pytest.FixtureRequest, fake_llm: FakeLLM) -> Callable[[], Provider]:
     """A provider of each kind pointed at the fake server, with a key where it takes one."""
     return lambda: FACTORIES[request.param](fake_llm.url, KEY)
 
@@ -104,7 +100,7 @@ def _fail(provider: Provider, request: CompletionRequest = REQUEST) -> ProviderE
 # --- what is sent ---------------------------------------------------------------------------
 
 
-def test_openai_request(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_openai_request(fake_llm: FakeLLM) -> None:
     FACTORIES["openai"](fake_llm.url, KEY).complete(REQUEST)
     path, headers, body = fake_llm.requests[0]
     assert path == "/v1/chat/completions"
@@ -119,7 +115,7 @@ def test_openai_request(fake_llm: FakeLLM) -> None:  # noqa: F811
     }
 
 
-def test_openai_without_key_sends_no_authorization(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_openai_without_key_sends_no_authorization(fake_llm: FakeLLM) -> None:
     FACTORIES["openai"](fake_llm.url, None).complete(REQUEST)
     assert "authorization" not in fake_llm.requests[0].headers
 
@@ -129,7 +125,7 @@ def test_openai_without_key_sends_no_authorization(fake_llm: FakeLLM) -> None:  
     [("gpt-5-mini", "minimal"), ("gpt-5", "minimal"), ("o3-mini", "low"), ("o1", "low"),
      ("o4-mini-2025-04-16", "low"), ("openai/gpt-5-nano", "minimal"), ("gpt-5.1", None)],
 )  # fmt: skip
-def test_openai_reasoning_models(fake_llm: FakeLLM, model: str, effort: str | None) -> None:  # noqa: F811
+def test_openai_reasoning_models(fake_llm: FakeLLM, model: str, effort: str | None) -> None:
     OpenAIProvider(ModelRef("openai", model), api_key=KEY, base_url=fake_llm.url).complete(REQUEST)
     body = fake_llm.requests[0].body
     assert body["max_completion_tokens"] == 256 + REASONING_HEADROOM
@@ -145,7 +141,7 @@ def test_ordinary_chat_models_are_not_reasoning(model: str) -> None:
     assert reasoning_effort(model) == (False, None)
 
 
-def test_anthropic_request(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_anthropic_request(fake_llm: FakeLLM) -> None:
     FACTORIES["anthropic"](fake_llm.url, KEY).complete(REQUEST)
     path, headers, body = fake_llm.requests[0]
     assert path == "/v1/messages"
@@ -161,12 +157,12 @@ def test_anthropic_request(fake_llm: FakeLLM) -> None:  # noqa: F811
     }
 
 
-def test_anthropic_without_key_sends_no_key(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_anthropic_without_key_sends_no_key(fake_llm: FakeLLM) -> None:
     FACTORIES["anthropic"](fake_llm.url, None).complete(REQUEST)
     assert "x-api-key" not in fake_llm.requests[0].headers
 
 
-def test_ollama_request(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_ollama_request(fake_llm: FakeLLM) -> None:
     FACTORIES["ollama"](fake_llm.url, None).complete(REQUEST)
     path, headers, body = fake_llm.requests[0]
     assert path == "/api/chat"
@@ -194,7 +190,7 @@ def test_ollama_host_without_scheme(value: str, expected: str) -> None:
 # --- what is understood ---------------------------------------------------------------------
 
 
-def test_success(make: Callable[[], Provider], fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_success(make: Callable[[], Provider], fake_llm: FakeLLM) -> None:
     completion = make().complete(REQUEST)
     assert completion.text == DEFAULT_TEXT
     assert (completion.tokens_in, completion.tokens_out) == (321, 24)
@@ -222,7 +218,7 @@ FAILURES: list[tuple[str, Behaviour, type[ProviderError], str]] = [
                          ids=[f[0] for f in FAILURES])  # fmt: skip
 def test_failures(
     make: Callable[[], Provider],
-    fake_llm: FakeLLM,  # noqa: F811
+    fake_llm: FakeLLM,
     behaviour: Behaviour,
     kind: type[ProviderError],
     words: str,
@@ -233,20 +229,20 @@ def test_failures(
     assert words in str(error)
 
 
-def test_auth_error_names_the_provider(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_auth_error_names_the_provider(fake_llm: FakeLLM) -> None:
     fake_llm.respond(status(401, f"Incorrect API key provided: {KEY}"))
     error = _fail(FACTORIES["openai"](fake_llm.url, KEY))
     assert str(error) == "openai rejected the API key (HTTP 401)"
 
 
-def test_http_error_keeps_status(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_http_error_keeps_status(fake_llm: FakeLLM) -> None:
     fake_llm.respond(status(503, "overloaded"))
     error = _fail(FACTORIES["anthropic"](fake_llm.url, KEY))
     assert isinstance(error, ProviderHTTPError) and error.status == 503
 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])  # Ollama is never sent a key
-def test_error_excerpt_is_short_and_redacted(kind: str, fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_error_excerpt_is_short_and_redacted(kind: str, fake_llm: FakeLLM) -> None:
     fake_llm.respond(status(400, f"bad request for key {KEY}\n" + "blah " * 200))
     message = str(_fail(FACTORIES[kind](fake_llm.url, KEY)))
     assert "***" in message
@@ -254,7 +250,7 @@ def test_error_excerpt_is_short_and_redacted(kind: str, fake_llm: FakeLLM) -> No
     assert "HTTP 400" in message
 
 
-def test_timeout_when_server_never_answers(make: Callable[[], Provider], fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_timeout_when_server_never_answers(make: Callable[[], Provider], fake_llm: FakeLLM) -> None:
     fake_llm.respond(hang())
     started = time.monotonic()
     error = _fail(make(), CompletionRequest(SYSTEM, USER, timeout=0.5))
@@ -263,7 +259,7 @@ def test_timeout_when_server_never_answers(make: Callable[[], Provider], fake_ll
     assert time.monotonic() - started < 3
 
 
-def test_timeout_is_total_even_when_bytes_keep_dripping(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_timeout_is_total_even_when_bytes_keep_dripping(fake_llm: FakeLLM) -> None:
     fake_llm.respond(drip(interval=0.05))  # ~300 bytes: 15 s, each byte well within 0.5 s
     started = time.monotonic()
     error = _fail(
@@ -276,7 +272,7 @@ def test_timeout_is_total_even_when_bytes_keep_dripping(fake_llm: FakeLLM) -> No
 @pytest.mark.parametrize("declare_length", [False, True])
 def test_huge_answer_is_refused_quickly(
     make: Callable[[], Provider],
-    fake_llm: FakeLLM,  # noqa: F811
+    fake_llm: FakeLLM,
     declare_length: bool,
 ) -> None:
     fake_llm.respond(huge(10_000_000, declare_length=declare_length))
@@ -306,7 +302,7 @@ def test_unsupported_url_scheme_is_unavailable() -> None:
     assert isinstance(error, ProviderUnavailable)
 
 
-def test_cancel_aborts_in_flight_request(make: Callable[[], Provider], fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_cancel_aborts_in_flight_request(make: Callable[[], Provider], fake_llm: FakeLLM) -> None:
     fake_llm.respond(hang())
     provider, cancel = make(), CancelToken()
     outcome: list[Any] = []
@@ -328,7 +324,7 @@ def test_cancel_aborts_in_flight_request(make: Callable[[], Provider], fake_llm:
     assert isinstance(outcome[0], Cancelled)
 
 
-def test_cancel_before_start_sends_nothing(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_cancel_before_start_sends_nothing(fake_llm: FakeLLM) -> None:
     cancel = CancelToken()
     cancel.cancel()
     with pytest.raises(Cancelled):
@@ -336,7 +332,7 @@ def test_cancel_before_start_sends_nothing(fake_llm: FakeLLM) -> None:  # noqa: 
     assert fake_llm.requests == []
 
 
-def test_post_json_returns_object_and_cleans_up(fake_llm: FakeLLM) -> None:  # noqa: F811
+def test_post_json_returns_object_and_cleans_up(fake_llm: FakeLLM) -> None:
     cancel = CancelToken()
     data = post_json(
         f"{fake_llm.url}/api/chat",

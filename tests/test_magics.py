@@ -1,0 +1,123 @@
+"""%recap in a real IPython shell (terminal IPython: the banner prints as plain text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentmagic import install
+from fakellm import FakeLLM, status
+
+import jupyter_recap as jr
+
+
+@pytest.fixture
+def loaded(shell: Any) -> Any:
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    shell.agent = install(shell)
+    shell.agent.script.append(
+        lambda prompt: print("Line 142 references customers_v1. Next: repoint the FK.")
+    )
+    shell.run_cell("%%agent\nfix the FK constraint in invoices.ts", store_history=True)
+    return shell
+
+
+def recap_output(shell: Any, capsys: Any, line: str = "") -> str:
+    capsys.readouterr()
+    shell.run_line_magic("recap", line)
+    return capsys.readouterr().out
+
+
+def test_manual_recap_offline(loaded: Any, capsys: Any) -> None:
+    out = recap_output(loaded, capsys)
+    assert out.startswith("✦ recap · offline\n")
+    assert "fix the FK constraint in invoices.ts" in out and "Next: repoint the FK." in out
+
+
+def test_manual_recap_bypasses_automatic_off(loaded: Any, capsys: Any) -> None:
+    assert recap_output(loaded, capsys, "off") == "recap: automatic recaps off\n"
+    assert "✦ recap" in recap_output(loaded, capsys)
+
+
+def test_on_off_and_config(loaded: Any, capsys: Any, monkeypatch: Any) -> None:
+    recap_output(loaded, capsys, "off")
+    assert "automatic:   off" in recap_output(loaded, capsys, "status")
+    recap_output(loaded, capsys, "on")
+    loaded.run_line_magic("config", "Recap.away_seconds = 12.5")
+    assert "away 12.5 s" in recap_output(loaded, capsys, "status")
+
+
+def test_config_file_settings_apply(shell: Any, capsys: Any) -> None:
+    shell.config.Recap.model = "offline"
+    shell.config.Recap.idle_seconds = 30
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    out = recap_output(shell, capsys, "status")
+    assert "model setting offline" in out and "idle fallback 30 s" in out
+
+
+def test_status_reports_engine_and_counters(loaded: Any, capsys: Any) -> None:
+    recap_output(loaded, capsys)
+    out = recap_output(loaded, capsys, "status")
+    assert "engine:      no agent model seen yet: offline engine" in out
+    assert "1 entries" not in out and "1 agent turns" in out
+    assert "calls:       0 made, 0 saved by dedupe, 0 failed" in out
+    assert "last recap:" in out and "via offline" in out
+    assert "debug log:" in out
+
+
+def test_model_option_through_a_provider(
+    loaded: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
+    out = recap_output(loaded, capsys, "--model openai:gpt-4o-mini")
+    header, text = out.splitlines()
+    assert header == "✦ recap · openai:gpt-4o-mini"
+    assert text == "You are fixing the flaky CSV loader. Next: rerun the tests."
+    assert "calls:       1 made" in recap_output(loaded, capsys, "status")
+    assert "tokens 321 in / 24 out" in recap_output(loaded, capsys, "status")
+
+
+def test_failed_recap_prints_one_line(
+    loaded: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-0123456789")
+    fake_llm.respond(status(401))
+    capsys.readouterr()
+    loaded.run_line_magic("recap", "--model=openai:gpt-4o-mini")
+    captured = capsys.readouterr()
+    assert captured.out.startswith("recap: no recap (openai:gpt-4o-mini: ")
+    assert captured.out.count("\n") == 1 and "401" in captured.out
+    assert "Traceback" not in captured.out + captured.err
+    assert "sk-secret-value" not in captured.out
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("bogus", "recap: unknown arguments 'bogus'; usage: %recap"),
+        ("--model", "recap: unknown arguments '--model'; usage: %recap"),
+        ("--model ''", "recap: --model needs a model id"),
+        ("'unclosed", "recap: No closing quotation"),
+        ("--model bedrock:titan", "recap: no recap (model provider 'bedrock'"),
+    ],
+)
+def test_bad_input_gets_one_clear_line(loaded: Any, capsys: Any, line: str, expected: str) -> None:
+    out = recap_output(loaded, capsys, line)
+    assert out.startswith(expected) and out.count("\n") == 1
+
+
+def test_nothing_to_recap_yet(shell: Any, capsys: Any) -> None:
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    assert recap_output(shell, capsys) == (
+        "recap: no recap (nothing to recap yet: no agent activity was recorded)\n"
+    )
+
+
+def test_shown_recaps_are_recorded_but_never_sent_again(loaded: Any, capsys: Any) -> None:
+    recap_output(loaded, capsys)
+    recap_entries = [e for e in jr.current() if e.kind == "recap"]
+    assert len(recap_entries) == 1
+    assert "✦" not in jr.build_context(jr.current()) and recap_entries[
+        0
+    ].text not in jr.build_context(jr.current())
