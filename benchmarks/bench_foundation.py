@@ -75,6 +75,7 @@ def synthetic_session(entries: int):  # type: ignore[no-untyped-def]
     """A tool-heavy agent session: prompts, tool calls with large results, replies, cells.
 
     Returns the transcript and the raw (unclipped) message texts a peer strategy would send.
+    Turns are always complete, so the size is ``entries`` rounded up to a whole turn.
     """
     import jupyter_recap as jr
 
@@ -88,8 +89,6 @@ def synthetic_session(entries: int):  # type: ignore[no-untyped-def]
         raw.append(("user", prompt))
         n += 1
         for call in range(4):
-            if n >= entries:
-                break
             args = {"path": f"tables/t{turn}_{call}.ts"}
             t.tool_call("read_file", args)
             raw.append(("tool_call", json.dumps(args)))
@@ -105,6 +104,26 @@ def synthetic_session(entries: int):  # type: ignore[no-untyped-def]
     return t, raw
 
 
+LONG_REPLY = ("The migration touches customers, invoices and payments. " * 60).strip()
+
+
+def chatty_session(entries: int):  # type: ignore[no-untyped-def]
+    """A conversation without tools but with long replies and a long-running last turn."""
+    import jupyter_recap as jr
+
+    t = jr.Transcript()
+    raw: list[tuple[str, str]] = []
+    for n in range(entries // 2):
+        prompt = f"Question {n}: why does invoices.ts fail its FK constraint in case {n}?"
+        t.user(prompt)
+        t.assistant(LONG_REPLY)
+        raw += [("user", prompt), ("assistant", LONG_REPLY)]
+    for _ in range(40):  # the latest turn keeps talking: the recent tier must be capped
+        t.assistant(LONG_REPLY)
+        raw.append(("assistant", LONG_REPLY))
+    return t, raw
+
+
 def peer_raw_30(raw: list[tuple[str, str]]) -> int:
     """One agent CLI's strategy: the last 30 messages, tool traffic included, unfiltered."""
     return sum(len(text) for _, text in raw[-30:])
@@ -116,12 +135,14 @@ def peer_dialog_30(raw: list[tuple[str, str]]) -> int:
     return sum(len(text) for text in dialog[-30:])
 
 
-def context_figures(sizes: list[int], rounds: int) -> list[dict[str, float]]:
+def context_figures(
+    sizes: list[int], rounds: int, make=synthetic_session
+) -> list[dict[str, float]]:  # type: ignore[no-untyped-def]
     from jupyter_recap.context import build_context
 
     rows = []
     for size in sizes:
-        transcript, raw = synthetic_session(size)
+        transcript, raw = make(size)
         seconds = median_seconds(lambda t=transcript: build_context(t), rounds)
         ours = len(build_context(transcript))
         rows.append(
@@ -151,6 +172,16 @@ def subprocess_seconds(code: str, rounds: int) -> float:
 
 IMPORT_CODE = """
 import time
+t = time.perf_counter()
+import jupyter_recap
+print(time.perf_counter() - t)
+"""
+
+# In a kernel IPython (and with it typing, re, traitlets) is already imported; this is the
+# cost jupyter_recap itself adds there.
+IMPORT_IN_KERNEL_CODE = """
+import time
+import IPython.core.interactiveshell
 t = time.perf_counter()
 import jupyter_recap
 print(time.perf_counter() - t)
@@ -193,10 +224,22 @@ def main() -> None:
             f"| {row['raw30']:,} | {row['dialog30']:,} |"
         )
 
+    print("\n## Characters sent per recap (long replies, no tools)\n")
+    print("| entries | build_context (median) | ours (chars) | last 30 raw | last 30 dialog |")
+    print("|---|---|---|---|---|")
+    for row in context_figures(sizes, rounds, chatty_session):
+        print(
+            f"| {row['entries']:,} | {row['build_ms']:.2f} ms | {row['ours']:,} "
+            f"| {row['raw30']:,} | {row['dialog30']:,} |"
+        )
+
     print("\n## Start-up (fresh interpreter, median)\n")
     print("| step | time |")
     print("|---|---|")
-    print(f"| `import jupyter_recap` | {subprocess_seconds(IMPORT_CODE, rounds) * 1000:.1f} ms |")
+    cold = subprocess_seconds(IMPORT_CODE, rounds) * 1000
+    warm = subprocess_seconds(IMPORT_IN_KERNEL_CODE, rounds) * 1000
+    print(f"| `import jupyter_recap` (bare interpreter) | {cold:.1f} ms |")
+    print(f"| `import jupyter_recap` (IPython already loaded, as in a kernel) | {warm:.1f} ms |")
     print(f"| `%load_ext jupyter_recap` | {subprocess_seconds(LOAD_CODE, rounds) * 1000:.1f} ms |")
 
 

@@ -28,6 +28,13 @@ def _sentence(text: str) -> str:
     return text if text.endswith((".", "?", "!", "…")) else text + "."
 
 
+def _gist(text: str, limit: int) -> str:
+    """The first sentence of ``text`` when it fits in ``limit``, else ``text`` shortened."""
+    flat = " ".join(text.split())
+    first = re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0]
+    return first if len(first) <= limit else shorten(flat, limit)
+
+
 def _latest(entries: list[Entry], start: int, kinds: set[str]) -> Entry | None:
     for entry in reversed(entries[start:]):
         if entry.kind in kinds:
@@ -42,9 +49,8 @@ def _next_step(reply: Entry | None) -> str | None:
     matches = list(_NEXT.finditer(text)) or list(_NEXT_SENTENCE.finditer(text))
     if not matches:
         return None
-    step = matches[-1].group("step").strip()
-    step = re.split(r"(?<=[.!?])\s", step, maxsplit=1)[0]
-    return shorten(step.rstrip("."), 160) or None
+    step = _gist(matches[-1].group("step").strip(), 180)
+    return step.rstrip(".") or None
 
 
 def offline_recap(transcript: Transcript, *, open_task: str | None = None) -> str | None:
@@ -65,12 +71,9 @@ def offline_recap(transcript: Transcript, *, open_task: str | None = None) -> st
 
     sentences: list[str] = []
     if summary is not None:
-        sentences.append(_sentence("Task: " + shorten(_GOAL.sub("", clean(summary.text)), 150)))
+        sentences.append(_sentence("Task: " + _gist(_GOAL.sub("", clean(summary.text)), 200)))
     elif first is not None:
-        task = "Task: " + shorten(clean(first.text), 150)
-        if latest is not None and latest is not first:
-            task = task.rstrip(".") + "; latest ask: " + shorten(clean(latest.text), 110)
-        sentences.append(_sentence(task))
+        sentences.append(_sentence("Task: " + _gist(clean(first.text), 200)))
 
     ending = _latest(tail, 0, {"outcome", "code", "user"})
     failure: str | None = None
@@ -92,6 +95,9 @@ def offline_recap(transcript: Transcript, *, open_task: str | None = None) -> st
             )
 
     step = _next_step(_latest(tail, 0, {"assistant"}))
+    if not step and not open_task and latest is not None and latest is not first:
+        # Without a stated next step, the latest ask is the best hint of where things stand.
+        sentences.insert(1, _sentence("Latest ask: " + _gist(clean(latest.text), 120)))
     if step:
         sentences.append(_sentence(f"Next: {clean(step)}"))
     elif open_task:

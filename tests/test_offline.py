@@ -66,7 +66,17 @@ def test_latest_ask_when_it_differs_from_the_first() -> None:
     t.user("build the ETL for the sales data")
     t.user("add a test for the dedupe step")
     assert offline_recap(t) == (
-        "Task: build the ETL for the sales data; latest ask: add a test for the dedupe step."
+        "Task: build the ETL for the sales data. Latest ask: add a test for the dedupe step."
+    )
+
+
+def test_a_stated_next_step_replaces_the_latest_ask() -> None:
+    t = jr.Transcript()
+    t.user("Build the ETL for the sales data. It must run nightly and load into the warehouse.")
+    t.user("add a test for the dedupe step")
+    t.assistant("Added test_dedupe. Next: run it against the March extract.")
+    assert offline_recap(t) == (
+        "Task: Build the ETL for the sales data. Next: run it against the March extract."
     )
 
 

@@ -1,11 +1,14 @@
 """Language-model providers: OpenAI-compatible, Anthropic and Ollama, over plain httpx.
 
-Importing this package is cheap: httpx is imported only when a request is made.
+Importing this package is cheap: the provider modules load on first use, and httpx only when a
+request is made.
 """
 
 from __future__ import annotations
 
-from .anthropic import AnthropicProvider
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .base import (
     MAX_OUTPUT_TOKENS,
     OFFLINE,
@@ -15,8 +18,11 @@ from .base import (
     ModelRef,
     Provider,
 )
-from .ollama import OllamaProvider
-from .openai import OpenAIProvider
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicProvider
+    from .ollama import OllamaProvider
+    from .openai import OpenAIProvider
 
 __all__ = [
     "MAX_OUTPUT_TOKENS",
@@ -30,3 +36,16 @@ __all__ = [
     "OpenAIProvider",
     "Provider",
 ]
+
+_LAZY = {
+    "AnthropicProvider": "anthropic",
+    "OllamaProvider": "ollama",
+    "OpenAIProvider": "openai",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)
