@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from fakellm import FakeLLM, answer, hang, raw, status
+from fakellm import FakeLLM, answer, empty_choices, hang, huge, raw, status
 
 import jupyter_recap as jr
 from jupyter_recap.providers.base import CancelToken
@@ -77,6 +77,8 @@ def test_fast_model_is_tried_first_then_the_active_one(fake_llm: FakeLLM) -> Non
         (status(429), "429"),
         (status(500), "500"),
         (raw(b"not json"), "openai:gpt-4o-mini"),
+        (empty_choices(), "openai:gpt-4o-mini"),
+        (huge(), "too large"),
         (answer("I think they are migrating tables."), "without a recap"),
     ],
 )
