@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ProviderBadResponse
-from .base import CancelToken, Completion, CompletionRequest, ModelRef
-from .transport import post_json, text_or_none, token_count
+from .base import CompletionRequest, ModelRef
+from .jsonchat import Answer, JSONChatProvider, as_dict, as_str
+from .transport import text_or_none, token_count
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 _DEFAULT_PORT = 11434
@@ -28,22 +28,22 @@ def normalize_host(host: str) -> str:
     return f"http://{host}" if has_port else f"http://{hostport}:{_DEFAULT_PORT}"
 
 
-class OllamaProvider:
+class OllamaProvider(JSONChatProvider):
     """POST ``{host}/api/chat`` with streaming and thinking switched off."""
 
-    def __init__(self, ref: ModelRef, *, host: str = DEFAULT_HOST) -> None:
-        self._ref = ref
-        self._host = normalize_host(host)
+    stop_field = "done_reason"
 
-    @property
-    def ref(self) -> ModelRef:
-        """Which provider and model this is."""
-        return self._ref
+    def __init__(self, ref: ModelRef, *, host: str = DEFAULT_HOST) -> None:
+        super().__init__(ref)
+        self._host = normalize_host(host)
 
     @property
     def host(self) -> str:
         """The base URL requests go to."""
         return self._host
+
+    def endpoint(self) -> str:
+        return f"{self._host}/api/chat"
 
     def request_body(self, request: CompletionRequest) -> dict[str, Any]:
         """The JSON body for ``request``: no streaming, no thinking, a small output cap."""
@@ -58,26 +58,11 @@ class OllamaProvider:
             "options": {"num_predict": request.max_tokens, "temperature": 0.3},
         }
 
-    def complete(self, request: CompletionRequest, cancel: CancelToken | None = None) -> Completion:
-        """Ask for one chat answer and return its text and token counts."""
-        data = post_json(
-            f"{self._host}/api/chat",
-            headers={"content-type": "application/json"},
-            body=self.request_body(request),
-            timeout=request.timeout,
-            cancel=cancel,
-            provider_id=self._ref.id,
-        )
-        message = data.get("message")
-        text = text_or_none(message.get("content") if isinstance(message, dict) else None)
-        stop = data.get("done_reason")
-        stop = stop if isinstance(stop, str) else None
-        if text is None:
-            why = f" (done_reason {stop})" if stop else ""
-            raise ProviderBadResponse(f"ollama answer has no text{why}", provider=self._ref.id)
-        return Completion(
-            text=text.strip(),
-            tokens_in=token_count(data.get("prompt_eval_count")),
-            tokens_out=token_count(data.get("eval_count")),
-            stop_reason=stop,
+    def parse(self, data: dict[str, Any]) -> Answer:
+        """The message text, the done reason and the token counts."""
+        return Answer(
+            text_or_none(as_dict(data.get("message")).get("content")),
+            as_str(data.get("done_reason")),
+            token_count(data.get("prompt_eval_count")),
+            token_count(data.get("eval_count")),
         )

@@ -6,8 +6,9 @@ import re
 from typing import Any
 
 from ..errors import ProviderBadResponse
-from .base import CancelToken, Completion, CompletionRequest, ModelRef
-from .transport import post_json, text_or_none, token_count
+from .base import CompletionRequest, ModelRef
+from .jsonchat import Answer, JSONChatProvider, as_dict, as_str
+from .transport import text_or_none, token_count
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -34,20 +35,26 @@ def reasoning_effort(model: str) -> tuple[bool, str | None]:
     return False, None
 
 
-class OpenAIProvider:
+class OpenAIProvider(JSONChatProvider):
     """POST ``{base_url}/chat/completions``; the bearer token is sent only when there is a key."""
+
+    stop_field = "finish_reason"
 
     def __init__(
         self, ref: ModelRef, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL
     ) -> None:
-        self._ref = ref
+        super().__init__(ref)
         self._api_key = api_key or None
         self._base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
 
-    @property
-    def ref(self) -> ModelRef:
-        """Which provider and model this is."""
-        return self._ref
+    def endpoint(self) -> str:
+        return f"{self._base_url}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        if self._api_key:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        return headers
 
     def request_body(self, request: CompletionRequest) -> dict[str, Any]:
         """The JSON body for ``request``: no tools, no streaming, a small output cap."""
@@ -69,36 +76,18 @@ class OpenAIProvider:
             body["temperature"] = 0.3
         return body
 
-    def complete(self, request: CompletionRequest, cancel: CancelToken | None = None) -> Completion:
-        """Ask for one chat completion and return its text and token counts."""
-        headers = {"content-type": "application/json"}
-        if self._api_key:
-            headers["authorization"] = f"Bearer {self._api_key}"
-        data = post_json(
-            f"{self._base_url}/chat/completions",
-            headers=headers,
-            body=self.request_body(request),
-            timeout=request.timeout,
-            cancel=cancel,
-            provider_id=self._ref.id,
-        )
-        name = self._ref.provider
+    def parse(self, data: dict[str, Any]) -> Answer:
+        """The first choice's text and finish reason, and the token counts."""
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ProviderBadResponse(f"{name} answer has no choices", provider=self._ref.id)
+            raise ProviderBadResponse(
+                f"{self._ref.provider} answer has no choices", provider=self._ref.id
+            )
         choice = choices[0]
-        message = choice.get("message")
-        text = text_or_none(message.get("content") if isinstance(message, dict) else None)
-        finish = choice.get("finish_reason")
-        stop = finish if isinstance(finish, str) else None
-        if text is None:
-            why = f" (finish_reason {stop})" if stop else ""
-            raise ProviderBadResponse(f"{name} answer has no text{why}", provider=self._ref.id)
-        usage = data.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
-        return Completion(
-            text=text.strip(),
-            tokens_in=token_count(usage.get("prompt_tokens")),
-            tokens_out=token_count(usage.get("completion_tokens")),
-            stop_reason=stop,
+        usage = as_dict(data.get("usage"))
+        return Answer(
+            text_or_none(as_dict(choice.get("message")).get("content")),
+            as_str(choice.get("finish_reason")),
+            token_count(usage.get("prompt_tokens")),
+            token_count(usage.get("completion_tokens")),
         )
