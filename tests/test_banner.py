@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from browser import launch, needs_chromium
 from IPython.core.formatters import DisplayFormatter
-from playwright.sync_api import Browser, Locator, Page, sync_playwright
+from playwright.sync_api import Browser, Locator, Page
 from traitlets import TraitError
 
 from jupyter_recap.banner import RecapBanner
@@ -124,21 +124,6 @@ def test_repr_mimebundle(banner: RecapBanner) -> None:
 
 # --------------------------------------------------------------------------- browser side
 
-CHROMIUM = pathlib.Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-# Without chromium we skip locally; under CI a missing browser must fail the run.
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("CI"),
-    reason="/usr/bin/chromium is not installed (apt-get install chromium)",
-)
-
 # Imports the module from a blob: URL and mounts it with a minimal fake anywidget model.
 HARNESS = """
 async ({ source, hostId, values }) => {
@@ -179,10 +164,7 @@ DEFAULTS = {
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    yield from launch()
 
 
 @pytest.fixture

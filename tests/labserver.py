@@ -1,0 +1,127 @@
+"""A real ``jupyter lab`` on 127.0.0.1 for browser tests, isolated in a temporary home."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+TESTS = Path(__file__).parent
+ROOT = TESTS.parent
+KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
+
+
+@dataclass
+class LabServer:
+    """A running server: its URL (with base URL), token and notebook directory."""
+
+    url: str
+    token: str
+    root: Path
+
+    def lab_url(self, path: str) -> str:
+        return f"{self.url}lab/tree/{path}?token={self.token}"
+
+    def write_notebook(self, name: str, sources: list[str]) -> str:
+        """Write a notebook of code cells (with a kernelspec, so Lab asks nothing)."""
+        cells = [
+            {
+                "cell_type": "code",
+                "id": f"cell-{n}",
+                "metadata": {},
+                "source": source,
+                "outputs": [],
+                "execution_count": None,
+            }
+            for n, source in enumerate(sources)
+        ]
+        notebook = {
+            "cells": cells,
+            "metadata": {"kernelspec": KERNELSPEC},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+        (self.root / name).write_text(json.dumps(notebook), encoding="utf-8")
+        return name
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running_lab(tmp: Path, env: dict[str, str] | None = None) -> Iterator[LabServer]:
+    """Start ``jupyter lab`` and wait until it answers; stop it afterwards."""
+    root = tmp / "notebooks"
+    root.mkdir()
+    port, token = _free_port(), secrets.token_hex(16)
+    server_env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))
+    }
+    server_env.update(
+        {
+            "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+            "IPYTHONDIR": str(tmp / "ipython"),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
+            **(env or {}),
+        }
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+        "--LabApp.expose_app_in_browser=True",
+        "--LabApp.extension_manager=readonly",
+        "--ServerApp.allow_root=True",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    log = (tmp / "lab.log").open("w")
+    process = subprocess.Popen(command, env=server_env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_until_up(url, token, process, tmp / "lab.log")
+        yield LabServer(url, token, root)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def _wait_until_up(url: str, token: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited early:\n{log.read_text()[-3000:]}")
+        try:
+            request = urllib.request.Request(
+                f"{url}api/status", headers={"Authorization": f"token {token}"}
+            )
+            with urllib.request.urlopen(request, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()[-3000:]}")
