@@ -202,6 +202,10 @@ class Engine:
         draft = self._start("manual", self._fingerprint(), model)
         return [*actions, draft]
 
+    def cancel_in_flight(self) -> list[Action]:
+        """Abandon the in-flight draft (an interrupted ``%recap``), leaving the banner alone."""
+        return self._cancel()
+
     def set_auto(self, enabled: bool) -> list[Action]:
         """``Recap.auto`` changed: off drops every automatic timer and the pending bit."""
         if not enabled:
@@ -265,9 +269,10 @@ class Engine:
         self.counters.last_shown_at = self._clock()
         return [ShowRecap(draft.id, text, model, draft.reason)]
 
-    def banner_dismissed(self) -> None:
+    def banner_dismissed(self) -> list[Action]:
         """The person closed the banner themselves."""
         self.banner_visible = False
+        return []
 
     # -- queries ---------------------------------------------------------------------------
 

@@ -57,11 +57,10 @@ class RecapResult:
 
 @dataclass
 class RecapStats:
-    """Counters shown by ``%recap status``."""
+    """Model-call counters shown by ``%recap status``."""
 
     calls: int = 0
     failures: int = 0
-    saved_by_dedupe: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)

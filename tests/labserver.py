@@ -29,7 +29,9 @@ class LabServer:
     root: Path
 
     def lab_url(self, path: str) -> str:
-        return f"{self.url}lab/tree/{path}?token={self.token}"
+        """Open ``path`` in a workspace of its own, so no other test's documents come back."""
+        workspace = Path(path).stem
+        return f"{self.url}lab/workspaces/{workspace}/tree/{path}?reset&token={self.token}"
 
     def write_notebook(self, name: str, sources: list[str]) -> str:
         """Write a notebook of code cells (with a kernelspec, so Lab asks nothing)."""

@@ -2,27 +2,45 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from kernelutil import execute, running_kernel, stream_text, widget_states
+from kernelutil import collect, execute, running_kernel, stream_text, widget_states
 
 pytestmark = pytest.mark.timeout(120)
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+def displayed_widgets(messages: list[dict[str, Any]]) -> list[str]:
+    return [
+        m["content"]["data"][WIDGET_VIEW]["model_id"]
+        for m in messages
+        if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
+    ]
+
+
 @pytest.fixture(scope="module")
-def kc(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Any:
     log = tmp_path_factory.mktemp("kernel") / "recap.log"
     with running_kernel({"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(log)}) as kc:
-        setup = (
-            "import agentmagic; agent = agentmagic.install(get_ipython())\n%load_ext jupyter_recap"
-        )
-        reply = execute(kc, setup)
-        assert not [m for m in reply if m["msg_type"] == "error"], reply
-        yield kc
+        setup = "import agentmagic; agent = agentmagic.install(get_ipython())"
+        assert not [m for m in execute(kc, setup) if m["msg_type"] == "error"]
+        load = execute(kc, "%load_ext jupyter_recap")
+        yield kc, load
 
 
-def test_recap_cell_carries_the_banner_with_the_recap(kc) -> None:  # type: ignore[no-untyped-def]
+def test_loading_displays_an_empty_banner(kernel: Any) -> None:
+    _, load = kernel
+    (banner_id,) = displayed_widgets(load)
+    (opened,) = widget_states(load, banner_id)
+    assert opened.get("_esm")  # an anywidget banner
+    assert opened["state"] == "hidden" and opened["text"] == ""
+
+
+def test_recap_cell_carries_the_banner_with_the_recap(kernel: Any) -> None:
+    kc, load = kernel
+    (banner_id,) = displayed_widgets(load)
     execute(
         kc,
         "agent.script.append(lambda p: print('The FK on line 142 points at customers_v1. '"
@@ -33,25 +51,23 @@ def test_recap_cell_carries_the_banner_with_the_recap(kc) -> None:  # type: igno
     )
     assert "Next: repoint" in stream_text(agent)  # the user still sees the agent's output
 
-    messages = execute(kc, "%recap")
-    displays = [m for m in messages if m["msg_type"] == "display_data"]
-    assert len(displays) == 1 and WIDGET_VIEW in displays[0]["content"]["data"]
-    model_id = displays[0]["content"]["data"][WIDGET_VIEW]["model_id"]
-    states = widget_states(messages, model_id)
-    assert states[0].get("_esm") or states[0].get("_anywidget_id")  # an anywidget banner
-    final = {}
+    messages = execute(kc, "%recap") + collect(kc, 0.5)
+    assert displayed_widgets(messages) == [banner_id]  # the same banner, shown in this cell too
+    final: dict[str, Any] = {}
+    states = widget_states(messages, banner_id)
     for state in states:
         final.update(state)
+    assert any(s.get("state") == "drafting" for s in states)  # visible while in flight
     assert final["state"] == "shown"
     assert final["model"] == "offline"
     assert "invoices.ts" in final["text"] and "Next: repoint" in final["text"]
-    assert any(s.get("state") == "drafting" for s in states)  # visible while in flight
     assert stream_text(messages) == ""  # nothing printed into the cell on success
 
 
-def test_recap_cells_are_not_recorded_and_status_reports(kc) -> None:  # type: ignore[no-untyped-def]
+def test_recap_cells_are_not_recorded_and_status_reports(kernel: Any) -> None:
+    kc, _ = kernel
     out = stream_text(execute(kc, "%recap status"))
-    assert "offline" in out and "1 agent turns" in out
+    assert "offline" in out and "1 agent turns" in out and "focus:" in out
     kinds = stream_text(
         execute(kc, "import jupyter_recap as jr; print([e.kind for e in jr.current()])")
     )
@@ -59,7 +75,8 @@ def test_recap_cells_are_not_recorded_and_status_reports(kc) -> None:  # type: i
     assert "'recap'" in kinds  # what the person was shown is recorded, out of the next context
 
 
-def test_failed_manual_recap_prints_one_line(kc) -> None:  # type: ignore[no-untyped-def]
+def test_failed_manual_recap_prints_one_line(kernel: Any) -> None:
+    kc, _ = kernel
     messages = execute(kc, "%recap --model bedrock:titan")
     assert not [m for m in messages if m["msg_type"] == "error"]
     out = stream_text(messages).strip()

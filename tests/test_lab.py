@@ -56,16 +56,15 @@ def open_and_run(browser: Browser, lab: LabServer, name: str, cells: list[str]) 
 @needs_chromium
 def test_recap_banner_appears_in_the_notebook(browser: Browser, lab: LabServer) -> None:
     page = open_and_run(browser, lab, "session.ipynb", [SETUP, SCRIPT, AGENT, "%recap"])
-    banner = page.locator(".jp-RecapBanner")
+    # One banner widget: its view in the %recap cell, and the one %load_ext displayed.
+    banner = page.locator(".jp-Cell").nth(3).locator(".jp-RecapBanner")
     expect(banner).to_have_count(1, timeout=60_000)
     text = banner.locator(".jp-RecapBanner-text")
     expect(text).to_contain_text("invoices.ts", timeout=30_000)
     expect(text).to_contain_text("Next: repoint it to customers_v2 and rerun.")
     expect(banner).to_contain_text("✦ recap")
     expect(banner).to_contain_text("offline")
-    # the banner sits in the %recap cell's output, not in the agent's
-    recap_cell = page.locator(".jp-Cell").nth(3)
-    expect(recap_cell.locator(".jp-RecapBanner")).to_have_count(1)
+    expect(page.locator(".jp-Cell").nth(2).locator(".jp-RecapBanner")).to_have_count(0)
     page.screenshot(path=str(lab.root.parent / "lab-banner.png"))
 
     banner.locator("button.jp-RecapBanner-dismiss").click()
@@ -81,7 +80,7 @@ def test_model_output_is_plain_text(browser: Browser, lab: LabServer) -> None:
         "xss.ipynb",
         [SETUP, "agent.script.append(lambda prompt: print('Next: <b>bold</b> it'))", XSS, "%recap"],
     )
-    text = page.locator(".jp-RecapBanner .jp-RecapBanner-text")
+    text = page.locator(".jp-Cell").nth(3).locator(".jp-RecapBanner-text")
     expect(text).to_contain_text("<img src=x", timeout=60_000)
     expect(text).to_contain_text("<b>bold</b>")
     assert page.locator(".jp-RecapBanner img, .jp-RecapBanner b").count() == 0

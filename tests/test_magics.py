@@ -58,7 +58,8 @@ def test_config_file_settings_apply(shell: Any, capsys: Any) -> None:
 def test_status_reports_engine_and_counters(loaded: Any, capsys: Any) -> None:
     recap_output(loaded, capsys)
     out = recap_output(loaded, capsys, "status")
-    assert "engine:      no agent model seen yet: offline engine" in out
+    assert "model:       no agent model seen yet: offline engine" in out
+    assert "focus:       not reported yet" in out and "drafts:      1 started" in out
     assert "1 entries" not in out and "1 agent turns" in out
     assert "calls:       0 made, 0 saved by dedupe, 0 failed" in out
     assert "last recap:" in out and "via offline" in out

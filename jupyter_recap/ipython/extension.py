@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import threading
+import time
 from typing import Any
 
 from ..debuglog import get_logger
-from ..providers.base import CancelToken
-from ..service import Recap, RecapResult, RecapStats, draft_recap
+from ..engine import ShowRecap, StartDraft
+from ..service import Recap, RecapResult, RecapStats
 from ..settings import Recap as RecapSettings
 from ..transcript import Transcript, current
 from .recorder import Recorder
+from .triggers import Surface, TriggerRunner
 
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
@@ -28,22 +32,41 @@ class RecapExtension:
         self.stats = RecapStats()
         self.last_recap: Recap | None = None
         self.last_result: RecapResult | None = None
+        self.focus_source = "none"
+        """Where focus reports come from; "none" means the idle fallback is in charge."""
         self.recorder = Recorder(shell, self.transcript, self.settings)
         self.magics = RecapMagics(shell, extension=self)
+        self.runner = TriggerRunner(
+            self.transcript,
+            self.settings,
+            self.stats,
+            Surface(show=self._show, clear=self._clear, drafting=self._drafting),
+        )
         self._banner: Any = None
-        self._draft_lock = threading.Lock()
 
     # -- lifecycle -------------------------------------------------------------------------
 
     def attach(self) -> None:
-        """Register the configurable, the hooks and the magics."""
+        """Register the configurable, the hooks, the magics, the timer and the banner."""
         if self.settings not in self.shell.configurables:
             self.shell.configurables.append(self.settings)
+        self.recorder.events.on_input.append(lambda: self.runner.feed(self.engine.user_input))
+        self.recorder.events.on_cell_end.append(lambda: self.runner.feed(self.engine.cell_ended))
         self.recorder.attach()
         self.shell.register_magics(self.magics)
+        self.runner.start()
+        atexit.register(self.runner.stop)
+        if self.has_widgets:
+            # Displayed now, empty and collapsed, so that an automatic recap can appear later
+            # without any cell being run.
+            from IPython.display import display
+
+            display(self.banner)
 
     def detach(self) -> None:
-        """Undo :meth:`attach` and close the banner."""
+        """Undo :meth:`attach`: stop the timer, clear and close the banner."""
+        atexit.unregister(self.runner.stop)
+        self.runner.stop()
         self.recorder.detach()
         manager = self.shell.magics_manager
         for name in self.magics.magics.get("line", {}):
@@ -55,6 +78,22 @@ class RecapExtension:
         if self._banner is not None:
             self._banner.close()
             self._banner = None
+
+    # -- inputs from outside the kernel's cells ----------------------------------------------
+
+    @property
+    def engine(self) -> Any:
+        """The trigger engine (its state is what ``%recap status`` shows)."""
+        return self.runner.engine
+
+    def report_focus(self, focused: bool, *, source: str = "api") -> None:
+        """Whether the person is looking at this notebook (from a focus source or the API)."""
+        self.focus_source = source
+        self.runner.feed(self.engine.focus, bool(focused))
+
+    def resume(self) -> None:
+        """This notebook's previous session was loaded: draft a recap of where it stopped."""
+        self.runner.feed(self.engine.resume)
 
     # -- the banner ------------------------------------------------------------------------
 
@@ -70,49 +109,73 @@ class RecapExtension:
             from ..banner import RecapBanner
 
             self._banner = RecapBanner()
+            self._banner.observe(self._on_dismissed, names=["dismissed"])
         return self._banner
 
-    # -- drafting --------------------------------------------------------------------------
+    def _on_dismissed(self, change: Any) -> None:
+        if change["new"]:
+            self.runner.feed(self.engine.banner_dismissed)
 
-    def draft(
-        self,
-        *,
-        model: str | None = None,
-        trigger: str = "manual",
-        cancel: CancelToken | None = None,
-    ) -> RecapResult:
-        """Draft a recap off the main thread and wait for it; Ctrl-C / interrupt cancels it."""
-        cancel = cancel or CancelToken()
-        box: list[RecapResult] = []
+    def _show(self, action: ShowRecap) -> None:
+        recap = Recap(action.text, action.model, action.reason)
+        self.last_recap = recap
+        self.transcript.recap(recap.text, model=recap.model)
+        if self.has_widgets:
+            self.banner.show(recap.text, recap.model, reason=recap.reason)
 
-        def work() -> None:
-            box.append(
-                draft_recap(
-                    self.transcript,
-                    model=model,
-                    settings=self.settings,
-                    trigger=trigger,
-                    cancel=cancel,
-                    stats=self.stats,
-                )
-            )
+    def _clear(self) -> None:
+        if self._banner is not None:
+            with contextlib.suppress(Exception):  # the comm may already be gone at shutdown
+                self._banner.clear()
 
-        with self._draft_lock:
-            worker = threading.Thread(target=work, name="jupyter-recap-draft", daemon=True)
-            worker.start()
-            try:
-                while worker.is_alive():
-                    worker.join(0.05)
-            except KeyboardInterrupt:
-                cancel.cancel()
-                worker.join(2.0)
-                return RecapResult(None, "cancelled")
-        result = box[0] if box else RecapResult(None, "the draft did not finish")
+    def _drafting(self, draft: StartDraft) -> None:
+        if self.has_widgets:
+            self.banner.drafting(model=draft.model or "", reason=draft.reason)
+
+    # -- manual recaps ---------------------------------------------------------------------
+
+    def manual(self, model: str | None = None) -> RecapResult:
+        """``%recap``: draft now off the main thread and wait; an interrupt cancels it."""
+        job, refusal = self.runner.manual(model)
+        if job is None:
+            result = RecapResult(None, refusal or "no draft was started")
+        else:
+            if self.has_widgets:
+                from IPython.display import display
+
+                display(self.banner)
+            result = self.runner.wait(job)
         self.last_result = result
-        if result.recap is not None:
-            self.last_recap = result.recap
-            self.transcript.recap(result.recap.text, model=result.recap.model)
+        if result.recap is None and self.has_widgets and job is not None:
+            self.banner.fail(result.reason, model=result.model or "")
         return result
+
+    def status_lines(self) -> list[str]:
+        """The engine part of ``%recap status``."""
+        engine = self.engine
+        state = engine.status()
+        now = time.monotonic()
+        if state["focused"] is None:
+            focus = "not reported yet (idle fallback armed after a turn)"
+        else:
+            since = now - (state["focus_changed_at"] or now)
+            focus = f"{'here' if state['focused'] else 'away'} for {since:.0f} s"
+        deadline = state["next_deadline"]
+        timer = f"in {max(deadline - now, 0):.1f} s" if deadline is not None else "none armed"
+        counters = engine.counters
+        last = "none yet"
+        if counters.last_shown_at is not None:
+            last = f"{now - counters.last_shown_at:.0f} s ago ({counters.last_reason})"
+        return [
+            f"focus:       {focus}; source: {self.focus_source}",
+            f"engine:      next timer {timer}; pending {state['pending']}; "
+            f"in flight: {state['in_flight'] or 'nothing'}; "
+            f"turn running: {state['turn_running']}",
+            f"last shown:  {last}",
+            f"drafts:      {counters.drafts_started} started, {counters.saved_by_dedupe} "
+            f"saved by dedupe, {counters.skipped_no_activity} skipped (no agent turn yet), "
+            f"{counters.discarded_stale} discarded as stale, {counters.cancelled} cancelled",
+        ]
 
 
 def load(shell: Any) -> RecapExtension:

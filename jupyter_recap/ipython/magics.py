@@ -59,22 +59,11 @@ class RecapMagics(Magics):
         if model is not None and not model.strip():
             print(f"recap: --model needs a model id; {USAGE}")
             return
-        banner = ext.banner if ext.has_widgets else None
-        if banner is not None:
-            from IPython.display import display
-
-            banner.drafting(model=model or "", reason="manual")
-            display(banner)
-        result = ext.draft(model=model, trigger="manual")
+        result = ext.manual(model)
         recap = result.recap
         if recap is None:
-            if banner is not None:
-                banner.fail(result.reason, model=result.model or "")
             print(f"recap: no recap ({result.reason})")
-            return
-        if banner is not None:
-            banner.show(recap.text, recap.model, reason="manual")
-        else:
+        elif not ext.has_widgets:
             print(f"✦ recap · {recap.model}\n{recap.text}")
 
     def _status(self) -> str:
@@ -94,13 +83,15 @@ class RecapMagics(Magics):
         stats = ext.stats
         auto = "on" if settings.auto else "off"
         lines = [
-            f"engine:      {why}",
+            f"model:       {why}",
             f"automatic:   {auto} (away {settings.away_seconds:g} s, after a turn "
             f"{settings.post_turn_seconds:g} s, idle fallback {settings.idle_seconds:g} s)",
+            *ext.status_lines(),
             f"transcript:  {len(ext.transcript)} entries, "
             f"{ext.transcript.completed_turns} agent turns",
-            f"calls:       {stats.calls} made, {stats.saved_by_dedupe} saved by dedupe, "
-            f"{stats.failures} failed; tokens {stats.tokens_in} in / {stats.tokens_out} out",
+            f"calls:       {stats.calls} made, {ext.engine.counters.saved_by_dedupe} saved by "
+            f"dedupe, {stats.failures} failed; tokens {stats.tokens_in} in / "
+            f"{stats.tokens_out} out",
         ]
         if ext.last_recap is not None:
             age = int(time.time() - ext.last_recap.created)

@@ -22,12 +22,13 @@ _V3_FAILURE = "Error calling language model"
 
 
 @dataclass
-class TurnEvents:
-    """Callbacks the trigger engine hangs on the recorder; each may be left empty."""
+class CellEvents:
+    """Callbacks the trigger engine hangs on the recorder (turns come from the transcript)."""
 
     on_input: list[Callable[[], None]] = field(default_factory=list)
-    on_turn_start: list[Callable[[], None]] = field(default_factory=list)
-    on_turn_end: list[Callable[[Outcome], None]] = field(default_factory=list)
+    """A recorded cell starts: the person is here."""
+    on_cell_end: list[Callable[[], None]] = field(default_factory=list)
+    """An ordinary (non-agent) cell finished."""
 
 
 @dataclass(slots=True)
@@ -51,8 +52,7 @@ class Recorder:
         self.shell = shell
         self.transcript = transcript
         self.settings = settings
-        self.events = TurnEvents()
-        self.turn_running = False
+        self.events = CellEvents()
         self._run: _Run | None = None
         # Settings are read on every cell; traitlets lookups are slow enough to show up in the
         # per-cell overhead, so keep plain copies in step with the traits.
@@ -125,8 +125,6 @@ class Recorder:
             tap.start()
             model = agent.model or self._default_agent_model()
             self.transcript.user(agent.body, model=model, cell_id=cell_id)
-            self.turn_running = True
-            self._fire(self.events.on_turn_start)
         self._run = _Run(raw, cell_id, agent, tap)
 
     def _post_run_cell(self, run: _Run, result: Any) -> None:
@@ -139,6 +137,7 @@ class Recorder:
                     count=result.execution_count,
                     cell_id=run.cell_id,
                 )
+            self._fire(self.events.on_cell_end)
             return
         reply = self._reply_text(run, result)
         if reply:
@@ -152,9 +151,6 @@ class Recorder:
         elif reply.lstrip().startswith(_V3_FAILURE):
             outcome, detail = "errored", reply.strip().splitlines()[0]
         self.transcript.outcome(outcome, detail, cell_id=run.cell_id)
-        self.turn_running = False
-        for callback in list(self.events.on_turn_end):
-            self._call(callback, outcome)
 
     # -- helpers ---------------------------------------------------------------------------
 

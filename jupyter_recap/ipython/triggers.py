@@ -1,0 +1,223 @@
+"""Drive the trigger engine inside a kernel: one timer thread, one worker per draft.
+
+Why a thread and not the kernel's event loop: while a cell runs, ipykernel's loop is blocked, yet
+the away timer must fire mid-turn (to set the pending bit) and focus reports must be heard while a
+long agent cell runs; terminal IPython has no loop at all. The timer thread sleeps on a condition
+until the engine's next deadline or a new input, so an idle kernel costs nothing. Model calls run
+in a worker thread per draft, so a slow provider never holds up a cell; widget state updates from
+those threads reach the browser while the kernel is idle.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..context import build_context, fingerprint
+from ..debuglog import get_logger
+from ..engine import (
+    Action,
+    CancelDraft,
+    ClearBanner,
+    Engine,
+    Refuse,
+    ShowRecap,
+    StartDraft,
+)
+from ..providers.base import CancelToken
+from ..service import RecapResult, RecapStats, draft_recap
+from ..transcript import Entry, Transcript
+
+
+@dataclass
+class DraftJob:
+    """One draft in a worker thread: cancel it with ``cancel``, wait on ``done``."""
+
+    draft: StartDraft
+    cancel: CancelToken = field(default_factory=CancelToken)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: RecapResult | None = None
+    shown: bool = False
+
+
+@dataclass
+class Surface:
+    """Where recaps appear: the extension supplies these (banner widget, or nothing)."""
+
+    show: Callable[[ShowRecap], None]
+    clear: Callable[[], None]
+    drafting: Callable[[StartDraft], None]
+
+
+class TriggerRunner:
+    """Feeds inputs to the engine under one lock and carries out its actions."""
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        settings: Any,
+        stats: RecapStats,
+        surface: Surface,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.transcript = transcript
+        self.settings = settings
+        self.stats = stats
+        self.surface = surface
+        self._clock = clock
+        self._wake = threading.Condition(threading.RLock())
+        self._jobs: dict[int, DraftJob] = {}
+        self._stopped = False
+        self._thread: threading.Thread | None = None
+        self.manual_job: DraftJob | None = None
+        self.engine = Engine(
+            settings,
+            clock=clock,
+            fingerprint=self.fingerprint,
+            completed_turns=lambda: transcript.completed_turns,
+        )
+        self._unsubscribe: Callable[[], None] | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the timer thread and listen to the transcript for turn starts and ends."""
+        self._unsubscribe = self.transcript.subscribe(self._on_entry)
+        self.settings.observe(self._on_auto, names=["auto"])
+        self._thread = threading.Thread(target=self._run, name="jupyter-recap-timer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Cancel everything, clear the banner and end the timer thread."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+            self.settings.unobserve(self._on_auto, names=["auto"])
+        self.feed(self.engine.shutdown)
+        with self._wake:
+            self._stopped = True
+            self._wake.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        self._thread = None
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def feed(self, method: Callable[..., list[Action]], *args: Any) -> list[Action]:
+        """Call an engine input under the lock, wake the timer if its deadline moved, act."""
+        with self._wake:
+            before = self.engine.next_deadline()
+            actions = method(*args)
+            if self.engine.next_deadline() != before:
+                self._wake.notify()
+        if actions:
+            self._dispatch(actions)
+        return actions
+
+    def fingerprint(self) -> str:
+        """The fingerprint of what a recap would see now (the dedupe and staleness key)."""
+        return fingerprint(
+            build_context(self.transcript, max_chars=int(self.settings.max_context_chars))
+        )
+
+    def manual(self, model: str | None) -> tuple[DraftJob | None, str | None]:
+        """Start a manual draft; returns its job, or None and the refusal."""
+        actions = self.feed(self.engine.manual, model)
+        for action in actions:
+            if isinstance(action, Refuse):
+                return None, action.message
+        # Dispatching the StartDraft (on this thread) set the job, even if it finished already.
+        return self.manual_job, None
+
+    def _on_entry(self, transcript: Transcript, entry: Entry) -> None:
+        if entry.kind == "user":
+            self.feed(self.engine.turn_started)
+        elif entry.kind == "outcome":
+            self.feed(self.engine.turn_ended, entry.outcome or "ok")
+
+    def _on_auto(self, change: Any) -> None:
+        self.feed(self.engine.set_auto, bool(change["new"]))
+
+    # -- the timer thread ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                if self._stopped:
+                    return
+                deadline = self.engine.next_deadline()
+                now = self._clock()
+                if deadline is None or deadline > now:
+                    self._wake.wait(None if deadline is None else deadline - now)
+                    continue
+                actions = self.engine.tick()
+            self._dispatch(actions)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def _dispatch(self, actions: list[Action]) -> None:
+        for action in actions:
+            try:
+                self._act(action)
+            except Exception:  # noqa: BLE001 - a failing widget update must not stop the rest
+                get_logger().exception("recap action %s failed", type(action).__name__)
+
+    def _act(self, action: Action) -> None:
+        if isinstance(action, StartDraft):
+            job = DraftJob(action)
+            self._jobs[action.id] = job
+            if action.manual:
+                self.manual_job = job
+                self.surface.drafting(action)
+            get_logger().info("drafting a recap (%s)", action.reason)
+            worker = threading.Thread(
+                target=self._work, args=(job,), name="jupyter-recap-draft", daemon=True
+            )
+            worker.start()
+        elif isinstance(action, CancelDraft):
+            cancelled = self._jobs.pop(action.id, None)
+            if cancelled is not None:
+                cancelled.cancel.cancel()
+                get_logger().info("cancelled the in-flight recap (%s)", cancelled.draft.reason)
+        elif isinstance(action, ShowRecap):
+            self.surface.show(action)
+        elif isinstance(action, ClearBanner):
+            self.surface.clear()
+
+    def _work(self, job: DraftJob) -> None:
+        draft = job.draft
+        result = draft_recap(
+            self.transcript,
+            model=draft.model,
+            settings=self.settings,
+            trigger=draft.reason,
+            cancel=job.cancel,
+            stats=self.stats,
+        )
+        job.result = result
+        recap = result.recap
+        if recap is None:
+            get_logger().info("no recap (%s): %s", draft.reason, result.reason)
+        actions = self.feed(
+            self.engine.draft_done,
+            draft.id,
+            recap.text if recap is not None else None,
+            recap.model if recap is not None else "",
+        )
+        job.shown = any(isinstance(a, ShowRecap) for a in actions)
+        self._jobs.pop(draft.id, None)
+        job.done.set()
+
+    def wait(self, job: DraftJob) -> RecapResult:
+        """Wait for ``job`` on the main thread; an interrupt cancels it."""
+        try:
+            while not job.done.wait(0.05):
+                pass
+        except KeyboardInterrupt:
+            self.feed(self.engine.cancel_in_flight)
+            job.cancel.cancel()
+            return RecapResult(None, "cancelled")
+        return job.result or RecapResult(None, "the draft did not finish")
