@@ -232,8 +232,10 @@ class Engine:
             if self._away():
                 if self.turn_running and not self.settings.during_active:
                     self.pending = True
-                else:
+                elif self.post_turn_deadline is None:
                     actions += self._try_draft("away")
+                # else: a turn ended moments ago; the post-turn debounce drafts unless the
+                # agent loop goes on, so drafting now could only be cancelled by its next step.
         if self.post_turn_deadline is not None and now >= self.post_turn_deadline:
             self.post_turn_deadline = None
             if self._away() and (not self.turn_running or self.settings.during_active):
@@ -258,6 +260,9 @@ class Engine:
             return []
         if not draft.manual and self._fingerprint() != draft.fingerprint:
             self.counters.discarded_stale += 1  # the session moved on while we were drafting
+            if self._away() and self.settings.auto and self.post_turn_deadline is None:
+                # Still away: try again shortly with what happened meanwhile.
+                self.post_turn_deadline = self._clock() + float(self.settings.post_turn_seconds)
             return []
         if not draft.manual and text == self.last_text:
             self.last_fingerprint = draft.fingerprint
@@ -278,7 +283,8 @@ class Engine:
 
     def next_deadline(self) -> float | None:
         """The earliest armed timer, or None when nothing is armed."""
-        armed = [d for d in (self.away_deadline, self.post_turn_deadline, self.idle_deadline) if d]
+        timers = (self.away_deadline, self.post_turn_deadline, self.idle_deadline)
+        armed = [deadline for deadline in timers if deadline is not None]
         return min(armed) if armed else None
 
     def status(self) -> dict[str, Any]:

@@ -174,6 +174,25 @@ class Transcript:
         """Record bookkeeping that must not count as activity."""
         return self.append(Entry("meta", text))
 
+    @contextmanager
+    def turn(self, prompt: str, *, model: str | None = None) -> Iterator[Transcript]:
+        """Record one agent turn run through the API: the prompt now, the outcome at the end.
+
+        ``with t.turn("fix the FK"): ...`` marks the turn as running (automatic recaps wait
+        and ``%recap`` is refused meanwhile); an exception marks it errored, an interrupt
+        aborted, and is re-raised.
+        """
+        self.user(prompt, model=model)
+        try:
+            yield self
+        except KeyboardInterrupt:
+            self.outcome("aborted")
+            raise
+        except BaseException as error:
+            self.outcome("errored", describe_error(error))
+            raise
+        self.outcome("ok")
+
     def set_model(self, model: str | None) -> None:
         """Set the active model without a prompt (for agent frameworks using the API)."""
         self.active_model = model
@@ -265,6 +284,12 @@ class Snapshot:
     """The first prompt's index followed by the last few prompts' indexes."""
     prompt_count: int
     summary: int | None
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` on one line."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 def _one_line_args(args: Any) -> str:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
+import socket
 import socketserver
 import threading
 import time
@@ -188,6 +190,26 @@ def hang() -> Behaviour:
     return lambda call: call.stop.wait(60)
 
 
+def slow(seconds: float) -> Behaviour:
+    """Answer normally after ``seconds``, unless the client hangs up first.
+
+    A hang-up is recorded in ``FakeLLM.disconnects`` (the time it was noticed), so tests can
+    prove that a cancelled draft really dropped its connection.
+    """
+
+    def run(call: Call) -> None:
+        sock = call.handler.connection
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not call.stop.is_set():
+            readable, _, _ = select.select([sock], [], [], 0.02)
+            if readable and not sock.recv(1, socket.MSG_PEEK):
+                call.handler.server.fake.disconnects.append(time.monotonic())
+                return
+        answer()(call)
+
+    return run
+
+
 def huge(size: int = 10_000_000, *, declare_length: bool = False) -> Behaviour:
     """A 200 answer of ``size`` bytes, written in chunks until the client goes away."""
 
@@ -273,6 +295,7 @@ class FakeLLM:
     def __init__(self, text: str = DEFAULT_TEXT) -> None:
         self.text = text
         self.requests: list[Recorded] = []
+        self.disconnects: list[float] = []
         self.stop = threading.Event()
         self._queue: list[Behaviour] = []
         self._lock = threading.Lock()

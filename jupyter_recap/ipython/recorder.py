@@ -14,7 +14,7 @@ from typing import Any
 
 from ..debuglog import get_logger
 from ..magicline import AgentCell, is_recap_only_cell, parse_agent_cell
-from ..transcript import Outcome, Transcript
+from ..transcript import Outcome, Transcript, describe_error
 from .capture import OutputTap, text_of_bundle
 
 # jupyter-ai v3 reports a failed model call by printing and returning this text instead of raising.
@@ -37,12 +37,6 @@ class _Run:
     cell_id: str | None
     agent: AgentCell | None
     tap: OutputTap | None
-
-
-def describe_error(error: BaseException) -> str:
-    """``Type: message`` on one line."""
-    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
 
 
 class Recorder:

@@ -1,0 +1,157 @@
+"""Automatic recaps in a real kernel, observed the way a frontend sees them (IOPub)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fakellm import FakeLLM, slow
+from kernelutil import collect, execute, running_kernel, stream_text
+
+pytestmark = pytest.mark.timeout(120)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SETUP = """\
+import agentmagic, time
+from jupyter_recap.ipython.extension import extension_for
+agent = agentmagic.install(get_ipython())
+%load_ext jupyter_recap
+ext = extension_for(get_ipython())
+"""
+
+
+def banner_id(messages: list[dict[str, Any]]) -> str:
+    (model_id,) = [
+        m["content"]["data"][WIDGET_VIEW]["model_id"]
+        for m in messages
+        if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
+    ]
+    return str(model_id)
+
+
+def shown_updates(messages: list[dict[str, Any]], comm_id: str) -> list[dict[str, Any]]:
+    """Banner updates that put a recap on screen, in order."""
+    return [
+        m["content"]["data"]["state"]
+        for m in messages
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == comm_id
+        and m["content"]["data"].get("state", {}).get("state") == "shown"
+    ]
+
+
+def wait_for_shown(kc: Any, comm_id: str, seconds: float) -> tuple[dict[str, Any], float]:
+    """The first banner update showing a recap within ``seconds``, and when it arrived."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for message in collect(kc, 0.1):
+            updates = shown_updates([message], comm_id)
+            if updates:
+                return updates[0], time.monotonic()
+    raise AssertionError(f"no recap was shown within {seconds} s")
+
+
+@pytest.fixture
+def kernel(tmp_path: Any) -> Iterator[tuple[Any, str]]:
+    env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp_path / "recap.log")}
+    with running_kernel(env) as kc:
+        yield kc, banner_id(execute(kc, SETUP))
+
+
+@pytest.fixture
+def provider_kernel(tmp_path: Any, fake_llm: FakeLLM) -> Iterator[tuple[Any, str]]:
+    env = {
+        "OPENAI_BASE_URL": fake_llm.url + "/v1",
+        "OPENAI_API_KEY": "sk-test-0123456789abcdef",
+        "JUPYTER_RECAP_MODEL": "openai:gpt-4o-mini",
+        "JUPYTER_RECAP_LOG": str(tmp_path / "recap.log"),
+    }
+    with running_kernel(env) as kc:
+        yield kc, banner_id(execute(kc, SETUP))
+
+
+def test_idle_fallback_shows_a_recap_without_any_cell_run(kernel: tuple[Any, str]) -> None:
+    kc, comm_id = kernel
+    execute(kc, "%config Recap.idle_seconds = 1")
+    execute(kc, "agent.script.append(lambda p: print('Next: rerun the loader.'))")
+    execute(kc, "%%agent\nfix the flaky CSV loader")
+    ended = time.monotonic()
+    state, at = wait_for_shown(kc, comm_id, 10)
+    assert (
+        "fix the flaky CSV loader" in state["text"] and "Next: rerun the loader." in state["text"]
+    )
+    assert state["reason"] == "idle"
+    assert at - ended >= 0.9  # not before the idle time passed
+
+
+def test_away_timer_during_a_long_turn_drafts_at_turn_end(kernel: tuple[Any, str]) -> None:
+    kc, comm_id = kernel
+    execute(kc, "%config Recap.away_seconds = 1\n%config Recap.post_turn_seconds = 60")
+
+    execute(
+        kc,
+        "def long_turn(prompt):\n"
+        "    ext.report_focus(False)  # the person switches tabs as the agent starts\n"
+        "    time.sleep(2.5)          # the away timer fires mid-turn: pending\n"
+        "    print('Migrated 4 of 7 tables. Next: the invoices FK.')\n"
+        "agent.script.append(long_turn)",
+    )
+    messages = execute(kc, "%%agent\nmigrate the billing tables") + collect(kc, 2)
+    # Nothing was drafted while the turn ran: the recap comes after the agent's last output.
+    printed = next(
+        i
+        for i, m in enumerate(messages)
+        if m["msg_type"] == "stream" and "Migrated 4 of 7" in m["content"]["text"]
+    )
+    shown = [i for i, m in enumerate(messages) if shown_updates([m], comm_id)]
+    assert shown and shown[0] > printed, "no recap at turn end, or one drafted mid-turn"
+    state = shown_updates([messages[shown[0]]], comm_id)[0]
+    assert state["reason"] == "away"
+    assert "Next: the invoices FK." in state["text"]
+    status = stream_text(execute(kc, "%recap status"))
+    assert "source: api" in status and "away for" in status
+
+
+def test_slow_provider_never_delays_a_cell_and_input_cancels_the_draft(
+    provider_kernel: tuple[Any, str], fake_llm: FakeLLM
+) -> None:
+    kc, _ = provider_kernel
+    fake_llm.respond(slow(30))
+    execute(kc, "%config Recap.idle_seconds = 0.2")
+    execute(kc, "%%agent\nfix the FK")
+    assert fake_llm.wait_for_requests(1, timeout=10)  # the draft is now stuck at the provider
+
+    started = time.monotonic()
+    reply = execute(kc, "print(6 * 7)")
+    elapsed = time.monotonic() - started
+    assert stream_text(reply) == "42\n"
+    assert elapsed < 1.0, f"a cell took {elapsed:.2f} s while a draft was in flight"
+
+    deadline = time.monotonic() + 5
+    while not fake_llm.disconnects and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fake_llm.disconnects, "running a cell did not abort the in-flight request"
+
+
+def test_ten_away_cycles_without_activity_make_one_model_call(
+    provider_kernel: tuple[Any, str], fake_llm: FakeLLM
+) -> None:
+    kc, _ = provider_kernel
+    execute(kc, "%config Recap.away_seconds = 0.2\n%config Recap.post_turn_seconds = 0.2")
+    execute(kc, "%%agent\nfix the FK")
+    # The person leaves and returns ten times; no cell runs, so nothing new happens.
+    execute(
+        kc,
+        "import threading\n"
+        "def cycles():\n"
+        "    for _ in range(10):\n"
+        "        ext.report_focus(False); time.sleep(0.5)\n"
+        "        ext.report_focus(True); time.sleep(0.1)\n"
+        "worker = threading.Thread(target=cycles); worker.start()",
+    )
+    execute(kc, "worker.join()")
+    assert len(fake_llm.requests) == 1
+    status = stream_text(execute(kc, "%recap status"))
+    assert "calls:       1 made" in status and "9 saved by dedupe" in status
