@@ -122,3 +122,41 @@ def test_shown_recaps_are_recorded_but_never_sent_again(loaded: Any, capsys: Any
     assert "✦" not in jr.build_context(jr.current()) and recap_entries[
         0
     ].text not in jr.build_context(jr.current())
+
+
+def test_manual_recap_is_refused_while_an_api_agent_turn_runs(shell: Any, capsys: Any) -> None:
+    import threading
+
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    started, release = threading.Event(), threading.Event()
+
+    def agent() -> None:
+        with jr.current().turn("crawl the pricing pages", model="openai:gpt-4o-mini") as t:
+            t.tool_call("fetch", {"url": "https://example.invalid/pricing"})
+            started.set()
+            release.wait(10)
+            t.assistant("Fetched 12 pages. Next: parse the tables.")
+
+    worker = threading.Thread(target=agent)
+    worker.start()
+    assert started.wait(5)
+    try:
+        out = recap_output(shell, capsys)
+        assert out == (
+            "recap: no recap (an agent turn is still running; ask again when it has finished)\n"
+        )
+    finally:
+        release.set()
+        worker.join(5)
+    assert [e.kind for e in jr.current()][-2:] == ["assistant", "outcome"]
+    assert "Next: parse the tables." in recap_output(shell, capsys)
+
+
+def test_api_turn_records_errors_and_interrupts() -> None:
+    t = jr.Transcript()
+    with pytest.raises(ValueError), t.turn("load the data"):
+        raise ValueError("no such table: sales")
+    with pytest.raises(KeyboardInterrupt), t.turn("retry"):
+        raise KeyboardInterrupt
+    outcomes = [(e.outcome, e.error) for e in t if e.kind == "outcome"]
+    assert outcomes == [("errored", "ValueError: no such table: sales"), ("aborted", None)]
