@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import statistics
 import sys
@@ -45,7 +47,8 @@ def loaded_shell(fake_url: str) -> tuple[Any, Any]:
     extension.RecapExtension.has_widgets = property(lambda self: True)  # type: ignore[assignment]
     shell.run_line_magic("load_ext", "jupyter_recap")
     install(shell)
-    shell.run_cell("%%agent\nfix the FK constraint in invoices.ts;", store_history=True)
+    with contextlib.redirect_stdout(io.StringIO()):  # the cell's Out[1] is not a figure
+        shell.run_cell("%%agent\nfix the FK constraint in invoices.ts", store_history=True)
     ext = extension.extension_for(shell)
     assert ext is not None
     return shell, ext
@@ -105,7 +108,9 @@ def kernel_cpu(seconds: float, load: bool) -> float:
     try:
         if load:
             execute(kc, "%load_ext jupyter_recap\n%config Recap.idle_seconds = 1")
-            execute(kc, "import jupyter_recap as jr\njr.current().user('x')\njr.current().outcome('ok')")
+            execute(
+                kc, "import jupyter_recap as jr\njr.current().user('x')\njr.current().outcome('ok')"
+            )
         time.sleep(3)  # let start-up work and the one idle recap finish
         pid = km.provisioner.process.pid
         ticks = os.sysconf("SC_CLK_TCK")

@@ -179,10 +179,11 @@ class Engine:
 
     def cell_ended(self) -> list[Action]:
         """An ordinary cell finished: the idle fallback counts from here after a turn."""
+        # Cheap checks first: this runs after every ordinary cell.
         if (
-            self.settings.auto
-            and not self.focus_supported
+            self.focused is None
             and not self.turn_running
+            and self.settings.auto
             and self._completed_turns() > 0
         ):
             self.idle_deadline = self._clock() + float(self.settings.idle_seconds)
@@ -281,10 +282,13 @@ class Engine:
 
     # -- queries ---------------------------------------------------------------------------
 
+    def timers(self) -> tuple[float | None, float | None, float | None]:
+        """The away, post-turn and idle deadlines (None when not armed)."""
+        return (self.away_deadline, self.post_turn_deadline, self.idle_deadline)
+
     def next_deadline(self) -> float | None:
         """The earliest armed timer, or None when nothing is armed."""
-        timers = (self.away_deadline, self.post_turn_deadline, self.idle_deadline)
-        armed = [deadline for deadline in timers if deadline is not None]
+        armed = [deadline for deadline in self.timers() if deadline is not None]
         return min(armed) if armed else None
 
     def status(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -88,7 +88,9 @@ class Transcript:
         self._prompts: list[int] = []
         self._summary: int | None = None
         self._turns = 0
-        self._listeners: list[Listener] = []
+        # (kinds or None for all, listener); a tuple list replaced on change, so append can
+        # iterate it without copying under the lock.
+        self._listeners: tuple[tuple[frozenset[str] | None, Listener], ...] = ()
         self.active_model: str | None = None
         """The model named by the most recent agent prompt (``provider:model``), if any."""
         for entry in entries or ():
@@ -120,9 +122,10 @@ class Transcript:
                 self._summary = index
             elif entry.kind == "outcome":
                 self._turns += 1
-            listeners = list(self._listeners)
-        for listener in listeners:
-            listener(self, entry)
+            listeners = self._listeners
+        for kinds, listener in listeners:
+            if kinds is None or entry.kind in kinds:
+                listener(self, entry)
         return entry
 
     def user(self, text: str, *, model: str | None = None, cell_id: str | None = None) -> Entry:
@@ -197,15 +200,20 @@ class Transcript:
         """Set the active model without a prompt (for agent frameworks using the API)."""
         self.active_model = model
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener(transcript, entry)`` after each append; returns an unsubscribe."""
+    def subscribe(
+        self, listener: Listener, kinds: Iterable[str] | None = None
+    ) -> Callable[[], None]:
+        """Call ``listener(transcript, entry)`` after each append (of ``kinds`` only, if given).
+
+        Returns a function that unsubscribes.
+        """
+        item = (frozenset(kinds) if kinds is not None else None, listener)
         with self._lock:
-            self._listeners.append(listener)
+            self._listeners = (*self._listeners, item)
 
         def unsubscribe() -> None:
             with self._lock:
-                if listener in self._listeners:
-                    self._listeners.remove(listener)
+                self._listeners = tuple(i for i in self._listeners if i is not item)
 
         return unsubscribe
 

@@ -50,8 +50,8 @@ class RecapExtension:
         """Register the configurable, the hooks, the magics, the timer and the banner."""
         if self.settings not in self.shell.configurables:
             self.shell.configurables.append(self.settings)
-        self.recorder.events.on_input.append(lambda: self.runner.feed(self.engine.user_input))
-        self.recorder.events.on_cell_end.append(lambda: self.runner.feed(self.engine.cell_ended))
+        self.recorder.events.on_input.append(self.runner.user_input)
+        self.recorder.events.on_cell_end.append(self.runner.cell_ended)
         self.recorder.attach()
         self.shell.register_magics(self.magics)
         self.runner.start()

@@ -52,19 +52,27 @@ class Recorder:
         # per-cell overhead, so keep plain copies in step with the traits.
         self._agent_magics = tuple(settings.agent_magics)
         self._record_code = bool(settings.record_code_cells)
-        settings.observe(self._settings_changed, names=["agent_magics", "record_code_cells"])
+        self._attached = False
 
     def _settings_changed(self, change: Any) -> None:
         self._agent_magics = tuple(self.settings.agent_magics)
         self._record_code = bool(self.settings.record_code_cells)
 
     def attach(self) -> None:
-        """Register the IPython event hooks."""
+        """Register the IPython event hooks (once)."""
+        if self._attached:
+            return
+        self._attached = True
+        self.settings.observe(self._settings_changed, names=["agent_magics", "record_code_cells"])
+        self._settings_changed(None)
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
 
     def detach(self) -> None:
-        """Unregister the hooks and undo any tap still in place."""
+        """Unregister the hooks and undo any tap still in place (safe to call twice)."""
+        if not self._attached:
+            return
+        self._attached = False
         self.settings.unobserve(self._settings_changed, names=["agent_magics", "record_code_cells"])
         for name, callback in (
             ("pre_run_cell", self.pre_run_cell),
@@ -172,13 +180,10 @@ class Recorder:
                 return value
         return None
 
-    def _fire(self, callbacks: list[Callable[[], None]]) -> None:
-        for callback in list(callbacks):
-            self._call(callback)
-
     @staticmethod
-    def _call(callback: Callable[..., None], *args: Any) -> None:
-        try:
-            callback(*args)
-        except Exception:  # noqa: BLE001 - a listener must not break recording
-            get_logger().exception("recap listener failed")
+    def _fire(callbacks: list[Callable[[], None]]) -> None:
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - a listener must not break recording
+                get_logger().exception("recap listener failed")

@@ -68,7 +68,10 @@ class TriggerRunner:
         self.stats = stats
         self.surface = surface
         self._clock = clock
-        self._wake = threading.Condition(threading.RLock())
+        # feed() runs on every cell: it takes the bare C lock (Condition's own __enter__ is
+        # Python code); the condition shares that lock for the timer thread's waits.
+        self._lock = threading.RLock()
+        self._wake = threading.Condition(self._lock)
         self._jobs: dict[int, DraftJob] = {}
         self._stopped = False
         self._thread: threading.Thread | None = None
@@ -85,7 +88,7 @@ class TriggerRunner:
 
     def start(self) -> None:
         """Start the timer thread and listen to the transcript for turn starts and ends."""
-        self._unsubscribe = self.transcript.subscribe(self._on_entry)
+        self._unsubscribe = self.transcript.subscribe(self._on_entry, kinds=("user", "outcome"))
         self.settings.observe(self._on_auto, names=["auto"])
         self._thread = threading.Thread(target=self._run, name="jupyter-recap-timer", daemon=True)
         self._thread.start()
@@ -108,14 +111,36 @@ class TriggerRunner:
 
     def feed(self, method: Callable[..., list[Action]], *args: Any) -> list[Action]:
         """Call an engine input under the lock, wake the timer if its deadline moved, act."""
-        with self._wake:
-            before = self.engine.next_deadline()
+        with self._lock:
+            before = self.engine.timers()
             actions = method(*args)
-            if self.engine.next_deadline() != before:
+            if self.engine.timers() != before:
                 self._wake.notify()
         if actions:
             self._dispatch(actions)
         return actions
+
+    def user_input(self) -> None:
+        """A recorded cell starts.
+
+        This runs before every cell, so the common case (nothing to cancel, clear or disarm)
+        skips the lock. A draft the timer starts at this very moment is then not cancelled
+        by this cell; the cell's own entry makes it stale, and the next input clears it.
+        """
+        engine = self.engine
+        if (
+            engine.in_flight is None
+            and not engine.banner_visible
+            and engine.post_turn_deadline is None
+            and engine.idle_deadline is None
+        ):
+            return
+        self.feed(engine.user_input)
+
+    def cell_ended(self) -> None:
+        """An ordinary cell finished (only the idle fallback cares, before any focus report)."""
+        if self.engine.focused is None and self.transcript.completed_turns:
+            self.feed(self.engine.cell_ended)
 
     def fingerprint(self) -> str:
         """The fingerprint of what a recap would see now (the dedupe and staleness key)."""
