@@ -160,3 +160,33 @@ def test_api_turn_records_errors_and_interrupts() -> None:
         raise KeyboardInterrupt
     outcomes = [(e.outcome, e.error) for e in t if e.kind == "outcome"]
     assert outcomes == [("errored", "ValueError: no such table: sales"), ("aborted", None)]
+
+
+def test_recap_off_and_on_reach_the_engine(loaded: Any, capsys: Any) -> None:
+    from jupyter_recap.ipython.extension import extension_for
+
+    ext = extension_for(loaded)
+    recap_output(loaded, capsys, "off")
+    ext.report_focus(False)
+    assert ext.engine.away_deadline is None  # no automatic timer while off
+    recap_output(loaded, capsys, "on")
+    assert ext.engine.away_deadline is not None  # away already: the timer starts now
+
+
+def test_unloading_clears_the_banner_and_stops_the_timer(
+    shell: Any, monkeypatch: Any, capsys: Any
+) -> None:
+    from jupyter_recap.ipython import extension
+
+    monkeypatch.setattr(extension.RecapExtension, "has_widgets", property(lambda self: True))
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    install(shell).script.append(lambda prompt: print("Next: ship it."))
+    shell.run_cell("%%agent\nrelease the loader", store_history=True)
+    ext = extension.extension_for(shell)
+    shell.run_line_magic("recap", "")
+    banner = ext.banner
+    assert banner.state == "shown"
+    timer = ext.runner._thread
+    shell.run_line_magic("unload_ext", "jupyter_recap")
+    assert banner.state == "hidden"
+    assert timer is not None and not timer.is_alive()
