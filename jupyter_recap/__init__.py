@@ -55,6 +55,16 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where JupyterLab finds the built labextension."""
+    return [{"src": "labextension", "dest": "jupyter-recap"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, str]]:
+    """The server extension (focus hub, kernel feed, recap routes)."""
+    return [{"module": "jupyter_recap.server"}]
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext jupyter_recap``: start recording this kernel's agent cells."""
     from .ipython.extension import load
