@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import os
 import threading
 import time
 from typing import Any
 
 from ..debuglog import get_logger
 from ..engine import ShowRecap, StartDraft
+from ..feed import FocusFeed, find_server, kernel_id_from_connection_file
 from ..service import Recap, RecapResult, RecapStats
 from ..settings import Recap as RecapSettings
 from ..transcript import Transcript, current
@@ -43,6 +45,7 @@ class RecapExtension:
             Surface(show=self._show, clear=self._clear, drafting=self._drafting),
         )
         self._banner: Any = None
+        self.feed: FocusFeed | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -58,14 +61,18 @@ class RecapExtension:
         atexit.register(self.runner.stop)
         if self.has_widgets:
             # Displayed now, empty and collapsed, so that an automatic recap can appear later
-            # without any cell being run.
+            # without any cell being run (the labextension shows it above the active cell).
             from IPython.display import display
 
             display(self.banner)
+            self._start_feed()
 
     def detach(self) -> None:
         """Undo :meth:`attach`: stop the timer, clear and close the banner."""
         atexit.unregister(self.runner.stop)
+        if self.feed is not None:
+            self.feed.stop()
+            self.feed = None
         self.runner.stop()
         self.recorder.detach()
         manager = self.shell.magics_manager
@@ -86,10 +93,33 @@ class RecapExtension:
         """The trigger engine (its state is what ``%recap status`` shows)."""
         return self.runner.engine
 
-    def report_focus(self, focused: bool, *, source: str = "api") -> None:
-        """Whether the person is looking at this notebook (from a focus source or the API)."""
+    def report_focus(self, focused: bool, *, at: float | None = None, source: str = "api") -> None:
+        """Whether the person is looking at this notebook (``at``: UNIX time of the change)."""
         self.focus_source = source
-        self.runner.feed(self.engine.focus, bool(focused))
+        when = None if at is None else time.monotonic() - max(0.0, time.time() - at)
+        self.runner.feed(self.engine.focus, bool(focused), when)
+
+    def _start_feed(self) -> None:
+        """Listen to the server's focus feed, when a server with the extension started us."""
+        server = find_server(os.environ)
+        if server is None:
+            return
+        try:
+            from ipykernel.connect import get_connection_file
+
+            kernel_id = kernel_id_from_connection_file(get_connection_file())
+        except Exception:  # noqa: BLE001 - not an ipykernel we can identify: no feed
+            kernel_id = None
+        if kernel_id is None:
+            return
+        self.feed = FocusFeed(
+            server,
+            kernel_id,
+            on_focus=lambda focused, at: self.report_focus(focused, at=at, source="browser"),
+            on_input=lambda: self.runner.feed(self.engine.user_input),
+            banner_model_id=self.banner.model_id,
+        )
+        self.feed.start()
 
     def resume(self) -> None:
         """This notebook's previous session was loaded: draft a recap of where it stopped."""
@@ -166,8 +196,17 @@ class RecapExtension:
         last = "none yet"
         if counters.last_shown_at is not None:
             last = f"{now - counters.last_shown_at:.0f} s ago ({counters.last_reason})"
+        feed = self.feed
+        if feed is None:
+            server = "no focus feed (no jupyter_recap server started this kernel)"
+        elif feed.connected:
+            server = f"focus feed connected to {feed.server.url} (found via {feed.server.how})"
+        else:
+            why = feed.stopped_because or feed.last_error or "connecting"
+            server = f"focus feed to {feed.server.url} not connected: {why}"
         return [
             f"focus:       {focus}; source: {self.focus_source}",
+            f"server:      {server}",
             f"engine:      next timer {timer}; pending {state['pending']}; "
             f"in flight: {state['in_flight'] or 'nothing'}; "
             f"turn running: {state['turn_running']}",

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import CompletionRequest, ModelRef
-from .jsonchat import Answer, JSONChatProvider, as_dict, as_str
-from .transport import text_or_none, token_count
+from .jsonchat import Answer, JSONChatProvider, as_dict, as_str, text_or_none, token_count
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"

@@ -75,3 +75,13 @@ def as_dict(value: object) -> dict[str, Any]:
 def as_str(value: object) -> str | None:
     """``value`` if it is a string, else None."""
     return value if isinstance(value, str) else None
+
+
+def token_count(value: object) -> int:
+    """A token count from a usage block; anything missing or odd counts as 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def text_or_none(value: object) -> str | None:
+    """``value`` if it is a string with some non-blank text, else None."""
+    return value if isinstance(value, str) and value.strip() else None

@@ -7,8 +7,7 @@ from typing import Any
 
 from ..errors import ProviderBadResponse
 from .base import CompletionRequest, ModelRef
-from .jsonchat import Answer, JSONChatProvider, as_dict, as_str
-from .transport import text_or_none, token_count
+from .jsonchat import Answer, JSONChatProvider, as_dict, as_str, text_or_none, token_count
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

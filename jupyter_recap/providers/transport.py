@@ -41,7 +41,7 @@ _ERROR_BODY_LIMIT = 64_000
 #: Longest excerpt of a server's error message quoted in one of our messages.
 _EXCERPT_CHARS = 120
 #: Headers whose values are secrets and must never appear in a message.
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-jupyter-recap-secret"})
 
 
 class _Abort:
@@ -106,6 +106,34 @@ def post_json(
     Raises a :class:`~jupyter_recap.errors.ProviderError` subclass (with ``provider=provider_id``)
     for every failure, or :class:`~jupyter_recap.errors.Cancelled` when ``cancel`` fires.
     """
+    return request_json(
+        "POST",
+        url,
+        headers=headers,
+        body=body,
+        timeout=timeout,
+        cancel=cancel,
+        provider_id=provider_id,
+        max_bytes=max_bytes,
+    )
+
+
+def request_json(
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any] | None,
+    timeout: float,
+    cancel: CancelToken | None,
+    provider_id: str,
+    max_bytes: int = 1_000_000,
+) -> dict[str, Any]:
+    """Send one request (``body`` as JSON, if any) and return the JSON object answered.
+
+    The same limits and error mapping as :func:`post_json`, for any method; the kernel's focus
+    feed uses it for its long polls so that unloading can abort one mid-wait.
+    """
     import httpx  # lazily: importing jupyter_recap must stay cheap
 
     if cancel is not None:
@@ -125,7 +153,7 @@ def post_json(
         with (
             httpx.Client(timeout=httpx.Timeout(timeout), verify=_ssl_context()) as client,
             client.stream(
-                "POST", url, json=body, headers=sent, extensions={"trace": abort.trace}
+                method, url, json=body, headers=sent, extensions={"trace": abort.trace}
             ) as response,
         ):
             limit = max_bytes if response.is_success else _ERROR_BODY_LIMIT
@@ -262,13 +290,3 @@ def _host(url: str) -> str:
     if not host:
         return "the configured URL"
     return f"{host}:{port}" if port else host
-
-
-def token_count(value: object) -> int:
-    """A token count from a usage block; anything missing or odd counts as 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def text_or_none(value: object) -> str | None:
-    """``value`` if it is a string with some non-blank text, else None."""
-    return value if isinstance(value, str) and value.strip() else None

@@ -1,0 +1,213 @@
+"""The kernel's end of the focus feed: find our server, long-poll its events, report them.
+
+The server extension collects focus reports from every browser tab and keeps a per-kernel event
+feed (see docs/focus-protocol.md). A kernel consumes it here, in a background thread with httpx,
+because the shell channel is blocked while a cell runs and focus changes must arrive even then.
+No server (terminal IPython, VS Code, a bare kernel) means no feed: the idle fallback stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from .debuglog import get_logger
+from .errors import Cancelled, ProviderAuthError, ProviderError, ProviderHTTPError
+from .providers.base import CancelToken
+
+#: Seconds the server may hold one long poll open (the protocol allows up to 30).
+POLL_SECONDS = 25.0
+#: Longest wait between reconnection attempts.
+MAX_BACKOFF = 30.0
+
+_KERNEL_FILE = re.compile(r"^kernel-(?P<id>[0-9A-Za-z][0-9A-Za-z\-]*)\.json$")
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """Where our Jupyter server is and how a kernel authenticates to it."""
+
+    url: str
+    """The server's URL including its base URL, ending with "/"."""
+    headers: Mapping[str, str]
+    how: str
+    """"environment" or "runtime file": how the server was found (for status)."""
+
+
+def find_server(env: Mapping[str, str], runtime_dir: str | None = None) -> ServerInfo | None:
+    """The server that started this kernel: from the environment it handed us, else its file."""
+    url = env.get("JUPYTER_RECAP_SERVER_URL", "").strip()
+    secret = env.get("JUPYTER_RECAP_SECRET", "").strip()
+    if url and secret:
+        return ServerInfo(_slash(url), {"X-Jupyter-Recap-Secret": secret}, "environment")
+    parent = env.get("JPY_PARENT_PID", "").strip()
+    if not parent.isdigit():
+        return None
+    if runtime_dir is None:
+        from jupyter_core.paths import jupyter_runtime_dir
+
+        runtime_dir = jupyter_runtime_dir()
+    try:
+        info = json.loads((Path(runtime_dir) / f"jpserver-{parent}.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict) or not isinstance(info.get("url"), str):
+        return None
+    token = info.get("token") or ""
+    headers = {"Authorization": f"token {token}"} if token else {}
+    return ServerInfo(_slash(info["url"]), headers, "runtime file")
+
+
+def kernel_id_from_connection_file(path: str) -> str | None:
+    """The kernel id in a server-started kernel's connection file name (kernel-<id>.json)."""
+    match = _KERNEL_FILE.match(os.path.basename(path))
+    return match.group("id") if match else None
+
+
+def _slash(url: str) -> str:
+    return url if url.endswith("/") else url + "/"
+
+
+class FocusFeed:
+    """Long-polls the server's event feed for one kernel and calls back on each event.
+
+    ``on_focus(focused, at)`` gets the server's UNIX time of the change; ``on_input()`` runs when
+    the person typed in the notebook. Both run on the feed's thread.
+    """
+
+    def __init__(
+        self,
+        server: ServerInfo,
+        kernel_id: str,
+        *,
+        on_focus: Callable[[bool, float], None],
+        on_input: Callable[[], None],
+        banner_model_id: str | None = None,
+    ) -> None:
+        self.server = server
+        self.kernel_id = kernel_id
+        self._on_focus = on_focus
+        self._on_input = on_input
+        self._banner = banner_model_id
+        self._cancel = CancelToken()
+        self._thread: threading.Thread | None = None
+        self.connected = False
+        self.last_error: str | None = None
+        self.state: dict[str, Any] = {}
+        """The latest ``focused``, ``focus_supported``, ``execution_state``, ``idle_seconds``."""
+        self.stopped_because: str | None = None
+
+    @property
+    def base(self) -> str:
+        return f"{self.server.url}jupyter-recap/api/kernels/{quote(self.kernel_id)}"
+
+    def start(self) -> None:
+        """Start polling in a daemon thread."""
+        self._thread = threading.Thread(target=self._run, name="jupyter-recap-feed", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop at once: the poll in progress is aborted, not waited for."""
+        self._cancel.cancel()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        self._thread = None
+
+    # -- the thread ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        log = get_logger()
+        seq, backoff, banner_sent = 0, 1.0, False
+        while not self._cancel.cancelled:
+            try:
+                if self._banner and not banner_sent:
+                    self._request("PUT", "/banner", {"model_id": self._banner}, 10.0)
+                    banner_sent = True
+                data = self._request(
+                    "GET", f"/events?since={seq}&timeout={POLL_SECONDS:g}", None, POLL_SECONDS + 10
+                )
+            except Cancelled:
+                break
+            except (ProviderAuthError, ProviderHTTPError) as error:
+                if isinstance(error, ProviderAuthError) or error.status == 404:
+                    # Not our server's kernel, no extension there, or not allowed: no feed.
+                    self.stopped_because = str(error)
+                    log.info("focus feed stopped: %s", error)
+                    break
+                seq, backoff = self._retry(error, backoff)
+                continue
+            except ProviderError as error:
+                seq, backoff = self._retry(error, backoff)
+                continue
+            if not self.connected:
+                log.info("focus feed connected to %s", self.server.url)
+            self.connected, self.last_error, backoff = True, None, 1.0
+            seq = self._handle(data, seq)
+        self.connected = False
+
+    def _retry(self, error: ProviderError, backoff: float) -> tuple[int, float]:
+        if self.connected or self.last_error is None:
+            get_logger().info("focus feed lost (%s); retrying", error)
+        self.connected, self.last_error = False, str(error)
+        self._cancel.wait(backoff)
+        # Restart from the current state: the server may have restarted and renumbered.
+        return 0, min(backoff * 2, MAX_BACKOFF)
+
+    def _request(
+        self, method: str, path: str, body: dict[str, Any] | None, timeout: float
+    ) -> dict[str, Any]:
+        from .providers.transport import request_json
+
+        return request_json(
+            method,
+            self.base + path,
+            headers=dict(self.server.headers),
+            body=body,
+            timeout=timeout,
+            cancel=self._cancel,
+            provider_id="jupyter server",
+        )
+
+    def _handle(self, data: dict[str, Any], seq: int) -> int:
+        new_seq = data.get("seq")
+        if not isinstance(new_seq, int):
+            return seq
+        if new_seq < seq:
+            seq = 0  # the server restarted and numbers its events afresh
+        events = data.get("events")
+        events = events if isinstance(events, list) else []
+        self.state = {
+            key: data.get(key)
+            for key in ("focused", "focus_supported", "execution_state", "idle_seconds")
+        }
+        self.state["received_at"] = time.time()
+        if seq == 0:
+            # (Re)connected: old events are history, not news. Take the current state, dated by
+            # the last focus change the server saw, so an absence that began earlier still
+            # counts from when it began.
+            focused = data.get("focused")
+            if isinstance(focused, bool):
+                changes = [e for e in events if isinstance(e, dict) and e.get("type") == "focus"]
+                self._on_focus(focused, _when(changes[-1]) if changes else time.time())
+            return new_seq
+        for event in events:
+            if not isinstance(event, dict):
+                continue
+            if event.get("type") == "focus" and isinstance(event.get("focused"), bool):
+                self._on_focus(bool(event["focused"]), _when(event))
+            elif event.get("type") == "input":
+                self._on_input()
+        return new_seq
+
+
+def _when(event: dict[str, Any]) -> float:
+    at = event.get("at")
+    return float(at) if isinstance(at, (int, float)) else time.time()

@@ -1,0 +1,201 @@
+"""The kernel's focus feed client: server discovery and the long-poll loop against a fake server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jupyter_recap.feed import FocusFeed, ServerInfo, find_server, kernel_id_from_connection_file
+
+KERNEL = "4f1a2b3c-0000-4000-8000-000000000001"
+
+
+def test_server_from_the_environment() -> None:
+    env = {
+        "JUPYTER_RECAP_SERVER_URL": "http://127.0.0.1:8888/user/al",
+        "JUPYTER_RECAP_SECRET": "s3",
+    }
+    server = find_server(env)
+    assert server == ServerInfo(
+        "http://127.0.0.1:8888/user/al/", {"X-Jupyter-Recap-Secret": "s3"}, "environment"
+    )
+
+
+def test_server_from_the_runtime_file(tmp_path: Path) -> None:
+    info = {"url": "http://127.0.0.1:9999/", "token": "abc", "base_url": "/"}
+    (tmp_path / "jpserver-4242.json").write_text(json.dumps(info))
+    server = find_server({"JPY_PARENT_PID": "4242"}, runtime_dir=str(tmp_path))
+    assert server is not None and server.headers == {"Authorization": "token abc"}
+    assert server.how == "runtime file"
+    no_token = {**info, "token": ""}  # JupyterHub: OAuth, no token in the file
+    (tmp_path / "jpserver-4243.json").write_text(json.dumps(no_token))
+    hub = find_server({"JPY_PARENT_PID": "4243"}, runtime_dir=str(tmp_path))
+    assert hub is not None and hub.headers == {}
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"JPY_PARENT_PID": "not-a-pid"}, {"JPY_PARENT_PID": "1"}, {"JUPYTER_RECAP_SECRET": "x"}],
+)
+def test_no_server(env: dict[str, str], tmp_path: Path) -> None:
+    assert find_server(env, runtime_dir=str(tmp_path)) is None
+
+
+def test_kernel_id_from_the_connection_file() -> None:
+    assert kernel_id_from_connection_file(f"/run/jupyter/kernel-{KERNEL}.json") == KERNEL
+    assert kernel_id_from_connection_file("/tmp/tmpab12cd.json") is None  # started by hand
+
+
+class FakeFeed:
+    """A server speaking the events route; each GET pops the next scripted answer."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[int, dict[str, Any]]] = []
+        self.requests: list[tuple[str, str, dict[str, str], Any]] = []
+        self.lock = threading.Lock()
+        feed = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length)) if length else None
+                feed.requests.append((self.command, self.path, dict(self.headers), body))
+                with feed.lock:
+                    status, data = feed.answers.pop(0) if feed.answers else (200, {})
+                if status == 0:  # hold the poll open, as the real server does
+                    time.sleep(30)
+                    return
+                payload = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_PUT = _answer
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/base/"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def fake_feed() -> Iterator[FakeFeed]:
+    feed = FakeFeed()
+    yield feed
+    feed.close()
+
+
+def run_feed(fake: FakeFeed, **kwargs: Any) -> tuple[FocusFeed, list[Any]]:
+    calls: list[Any] = []
+    feed = FocusFeed(
+        ServerInfo(fake.url, {"X-Jupyter-Recap-Secret": "s3"}, "environment"),
+        KERNEL,
+        on_focus=lambda focused, at: calls.append(("focus", focused, at)),
+        on_input=lambda: calls.append(("input",)),
+        **kwargs,
+    )
+    feed.start()
+    return feed, calls
+
+
+def wait_until(predicate: Any, seconds: float = 5) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def state(seq: int, events: list[dict[str, Any]], focused: bool | None) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "events": events,
+        "focused": focused,
+        "focus_supported": focused is not None,
+        "execution_state": "idle",
+        "idle_seconds": 3.0,
+    }
+
+
+def test_events_reach_the_callbacks(fake_feed: FakeFeed) -> None:
+    old = {"seq": 1, "type": "focus", "focused": True, "at": 1000.0}
+    fake_feed.answers = [
+        (200, {}),  # the banner PUT
+        (200, state(1, [old], True)),  # first poll: current state only
+        (
+            200,
+            state(
+                3,
+                [
+                    {"seq": 2, "type": "focus", "focused": False, "at": 2000.0},
+                    {"seq": 3, "type": "input", "at": 2001.0},
+                ],
+                False,
+            ),
+        ),
+        (0, {}),
+    ]
+    feed, calls = run_feed(fake_feed, banner_model_id="model-1")
+    wait_until(lambda: len(calls) == 3)
+    feed.stop()
+    assert calls == [("focus", True, 1000.0), ("focus", False, 2000.0), ("input",)]
+    put, first, second = fake_feed.requests[:3]
+    assert put[:2] == ("PUT", f"/base/jupyter-recap/api/kernels/{KERNEL}/banner")
+    assert put[3] == {"model_id": "model-1"} and put[2]["X-Jupyter-Recap-Secret"] == "s3"
+    assert first[1].endswith("/events?since=0&timeout=25")
+    assert second[1].endswith("/events?since=1&timeout=25")
+    assert feed.state["execution_state"] == "idle"
+
+
+def test_unknown_kernel_stops_the_feed(fake_feed: FakeFeed) -> None:
+    fake_feed.answers = [(404, {"message": "no such kernel"})]
+    feed, calls = run_feed(fake_feed)
+    wait_until(lambda: feed.stopped_because is not None)
+    assert "404" in (feed.stopped_because or "") and calls == []
+    assert len(fake_feed.requests) == 1
+    feed.stop()
+
+
+def test_server_errors_are_retried(fake_feed: FakeFeed) -> None:
+    fake_feed.answers = [(500, {"message": "boom"}), (200, state(5, [], False)), (0, {})]
+    feed, calls = run_feed(fake_feed)
+    wait_until(lambda: calls == [("focus", False, calls[0][2])] if calls else False)
+    assert feed.connected
+    feed.stop()
+
+
+def test_stop_aborts_a_waiting_poll_at_once(fake_feed: FakeFeed) -> None:
+    fake_feed.answers = [(0, {})]
+    feed, _ = run_feed(fake_feed)
+    wait_until(lambda: len(fake_feed.requests) == 1)
+    started = time.monotonic()
+    feed.stop()
+    assert time.monotonic() - started < 1.5
+
+
+def test_no_server_at_all_is_retried_quietly() -> None:
+    feed = FocusFeed(
+        ServerInfo("http://127.0.0.1:9/", {}, "environment"),
+        KERNEL,
+        on_focus=lambda *a: None,
+        on_input=lambda: None,
+    )
+    feed.start()
+    wait_until(lambda: feed.last_error is not None)
+    assert not feed.connected and "cannot reach" in (feed.last_error or "")
+    feed.stop()
