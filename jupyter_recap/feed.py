@@ -131,8 +131,10 @@ class FocusFeed:
                 if self._banner and not banner_sent:
                     self._request("PUT", "/banner", {"model_id": self._banner}, 10.0)
                     banner_sent = True
+                # The first poll asks for the current state at once; later ones wait for news.
+                wait = POLL_SECONDS if seq else 0
                 data = self._request(
-                    "GET", f"/events?since={seq}&timeout={POLL_SECONDS:g}", None, POLL_SECONDS + 10
+                    "GET", f"/events?since={seq}&timeout={wait:g}", None, wait + 10
                 )
             except Cancelled:
                 break

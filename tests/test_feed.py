@@ -157,7 +157,7 @@ def test_events_reach_the_callbacks(fake_feed: FakeFeed) -> None:
     put, first, second = fake_feed.requests[:3]
     assert put[:2] == ("PUT", f"/base/jupyter-recap/api/kernels/{KERNEL}/banner")
     assert put[3] == {"model_id": "model-1"} and put[2]["X-Jupyter-Recap-Secret"] == "s3"
-    assert first[1].endswith("/events?since=0&timeout=25")
+    assert first[1].endswith("/events?since=0&timeout=0")  # the current state, at once
     assert second[1].endswith("/events?since=1&timeout=25")
     assert feed.state["execution_state"] == "idle"
 

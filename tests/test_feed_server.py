@@ -1,0 +1,93 @@
+"""A kernel started by a real server hears focus changes through the feed, even mid-cell."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client import BlockingKernelClient
+from kernelutil import execute, stream_text
+from labserver import LabServer, running_lab
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def api(lab: LabServer, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    request = urllib.request.Request(
+        f"{lab.url}{path}",
+        method=method,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"token {lab.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        raw = response.read()
+    return json.loads(raw) if raw else None
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, str, Any]]:
+    tmp: Path = tmp_path_factory.mktemp("feed")
+    env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
+    with running_lab(tmp, env) as lab:
+        kernel_id = api(lab, "POST", "api/kernels", {"name": "python3"})["id"]
+        kc = BlockingKernelClient(connection_file=str(tmp / "runtime" / f"kernel-{kernel_id}.json"))
+        kc.load_connection_file()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=60)
+        setup = (
+            "%load_ext jupyter_recap\n"
+            "from jupyter_recap.ipython.extension import extension_for\n"
+            "import time\n"
+            "ext = extension_for(get_ipython())\n"
+            "deadline = time.time() + 20\n"
+            "while not (ext.feed and ext.feed.connected) and time.time() < deadline:\n"
+            "    time.sleep(0.05)\n"
+            "ok = ext.feed and ext.feed.connected\n"
+            "print('connected' if ok else ext.feed and ext.feed.last_error)"
+        )
+        assert stream_text(execute(kc, setup)).strip() == "connected"
+        try:
+            yield lab, kernel_id, kc
+        finally:
+            kc.stop_channels()
+
+
+def test_focus_change_reaches_the_engine_while_a_cell_runs(kernel: Any) -> None:
+    lab, kernel_id, kc = kernel
+    client = str(uuid.uuid4())
+    report = {"kernel_id": kernel_id, "path": "feed.ipynb", "client_id": client}
+    api(lab, "POST", "jupyter-recap/api/focus", {**report, "focused": True})
+    waiting = (
+        "t0 = time.time()\n"
+        "while ext.engine.focused is not False and time.time() - t0 < 15:\n"
+        "    time.sleep(0.005)\n"
+        "print(time.time(), ext.engine.focused, ext.focus_source)"
+    )
+    msg_id = kc.execute(waiting)
+    time.sleep(1.0)  # the cell is running now: the shell channel is busy
+    sent = time.time()
+    api(lab, "POST", "jupyter-recap/api/focus", {**report, "focused": False})
+    output = ""
+    while True:
+        msg = kc.get_iopub_msg(timeout=10)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        if msg["msg_type"] == "stream":
+            output += msg["content"]["text"]
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    noticed, focused, source = output.split()
+    assert (focused, source) == ("False", "browser")
+    assert float(noticed) - sent < 1.0  # heard mid-cell, promptly
+
+
+def test_status_shows_the_feed(kernel: Any) -> None:
+    _, _, kc = kernel
+    status = stream_text(execute(kc, "%recap status"))
+    assert "focus feed connected to" in status and "found via environment" in status
