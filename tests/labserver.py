@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,10 +63,26 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running_lab(tmp: Path, env: dict[str, str] | None = None) -> Iterator[LabServer]:
-    """Start ``jupyter lab`` and wait until it answers; stop it afterwards."""
+def running_lab(
+    tmp: Path,
+    env: dict[str, str] | None = None,
+    args: Sequence[str] = (),
+    settings: dict[str, dict[str, object]] | None = None,
+) -> Iterator[LabServer]:
+    """Start ``jupyter lab`` and wait until it answers; stop it afterwards.
+
+    ``args`` are extra command-line arguments; ``settings`` maps plugin ids
+    (``"@jupyterlab/notebook-extension:tracker"``) to user settings.
+    """
     root = tmp / "notebooks"
     root.mkdir()
+    # No "get notified about Jupyter news?" toast over the notebook.
+    plugins = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}
+    for plugin, values in {**plugins, **(settings or {})}.items():
+        package, _, name = plugin.partition(":")
+        folder = tmp / "settings" / package
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
     port, token = _free_port(), secrets.token_hex(16)
     server_env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))
@@ -91,11 +107,13 @@ def running_lab(tmp: Path, env: dict[str, str] | None = None) -> Iterator[LabSer
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
         f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
+        f"--LabApp.user_settings_dir={tmp / 'settings'}",
         "--LabApp.expose_app_in_browser=True",
         "--LabApp.extension_manager=readonly",
         "--ServerApp.allow_root=True",
         "--LabApp.news_url=",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *args,
     ]
     log = (tmp / "lab.log").open("w")
     process = subprocess.Popen(command, env=server_env, stdout=log, stderr=subprocess.STDOUT)

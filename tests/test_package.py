@@ -67,3 +67,10 @@ def test_core_knows_no_front_end() -> None:
     loaded = modules_after("\n".join(f"import {m}" for m in CORE_MODULES))
     assert not {m.split(".")[0] for m in loaded} & set(FRONT_ENDS)
     assert "httpx" not in loaded  # only imported when a request is made
+
+
+def test_labextension_version_matches() -> None:
+    from pathlib import Path
+
+    package = Path(__file__).parents[1] / "labextension" / "package.json"
+    assert json.loads(package.read_text())["version"] == jr.__version__

@@ -1,0 +1,116 @@
+"""Each running kernel's execution state, from its IOPub status messages.
+
+The server's own activity tracking counts widget comm traffic as activity; a recap wants to know
+when the person's last *cell* finished. So this watcher opens its own IOPub subscription per
+kernel (the way jupyter_server's ``start_watching_activity`` does) and only believes ``status``
+messages whose parent is an ``execute_request``: ``busy`` means a cell runs, ``idle`` that it
+finished. Comm messages (widgets, the kernel's own banner updates) and kernel_info requests
+never move that clock. Every failure here is logged and otherwise ignored: a missing watcher only
+makes ``idle_seconds`` less precise.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from jupyter_client.session import Session
+
+from ..focushub import FocusHub
+
+log = logging.getLogger(__name__)
+
+# Execution states that mean "not running a cell, but not known to be ready either".
+_UNSETTLED = {"unknown", "starting", "restarting", "autorestarting"}
+
+
+def next_state(parent_type: str | None, state: str | None, current: str) -> str | None:
+    """The execution state after one IOPub ``status`` message, or None to keep ``current``."""
+    if state == "starting":
+        return "starting"  # a (re)started kernel: whatever ran before has ended
+    if parent_type == "execute_request" and state in ("busy", "idle"):
+        return state
+    if current in _UNSETTLED and state in ("busy", "idle"):
+        # The kernel answers something other than a cell (kernel_info at start): it is up.
+        return "idle"
+    return None
+
+
+class ExecutionWatcher:
+    """One IOPub subscription per running kernel, feeding :meth:`FocusHub.set_execution`."""
+
+    def __init__(self, kernel_manager: Any, hub: FocusHub) -> None:
+        self._kernel_manager = kernel_manager
+        self._hub = hub
+        self._streams: dict[str, Any] = {}
+        self._failed: set[str] = set()  # not retried until the next sync (e.g. remote kernels)
+
+    @property
+    def kernel_ids(self) -> set[str]:
+        """Kernels watched now."""
+        return set(self._streams)
+
+    def sync(self, running: Iterable[str]) -> None:
+        """Watch every kernel in ``running`` and stop watching the others."""
+        running = set(running)
+        self._failed.clear()
+        for kernel_id in self.kernel_ids - running:
+            self.detach(kernel_id)
+        for kernel_id in running - self.kernel_ids:
+            self.attach(kernel_id)
+
+    def attach(self, kernel_id: str, *, replace: bool = False) -> None:
+        """Subscribe to the kernel's IOPub (again, with ``replace``, after a restart)."""
+        if kernel_id in self._streams or kernel_id in self._failed:
+            if not replace:
+                return
+            self.detach(kernel_id)
+            self._failed.discard(kernel_id)
+        try:
+            kernel = self._kernel_manager.get_kernel(kernel_id)
+            # A Session of our own: sharing the kernel's would make its replay check see every
+            # message twice ("duplicate signature").
+            session = Session(config=kernel.session.config, key=kernel.session.key)
+            stream = kernel.connect_iopub()
+        except Exception:  # a kernel that is going away, or a remote (gateway) kernel
+            log.debug("jupyter_recap: cannot watch kernel %s", kernel_id, exc_info=True)
+            self._failed.add(kernel_id)
+            return
+        self._streams[kernel_id] = stream
+        if not self._hub.has_kernel(kernel_id):
+            self._hub.set_execution(
+                kernel_id, getattr(kernel, "execution_state", None) or "unknown"
+            )
+        stream.on_recv(lambda parts: self._on_message(kernel_id, session, parts))
+
+    def detach(self, kernel_id: str) -> None:
+        """Close the kernel's subscription, if any."""
+        stream = self._streams.pop(kernel_id, None)
+        if stream is None:
+            return
+        try:
+            stream.close()
+        except Exception:
+            log.debug("jupyter_recap: closing the IOPub of %s failed", kernel_id, exc_info=True)
+
+    def close(self) -> None:
+        """Stop watching every kernel."""
+        for kernel_id in list(self._streams):
+            self.detach(kernel_id)
+
+    def _on_message(self, kernel_id: str, session: Session, parts: list[bytes]) -> None:
+        try:
+            _idents, frames = session.feed_identities(parts)
+            # Headers only: most IOPub traffic is output we do not need to decode.
+            msg = session.deserialize(frames, content=False)
+            if msg["header"]["msg_type"] != "status":
+                return
+            parent_type = (msg.get("parent_header") or {}).get("msg_type")
+            content = session.unpack(msg["content"])
+            state = content.get("execution_state") if isinstance(content, dict) else None
+            new = next_state(parent_type, state, self._hub.execution_state(kernel_id))
+            if new is not None:
+                self._hub.set_execution(kernel_id, new)
+        except Exception:
+            log.warning("jupyter_recap: unreadable IOPub message from %s", kernel_id, exc_info=True)

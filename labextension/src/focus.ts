@@ -1,0 +1,241 @@
+/**
+ * Per-notebook focus: a notebook is *focused* when the page is visible, the browser window has
+ * focus, and the notebook is the current document. Every change is reported to the server
+ * (`POST jupyter-recap/api/focus`), and a heartbeat re-reports every open notebook.
+ */
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { IDisposable } from '@lumino/disposable';
+import { Signal, type ISignal } from '@lumino/signaling';
+
+import type { IFocusAnswer, IFocusReport, RecapApi } from './api';
+
+/** Options of a {@link FocusReporter}. */
+export interface IFocusReporterOptions {
+  api: RecapApi;
+  clientId: string;
+  shell: JupyterFrontEnd.IShell;
+  /** Fallback for shells without `currentChanged`. */
+  currentChanged?: ISignal<unknown, unknown>;
+  heartbeatMs?: number;
+}
+
+/** One report queue per (kernel, path): requests never overtake each other. */
+interface IQueue {
+  busy: boolean;
+  next: IFocusReport | null;
+  keepalive: boolean;
+}
+
+const key = (kernelId: string, path: string): string => `${kernelId}\n${path}`;
+
+/** Reports the focus of every tracked notebook panel, on each change and as a heartbeat. */
+export class FocusReporter implements IDisposable {
+  constructor(options: IFocusReporterOptions) {
+    this._api = options.api;
+    this._clientId = options.clientId;
+    this._shell = options.shell;
+    const changed = this._shell.currentChanged ?? options.currentChanged;
+    changed?.connect(this._onChange, this);
+    this._changed = changed ?? null;
+    document.addEventListener('visibilitychange', this);
+    window.addEventListener('focus', this);
+    window.addEventListener('blur', this);
+    window.addEventListener('pagehide', this);
+    window.addEventListener('pageshow', this);
+    this._heartbeat = window.setInterval(
+      () => this.update({ all: true }),
+      options.heartbeatMs ?? 10_000
+    );
+  }
+
+  /** Every answer of the server (it carries the kernel's banner model id). */
+  get answered(): ISignal<this, IFocusAnswer> {
+    return this._answered;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Whether this page counts as looked at: visible and its window focused. */
+  get pageFocused(): boolean {
+    return document.visibilityState === 'visible' && document.hasFocus();
+  }
+
+  /** Start reporting for `panel` until it is disposed. */
+  track(panel: NotebookPanel): void {
+    if (this._panels.has(panel)) {
+      return;
+    }
+    this._panels.add(panel);
+    const update = () => this.update();
+    panel.sessionContext.kernelChanged.connect(update);
+    panel.context.pathChanged.connect(update);
+    panel.disposed.connect(() => {
+      this._panels.delete(panel);
+      panel.sessionContext.kernelChanged.disconnect(update);
+      panel.context.pathChanged.disconnect(update);
+      this.update();
+    });
+    this.update();
+  }
+
+  /**
+   * Compare each notebook's focus with what was last sent and report the differences
+   * (`all`: report every notebook, the heartbeat). Notebooks that are gone, or whose kernel
+   * or path changed, are reported once as not focused under their old identity.
+   */
+  update(options: { all?: boolean; keepalive?: boolean } = {}): void {
+    if (this._disposed) {
+      return;
+    }
+    const desired = this._desired();
+    for (const [id, report] of desired) {
+      if (options.all || this._sent.get(id) !== report.focused) {
+        this._sent.set(id, report.focused);
+        this._enqueue(report, options.keepalive ?? false);
+      }
+    }
+    for (const [id, focused] of this._sent) {
+      if (!desired.has(id)) {
+        this._sent.delete(id);
+        if (focused) {
+          const [kernelId, path] = id.split('\n');
+          this._enqueue(this._report(kernelId, path, false), options.keepalive ?? false);
+        }
+      }
+    }
+  }
+
+  /** DOM events: visibility, window focus, page lifecycle. */
+  handleEvent(event: Event): void {
+    switch (event.type) {
+      case 'visibilitychange':
+        // The hidden transition may be the last thing this page gets to do.
+        this.update({ keepalive: document.visibilityState === 'hidden' });
+        break;
+      case 'blur':
+        // Focus moving into an iframe of the page also blurs the window; look once it settled.
+        window.setTimeout(() => this.update(), 0);
+        break;
+      case 'pagehide':
+        this._leave();
+        break;
+      default:
+        this.update();
+    }
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._leave();
+    this._disposed = true;
+    window.clearInterval(this._heartbeat);
+    this._changed?.disconnect(this._onChange, this);
+    document.removeEventListener('visibilitychange', this);
+    window.removeEventListener('focus', this);
+    window.removeEventListener('blur', this);
+    window.removeEventListener('pagehide', this);
+    window.removeEventListener('pageshow', this);
+    this._panels.clear();
+    Signal.clearData(this);
+  }
+
+  /** The page is going away: every notebook is away now, sent with keepalive. */
+  private _leave(): void {
+    for (const [id, report] of this._desired()) {
+      this._sent.set(id, false);
+      void this._api.beacon({ ...report, focused: false });
+    }
+  }
+
+  private _onChange(): void {
+    this.update();
+  }
+
+  /** What each (kernel, path) should be reported as now; any focused view of it wins. */
+  private _desired(): Map<string, IFocusReport> {
+    const page = this.pageFocused;
+    const current = this._shell.currentWidget;
+    const desired = new Map<string, IFocusReport>();
+    for (const panel of this._panels) {
+      const kernelId = panel.sessionContext.session?.kernel?.id;
+      if (!kernelId || panel.isDisposed) {
+        continue;
+      }
+      const path = panel.context.path;
+      const focused = page && current === panel;
+      const id = key(kernelId, path);
+      if (!desired.get(id)?.focused) {
+        desired.set(id, this._report(kernelId, path, focused));
+      }
+    }
+    return desired;
+  }
+
+  private _report(kernelId: string, path: string, focused: boolean): IFocusReport {
+    return { kernel_id: kernelId, path, focused, client_id: this._clientId };
+  }
+
+  private _enqueue(report: IFocusReport, keepalive: boolean): void {
+    const id = key(report.kernel_id, report.path);
+    let queue = this._queues.get(id);
+    if (queue === undefined) {
+      queue = { busy: false, next: null, keepalive: false };
+      this._queues.set(id, queue);
+    }
+    if (queue.busy) {
+      // Only the latest state matters; it goes out when the request in flight is answered.
+      queue.next = report;
+      queue.keepalive = queue.keepalive || keepalive;
+      return;
+    }
+    void this._send(id, queue, report, keepalive);
+  }
+
+  private async _send(
+    id: string,
+    queue: IQueue,
+    report: IFocusReport,
+    keepalive: boolean
+  ): Promise<void> {
+    queue.busy = true;
+    try {
+      const answer = keepalive ? await this._api.beacon(report) : await this._api.focus(report);
+      if (answer && !this._disposed) {
+        this._answered.emit(answer);
+      }
+    } catch (error) {
+      // Unknown kernel (shut down meanwhile) or server gone: the heartbeat tries again.
+      if (this._sent.get(id) === report.focused) {
+        this._sent.delete(id);
+      }
+      console.debug('jupyter_recap: focus report failed', error);
+    } finally {
+      queue.busy = false;
+      const next = queue.next;
+      if (next !== null) {
+        const nextKeepalive = queue.keepalive;
+        queue.next = null;
+        queue.keepalive = false;
+        void this._send(id, queue, next, nextKeepalive);
+      } else {
+        this._queues.delete(id);
+      }
+    }
+  }
+
+  private readonly _api: RecapApi;
+  private readonly _clientId: string;
+  private readonly _shell: JupyterFrontEnd.IShell;
+  private readonly _changed: ISignal<unknown, unknown> | null;
+  private readonly _heartbeat: number;
+  private readonly _panels = new Set<NotebookPanel>();
+  private readonly _sent = new Map<string, boolean>();
+  private readonly _queues = new Map<string, IQueue>();
+  private readonly _answered = new Signal<this, IFocusAnswer>(this);
+  private _disposed = false;
+}
