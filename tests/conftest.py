@@ -40,6 +40,14 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
     debuglog.reset()
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    """Debian's chromium through Playwright, shared by a module's browser tests."""
+    from browser import launch
+
+    yield from launch()
+
+
 @pytest.fixture
 def shell() -> Iterator[object]:
     """A real InteractiveShell with in-memory history; the extension is unloaded afterwards."""

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import launch, needs_chromium
+from browser import needs_chromium
 from IPython.core.formatters import DisplayFormatter
 from playwright.sync_api import Browser, Locator, Page
 from traitlets import TraitError
@@ -160,11 +160,6 @@ DEFAULTS = {
     "reason": "manual",
     "dismissed": False,
 }
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from launch()
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser import launch, needs_chromium
+from browser import needs_chromium
 from labserver import LabServer, running_lab
 from playwright.sync_api import Browser, Page, expect
 
@@ -27,11 +27,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
     with running_lab(tmp, env) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from launch()
 
 
 def open_and_run(browser: Browser, lab: LabServer, name: str, cells: list[str]) -> Page:

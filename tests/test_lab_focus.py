@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser import launch, needs_chromium
+from browser import needs_chromium
 from fakellm import FakeLLM
 from labfocus import EXT, LabPage
 from labserver import LabServer, running_lab
@@ -46,11 +46,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
     with running_lab(tmp, env) as server:
         yield server
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    yield from launch()
 
 
 def prepare(
