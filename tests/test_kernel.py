@@ -82,3 +82,23 @@ def test_failed_manual_recap_prints_one_line(kernel: Any) -> None:
     out = stream_text(messages).strip()
     assert out.startswith("recap: no recap (") and "\n" not in out
     assert "Traceback" not in out
+
+
+def test_the_live_demo_notebook_runs(tmp_path: Any) -> None:
+    """The demo's own cells (extension, stand-in agent, one agent turn) work in a kernel."""
+    import json
+    from pathlib import Path
+
+    demo = Path(__file__).parents[1] / "notebooks" / "recap_loop_demo.ipynb"
+    cells = [
+        "".join(c["source"])
+        for c in json.loads(demo.read_text())["cells"]
+        if c["cell_type"] == "code"
+    ]
+    load, define, first_turn = cells[0], cells[1], cells[2]
+    env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp_path / "recap.log")}
+    with running_kernel(env) as kc:
+        for source in (load, define, first_turn.replace("%%agent 3", "%%agent 0.1", 1)):
+            assert not [m for m in execute(kc, source) if m["msg_type"] == "error"], source
+        out = stream_text(execute(kc, "%recap status"))
+        assert "1 agent turns" in out and "away 15 s" in out
