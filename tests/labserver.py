@@ -68,8 +68,9 @@ def running_lab(
     env: dict[str, str] | None = None,
     args: Sequence[str] = (),
     settings: dict[str, dict[str, object]] | None = None,
+    app: str = "jupyterlab",
 ) -> Iterator[LabServer]:
-    """Start ``jupyter lab`` and wait until it answers; stop it afterwards.
+    """Start ``jupyter lab`` (or Notebook 7: ``app="notebook"``) and wait until it answers.
 
     ``args`` are extra command-line arguments; ``settings`` maps plugin ids
     (``"@jupyterlab/notebook-extension:tracker"``) to user settings.
@@ -96,23 +97,31 @@ def running_lab(
             **(env or {}),
         }
     )
+    # Notebook 7 is a JupyterLab-based app: the same options, under its own class name.
+    cls = "LabApp" if app == "jupyterlab" else "JupyterNotebookApp"
     command = [
         sys.executable,
         "-m",
-        "jupyterlab",
+        app,
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
-        f"--LabApp.workspaces_dir={tmp / 'workspaces'}",
-        f"--LabApp.user_settings_dir={tmp / 'settings'}",
-        "--LabApp.expose_app_in_browser=True",
-        "--LabApp.extension_manager=readonly",
+        f"--{cls}.workspaces_dir={tmp / 'workspaces'}",
+        f"--{cls}.user_settings_dir={tmp / 'settings'}",
+        f"--{cls}.expose_app_in_browser=True",
         "--ServerApp.allow_root=True",
-        "--LabApp.news_url=",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        *(
+            [
+                "--LabApp.extension_manager=readonly",
+                "--LabApp.news_url=",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ]
+            if app == "jupyterlab"
+            else []
+        ),
         *args,
     ]
     log = (tmp / "lab.log").open("w")
