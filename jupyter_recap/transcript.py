@@ -112,21 +112,36 @@ class Transcript:
                 outcome=entry.outcome,
             )
         with self._lock:
-            index = len(self._entries)
-            self._entries.append(entry)
-            if entry.kind == "user":
-                self._prompts.append(index)
-                if entry.name:
-                    self.active_model = entry.name
-            elif entry.kind == "summary":
-                self._summary = index
-            elif entry.kind == "outcome":
-                self._turns += 1
+            self._add(entry)
             listeners = self._listeners
         for kinds, listener in listeners:
             if kinds is None or entry.kind in kinds:
                 listener(self, entry)
         return entry
+
+    def restore(self, entries: Iterable[Entry]) -> None:
+        """Replace the contents with stored ``entries`` (a resumed session), telling no one.
+
+        Listeners react to live activity (a prompt starts a turn); history brought back from
+        disk is not activity.
+        """
+        with self._lock:
+            self._reset()
+            for entry in entries:
+                self._add(entry)
+
+    def _add(self, entry: Entry) -> None:
+        """Append and keep the indexes current; the caller holds the lock."""
+        index = len(self._entries)
+        self._entries.append(entry)
+        if entry.kind == "user":
+            self._prompts.append(index)
+            if entry.name:
+                self.active_model = entry.name
+        elif entry.kind == "summary":
+            self._summary = index
+        elif entry.kind == "outcome":
+            self._turns += 1
 
     def user(self, text: str, *, model: str | None = None, cell_id: str | None = None) -> Entry:
         """Record a prompt to the agent; ``model`` (``provider:model``) becomes the active one."""
@@ -267,11 +282,14 @@ class Transcript:
     def clear(self) -> None:
         """Forget everything (a new session)."""
         with self._lock:
-            self._entries.clear()
-            self._prompts.clear()
-            self._summary = None
-            self._turns = 0
-            self.active_model = None
+            self._reset()
+
+    def _reset(self) -> None:
+        self._entries.clear()
+        self._prompts.clear()
+        self._summary = None
+        self._turns = 0
+        self.active_model = None
 
     def to_list(self) -> list[dict[str, Any]]:
         """All entries as JSON-ready dicts."""

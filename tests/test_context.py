@@ -139,3 +139,14 @@ def test_extras_share_a_small_budget() -> None:
     framing = build_context(t, extras=extras).split("\n\n")[0]
     assert "Tasks: 2/5 done" in framing
     assert sum(len(line) for line in framing.splitlines() if line.startswith("Note")) <= 500
+
+
+def test_restore_rebuilds_the_indexes_without_telling_listeners() -> None:
+    stored = session()
+    heard: list[str] = []
+    t = jr.Transcript()
+    t.subscribe(lambda _, entry: heard.append(entry.kind))
+    t.restore(stored.entries)
+    assert heard == []
+    assert build_context(t) == build_context(stored)
+    assert (t.prompt_count, t.completed_turns) == (stored.prompt_count, stored.completed_turns)
