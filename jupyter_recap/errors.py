@@ -6,6 +6,7 @@
     ├── ConfigError                a setting or model id that cannot be used
     ├── NotebookError              a notebook file that is missing or not a notebook
     ├── Cancelled                  the draft was cancelled (input arrived, extension unloaded)
+    ├── StoreError                 a session id that is unknown, ambiguous or not an id
     └── ProviderError              one model call failed; ``reason`` is a short user-facing line
         ├── ProviderUnavailable    no connection (refused, DNS, TLS)
         ├── ProviderTimeout        no complete answer within ``timeout_seconds``
@@ -35,6 +36,10 @@ class NotebookError(RecapError):
 
 class Cancelled(RecapError):
     """The draft was cancelled before it finished."""
+
+
+class StoreError(RecapError):
+    """A session id or prefix that is malformed, unknown or matches several sessions."""
 
 
 class ProviderError(RecapError):

@@ -1,0 +1,103 @@
+"""Measure the session store's costs and print a Markdown table.
+
+    .venv/bin/python benchmarks/bench_sessions.py            # a few seconds
+    .venv/bin/python benchmarks/bench_sessions.py --quick    # fewer samples
+
+1. Per-turn persistence: with a session already N entries long (N = 10, 1,000, 10,000), the time
+   to append one more entry and flush it (entries line + header, both fsynced). Target: flat in N,
+   under 1 ms. Measured with the two fsyncs per flush (disk-bound, noisy) and with fsync
+   skipped (our own cost).
+2. Listing 1,000 stored sessions (``SessionStore.list``, headers only). Target: under 200 ms.
+
+Figures are medians over several samples in this one process, in a temporary directory on the
+same filesystem as this checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from jupyter_recap.sessions import SessionStore, SessionWriter  # noqa: E402
+from jupyter_recap.transcript import Transcript  # noqa: E402
+
+TEXT = "df = pd.read_csv('orders.csv').merge(customers, on='customer_id')  # " + "x" * 200
+
+
+def _grown(store: SessionStore, size: int) -> tuple[Transcript, SessionWriter]:
+    t = Transcript()
+    writer = SessionWriter(t, store=store, delay=3600)
+    t.user("fix the foreign key between orders and customers")
+    for i in range(size - 1):
+        t.code(f"{TEXT} {i}", count=i)
+    writer.flush()
+    return t, writer
+
+
+def per_turn(store: SessionStore, size: int, samples: int) -> float:
+    """Median ms to append and flush one entry to a session of ``size`` entries."""
+    t, writer = _grown(store, size)
+    times = []
+    for i in range(samples):
+        start = time.perf_counter()
+        t.code(f"{TEXT} extra {i}")
+        writer.flush()
+        times.append(time.perf_counter() - start)
+    writer.close()
+    return statistics.median(times) * 1000
+
+
+def listing(store: SessionStore, count: int, rounds: int) -> float:
+    """Median ms to list ``count`` stored sessions (each 20 entries long)."""
+    for _ in range(count):
+        t = Transcript()
+        writer = SessionWriter(t, store=store, delay=3600, notebook="/work/nb.ipynb")
+        t.user("a prompt")
+        for i in range(19):
+            t.code(f"{TEXT} {i}")
+        writer.close()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        found = store.list(limit=15)
+        times.append(time.perf_counter() - start)
+        assert len(found) == 15
+    return statistics.median(times) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer samples")
+    args = parser.parse_args()
+    samples = 20 if args.quick else 100
+    with tempfile.TemporaryDirectory(dir=ROOT) as tmp:
+        os.environ["JUPYTER_RECAP_LOG"] = "0"
+        rows = []
+        real_fsync = os.fsync
+        for fsync, label in ((real_fsync, ""), (lambda fd: None, ", fsync skipped")):
+            os.fsync = fsync  # the second pass shows our own cost without the disk's
+            for size in (10, 1_000, 10_000):
+                store = SessionStore(Path(tmp) / f"turns-{size}{label and '-nosync'}")
+                ms = per_turn(store, size, samples)
+                name = f"append + flush one entry, session of {size:,} entries{label}"
+                rows.append((name, ms, "< 1 ms, flat"))
+        os.fsync = real_fsync
+        store = SessionStore(Path(tmp) / "listing")
+        ms = listing(store, 1_000, 5 if args.quick else 15)
+        rows.append(("list 1,000 stored sessions", ms, "< 200 ms"))
+    print("| measurement | median (ms) | target |")
+    print("|---|---:|---|")
+    for name, value, target in rows:
+        print(f"| {name} | {value:.3f} | {target} |")
+
+
+if __name__ == "__main__":
+    main()

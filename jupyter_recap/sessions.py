@@ -1,0 +1,304 @@
+"""The session store: one record per notebook agent session, kept private under the data dir.
+
+A :class:`SessionWriter` follows a live :class:`~jupyter_recap.transcript.Transcript` and
+persists it, debounced: a burst of appends becomes one write of the new entries only (the
+history is never rewritten), and a session without a prompt is never written at all. A
+:class:`SessionStore` lists, resolves and loads what was written. The file layout and the crash
+safety live in :mod:`jupyter_recap.sessionfiles`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import json
+import os
+import re
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import sessionfiles as files
+from .debuglog import get_logger
+from .errors import StoreError
+from .sessionfiles import SessionRecord, SessionSummary, check_path, shorten_title
+from .transcript import Entry, Transcript
+
+__all__ = [
+    *("DEBOUNCE_SECONDS", "SessionRecord", "SessionStore", "SessionSummary", "SessionWriter"),
+    *("latest_for", "list_sessions", "load", "shorten_title"),
+]
+
+DEBOUNCE_SECONDS = 0.4
+
+
+class SessionStore:
+    """The sessions in one directory (default: :func:`~jupyter_recap.sessionfiles.store_dir`)."""
+
+    def __init__(self, root: Path | str | None = None) -> None:
+        self.root = Path(root) if root is not None else files.store_dir()
+
+    def header_path(self, session_id: str) -> Path:
+        return self.root / (session_id + files.HEADER_SUFFIX)
+
+    def entries_path(self, session_id: str) -> Path:
+        return self.root / (session_id + files.ENTRIES_SUFFIX)
+
+    def resolve(self, id_or_prefix: str) -> str:
+        """The one stored id starting with ``id_or_prefix``; StoreError if none or several."""
+        prefix = files.check_prefix(id_or_prefix)
+        matches = [i for i in files.session_ids(self.root) if i.startswith(prefix)]
+        if not matches:
+            raise StoreError(f"no session matches {prefix!r}")
+        if len(matches) > 1:
+            raise StoreError(f"{prefix!r} is ambiguous: {len(matches)} sessions match")
+        return matches[0]
+
+    def header(self, session_id: str) -> SessionRecord | None:
+        """The stored header of ``session_id`` (a full id), or None if absent or unreadable."""
+        path = self.header_path(session_id)
+        data = files.read_header(path)
+        if data is None:
+            return None
+        try:
+            return SessionRecord.from_dict(data)
+        except ValueError as error:
+            get_logger().warning("sessions: skipping malformed record %s: %s", path.name, error)
+            return None
+
+    def records(self, notebook_path: str | None = None) -> builtins.list[SessionRecord]:
+        """Every readable header (of one notebook, if given), newest first; never the entries."""
+        wanted = check_path(notebook_path) if notebook_path is not None else None
+        found = (self.header(i) for i in files.session_ids(self.root))
+        records = [r for r in found if r and (wanted is None or r.notebook == wanted)]
+        records.sort(key=lambda r: (r.updated, r.id), reverse=True)
+        return records
+
+    def latest_for(self, notebook_path: str) -> SessionRecord | None:
+        """The most recently updated session of ``notebook_path`` that has prompts."""
+        return next((r for r in self.records(notebook_path) if r.turns > 0), None)
+
+    def load(self, id_or_prefix: str) -> tuple[SessionRecord, Transcript]:
+        """A stored session and its transcript; unreadable lines are skipped with a warning."""
+        session_id = self.resolve(id_or_prefix)
+        record = self.header(session_id)
+        if record is None:
+            raise StoreError(f"session {session_id} cannot be read")
+        entries: builtins.list[Entry] = []
+        for item in files.read_lines(self.entries_path(session_id)):
+            try:
+                entries.append(Entry.from_dict(item))
+            except TypeError:
+                get_logger().warning("sessions: skipping a malformed entry in %s", session_id)
+        record.entries = len(entries)
+        record.turns = sum(1 for e in entries if e.kind == "user")
+        return record, Transcript(entries)
+
+    def list(
+        self, notebook_path: str | None = None, limit: int = 15
+    ) -> builtins.list[SessionSummary]:
+        """Summaries of the newest ``limit`` sessions (of one notebook, if given)."""
+        return [
+            SessionSummary(r.id, r.updated, r.title, r.turns, r.notebook)
+            for r in self.records(notebook_path)[: max(limit, 0)]
+        ]
+
+
+def load(id_or_prefix: str) -> tuple[SessionRecord, Transcript]:
+    """:meth:`SessionStore.load` on the default store."""
+    return SessionStore().load(id_or_prefix)
+
+
+def latest_for(notebook_path: str) -> SessionRecord | None:
+    """:meth:`SessionStore.latest_for` on the default store."""
+    return SessionStore().latest_for(notebook_path)
+
+
+def list_sessions(notebook_path: str | None = None, limit: int = 15) -> list[SessionSummary]:
+    """:meth:`SessionStore.list` on the default store."""
+    return SessionStore().list(notebook_path, limit)
+
+
+def _kernel_id_from_argv() -> str | None:
+    for arg in sys.argv:
+        match = re.search(r"kernel-([0-9A-Za-z-]+)\.json$", arg)
+        if match:
+            return match.group(1)
+    return None
+
+
+class SessionWriter:
+    """Persists one live transcript as a session record, debounced by ``delay`` seconds.
+
+    ``record`` continues a stored session (from :meth:`SessionStore.load`; its entries are on
+    disk already); otherwise a new session gets a fresh UUIDv7 id and every entry the transcript
+    already holds is written with the first flush. Writes never raise: failures are logged and
+    the entries kept for the next flush. ``writes`` counts successful writes and ``on_write``
+    (if set) is called after each one.
+    """
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        *,
+        store: SessionStore | None = None,
+        record: SessionRecord | None = None,
+        notebook: str | None = None,
+        kernel_id: str | None = None,
+        delay: float = DEBOUNCE_SECONDS,
+    ) -> None:
+        self.store = store or SessionStore()
+        self.delay = delay
+        self.writes = 0
+        self.on_write: Callable[[int], None] | None = None
+        self._cond = threading.Condition()
+        self._io_lock = threading.Lock()
+        self._deadline: float | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._file: files.AppendFile | None = None
+        if record is None:
+            now = time.time()
+            nb = notebook if notebook is not None else os.environ.get("JPY_SESSION_NAME") or None
+            record = SessionRecord(
+                id=files.uuid7(),
+                created=now,
+                updated=now,
+                notebook=check_path(nb) if nb else None,
+                cwd=os.getcwd(),
+                kernel_id=kernel_id if kernel_id is not None else _kernel_id_from_argv(),
+            )
+            self._on_disk = False
+            self._pending = transcript.entries
+        else:
+            self._on_disk = True
+            self._pending = []
+        self.record = record
+        self._dirty = False  # the header has changes not yet written
+        self._unsubscribe = transcript.subscribe(self._on_entry)
+        self._transcript = transcript
+        ref = weakref.ref(self)
+        self._atexit = lambda: w.close() if (w := ref()) else None
+        atexit.register(self._atexit)
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+    def add_tokens(self, tokens_in: int = 0, tokens_out: int = 0) -> None:
+        """Count tokens spent in this session (written with the next flush)."""
+        with self._cond:
+            self.record.tokens_in += tokens_in
+            self.record.tokens_out += tokens_out
+            self._dirty = True
+        self._schedule()
+
+    def set_tasks(self, tasks: list[Any]) -> None:
+        """Replace the task list slot (written with the next flush)."""
+        with self._cond:
+            self.record.tasks = list(tasks)
+            self._dirty = True
+        self._schedule()
+
+    def _on_entry(self, transcript: Transcript, entry: Entry) -> None:
+        with self._cond:
+            self._pending.append(entry)
+        self._schedule()
+
+    def _schedule(self) -> None:
+        with self._cond:
+            if self._closed:
+                return
+            idle = self._deadline is None
+            self._deadline = time.monotonic() + self.delay
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="jupyter-recap-sessions", daemon=True
+                )
+                self._thread.start()
+            elif idle:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._deadline is None and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                remaining = self._deadline - time.monotonic() if self._deadline else 0.0
+                if remaining > 0:
+                    self._cond.wait(remaining)
+                    continue
+                self._deadline = None
+            self.flush()
+
+    def flush(self) -> bool:
+        """Write the pending entries and header now; False if nothing could be written."""
+        with self._io_lock:
+            try:
+                return self._write()
+            except Exception:  # noqa: BLE001 - persistence must never break the caller
+                get_logger().exception("sessions: could not write session %s", self.id)
+                return False
+
+    def _write(self) -> bool:
+        with self._cond:
+            batch = list(self._pending)
+            dirty = self._dirty
+        has_prompt = self.record.turns > 0 or any(e.kind == "user" for e in batch)
+        if not has_prompt or not (batch or dirty or not self._on_disk):
+            return False
+        if batch:
+            if self._file is None:
+                files.ensure_dir(self.store.root)
+                self._file = files.AppendFile(self.store.entries_path(self.id))
+            lines = [json.dumps(e.to_dict(), ensure_ascii=False).encode() for e in batch]
+            self._file.append(lines)
+            with self._cond:
+                del self._pending[: len(batch)]
+                self._fold(batch)
+        with self._cond:
+            self.record.updated = time.time()
+            self._dirty = True
+            data = json.dumps(self.record.to_dict(), ensure_ascii=False).encode()
+        files.write_atomic(self.store.header_path(self.id), data)
+        with self._cond:
+            self._dirty = False
+        self._on_disk = True
+        self.writes += 1
+        if self.on_write is not None:
+            self.on_write(self.writes)
+        return True
+
+    def _fold(self, batch: list[Entry]) -> None:
+        record = self.record
+        record.entries += len(batch)
+        for entry in batch:
+            if entry.kind == "user":
+                record.turns += 1
+                record.title = record.title or shorten_title(entry.text)
+                record.model = entry.name or record.model
+            elif entry.kind == "recap":
+                record.recaps += 1
+        record.model = self._transcript.active_model or record.model
+
+    def close(self) -> None:
+        """Stop following the transcript and write what is pending (idempotent)."""
+        self._unsubscribe()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+        self.flush()
+        with self._io_lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+        atexit.unregister(self._atexit)
