@@ -1,8 +1,12 @@
 """``jupyter recap NOTEBOOK.ipynb``: a recap of a saved notebook's agent session, from a terminal.
 
-Exit codes are a contract for scripts: 0 a recap was printed, 1 there is none (the reason is on
-stderr), 2 bad usage (unknown option, missing or unreadable notebook, unusable model). Every
-failure is one ``jupyter recap: …`` line on stderr, never a traceback.
+Also ``jupyter recap ID`` (a stored session, by any unique id prefix of 4+ hex digits) and
+``jupyter recap --sessions [NOTEBOOK] [--all] [--limit N]`` (a listing of stored sessions).
+
+Exit codes are a contract for scripts: 0 a recap (or a listing) was printed, 1 there is none (the
+reason is on stderr), 2 bad usage (unknown option, missing or unreadable notebook, unknown or
+ambiguous session id, unusable model). Every failure is one ``jupyter recap: …`` line on stderr,
+never a traceback. The listing path imports neither IPython, httpx nor tornado.
 """
 
 from __future__ import annotations
@@ -10,20 +14,32 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
+import time
 from typing import IO, TYPE_CHECKING, NoReturn
 
 from ._version import __version__
-from .errors import ConfigError, NotebookError
+from .errors import ConfigError, NotebookError, StoreError
 
 if TYPE_CHECKING:
+    from .sessionfiles import SessionSummary
     from .settings import Recap as RecapSettings
+    from .transcript import Transcript
 
 PROG = "jupyter recap"
 EXIT_OK, EXIT_NO_RECAP, EXIT_USAGE = 0, 1, 2
 
 #: Set to show the traceback of an unexpected failure instead of one line.
 DEBUG_ENV = "JUPYTER_RECAP_DEBUG"
+
+#: Sessions listed by ``--sessions`` unless ``--limit`` says otherwise.
+DEFAULT_LIMIT = 15
+
+#: What a session id (or a prefix of one) given instead of a notebook looks like.
+_SESSION_ID = re.compile(r"^[0-9a-fA-F-]{4,36}$")
+_HEX_OR_DASH = re.compile(r"^[0-9a-fA-F-]+$")
+_MIN_HEX_DIGITS = 4
 
 
 class _UsageError(Exception):
@@ -38,18 +54,39 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line. ``target`` is optional so that ``--sessions`` can stand alone later."""
+    """The command line. ``target`` is optional so that ``--sessions`` can stand alone."""
     parser = _Parser(
         prog=PROG,
-        description="Print a 1–3 sentence recap of the agent session in a saved notebook: "
-        "the task, then the next step.",
-        epilog="Exit status: 0 a recap was printed, 1 there is nothing to recap, 2 bad usage.",
+        description="Print a 1–3 sentence recap of the agent session in a saved notebook, or "
+        "of a stored session: the task, then the next step. With --sessions, list the stored "
+        "sessions instead.",
+        epilog="Exit status: 0 a recap (or listing) was printed, 1 there is nothing to recap, "
+        "2 bad usage.",
     )
     parser.add_argument(
         "target",
         nargs="?",
-        metavar="NOTEBOOK",
-        help="the .ipynb file whose %%%%ai (or other agent magic) cells to recap",
+        metavar="NOTEBOOK|ID",
+        help="the .ipynb file whose %%%%ai (or other agent magic) cells to recap, or the id "
+        "(any unique prefix of 4 or more hex digits) of a stored session; with --sessions, "
+        "the notebook whose sessions to list",
+    )
+    parser.add_argument(
+        "--sessions",
+        action="store_true",
+        help="list the stored sessions, newest first: of NOTEBOOK, or of the notebooks under "
+        "the current directory",
+    )
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="with --sessions: list the sessions of every notebook",
+    )
+    parser.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help=f"with --sessions: list at most N sessions (default: {DEFAULT_LIMIT})",
     )
     parser.add_argument(
         "--model",
@@ -60,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--json",
         action="store_true",
-        help='print {"recap": ..., "model": ..., "reason": ...} instead of text',
+        help='print {"recap": ..., "model": ..., "reason": ...} instead of text (with an ID, '
+        'also "session_id"; with --sessions, a list of sessions)',
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
@@ -71,10 +109,19 @@ def main(argv: list[str] | None = None) -> int:
     _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
+        if args.sessions:
+            return _list_sessions(args)
+        if args.all or args.limit is not None:
+            raise _UsageError("--all and --limit only go with --sessions")
         if args.target is None:
-            raise _UsageError("no notebook given: jupyter recap NOTEBOOK.ipynb")
+            raise _UsageError(
+                "no notebook given: jupyter recap NOTEBOOK.ipynb (or a session ID, or --sessions)"
+            )
+        session_id = _session_id(args.target)
+        if session_id is not None:
+            return _recap_session(session_id, model=args.model, as_json=args.json)
         return _recap_notebook(args.target, model=args.model, as_json=args.json)
-    except (_UsageError, NotebookError, ConfigError) as error:
+    except (_UsageError, NotebookError, ConfigError, StoreError) as error:
         return _fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
         return 130  # the shell convention for "interrupted"; no traceback for Ctrl+C
@@ -87,10 +134,29 @@ def main(argv: list[str] | None = None) -> int:
         )
 
 
+def _session_id(target: str) -> str | None:
+    """``target`` if it names a stored session rather than a notebook; UsageError if neither.
+
+    An existing path or a name ending in ``.ipynb`` is a notebook (so a directory still gets the
+    notebook reader's message); hex digits and dashes are an id (prefix).
+    """
+    if target.endswith(".ipynb") or os.path.isfile(target):
+        return None
+    if _SESSION_ID.match(target) and sum(c != "-" for c in target) >= _MIN_HEX_DIGITS:
+        return target
+    if os.path.exists(target):
+        return None
+    if _HEX_OR_DASH.match(target):
+        raise _UsageError(f"not a session id: {target!r} (an id or its first 4 or more hex digits)")
+    shown = target if len(target) <= 40 else target[:37] + "..."
+    raise _UsageError(
+        f"{shown!r} is neither a notebook (.ipynb) nor a session id (4 or more hex digits)"
+    )
+
+
 def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     # Imported here so that --help and usage errors stay instant.
     from .notebook import read_notebook
-    from .service import draft_recap
     from .settings import Recap
 
     settings = Recap()
@@ -101,17 +167,96 @@ def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     if transcript.prompt_count == 0:
         looked_for = ", ".join(f"%%{m}" for m in magics) or "no agent magics configured"
         return _no_recap(f"no agent cells in {path} (looked for {looked_for})", as_json)
+    return _recap(transcript, settings, model=model, as_json=as_json, extra={})
+
+
+def _recap_session(id_or_prefix: str, *, model: str | None, as_json: bool) -> int:
+    from .sessions import SessionStore
+    from .settings import Recap
+
+    record, transcript = SessionStore().load(id_or_prefix)  # StoreError: unknown or ambiguous
+    extra: dict[str, str | None] = {"session_id": record.id}
+    if transcript.prompt_count == 0:
+        return _no_recap(f"session {record.id} has no prompts", as_json, extra)
+    return _recap(transcript, Recap(), model=model, as_json=as_json, extra=extra)
+
+
+def _recap(
+    transcript: Transcript,
+    settings: RecapSettings,
+    *,
+    model: str | None,
+    as_json: bool,
+    extra: dict[str, str | None],
+) -> int:
+    from .service import draft_recap
+
     _check_model(model, settings, transcript.active_model)
     result = draft_recap(transcript, model=model, settings=settings, trigger="cli")
     recap = result.recap
     if recap is None:
-        return _no_recap(result.reason, as_json)
+        return _no_recap(result.reason, as_json, extra)
     if as_json:
-        _print_json({"recap": recap.text, "model": recap.model, "reason": result.reason})
+        _print_json({**extra, "recap": recap.text, "model": recap.model, "reason": result.reason})
     else:
         print(recap.text)
         print(f"— {recap.model}")
     return EXIT_OK
+
+
+def _list_sessions(args: argparse.Namespace) -> int:
+    """``--sessions``: print the listing (or the "none" line) and return 0."""
+    # Only the store and the formatter: no IPython, traitlets, httpx or tornado on this path.
+    from .sessionfiles import SessionSummary, session_ids
+    from .sessionlist import format_sessions
+    from .sessions import SessionStore
+
+    limit = DEFAULT_LIMIT if args.limit is None else args.limit
+    if limit < 1:
+        raise _UsageError(f"--limit must be 1 or more, not {limit}")
+    if args.all and args.target is not None:
+        raise _UsageError("--sessions takes a NOTEBOOK or --all, not both")
+    store = SessionStore()
+    if args.all:
+        records = store.records()
+        empty = f"No sessions stored yet (in {store.root})."
+    elif args.target is not None:
+        notebook = os.path.abspath(args.target)
+        records = store.records(notebook)
+        empty = f"No sessions stored for {notebook}."
+    else:
+        under = os.getcwd()
+        records = [r for r in store.records() if r.notebook and _is_under(r.notebook, under)]
+        empty = f"No sessions stored for notebooks under {under}."
+    summaries = [
+        SessionSummary(r.id, r.updated, r.title, r.turns, r.notebook) for r in records[:limit]
+    ]
+    if args.json:
+        print(json.dumps([_summary_dict(s) for s in summaries], ensure_ascii=False))
+        return EXIT_OK
+    listing = format_sessions(
+        summaries,
+        time.time(),
+        show_notebook=args.target is None,
+        known_ids=session_ids(store.root),  # so that each prefix works as `jupyter recap ID`
+        empty=empty,
+    )
+    print(listing)
+    return EXIT_OK
+
+
+def _is_under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(os.path.join(directory, ""))
+
+
+def _summary_dict(summary: SessionSummary) -> dict[str, object]:
+    return {
+        "id": summary.id,
+        "updated": summary.updated,
+        "title": summary.title,
+        "turns": summary.turns,
+        "notebook": summary.notebook,
+    }
 
 
 def _check_model(model: str | None, settings: RecapSettings, active_model: str | None) -> None:
@@ -130,9 +275,9 @@ def _check_model(model: str | None, settings: RecapSettings, active_model: str |
     )
 
 
-def _no_recap(reason: str, as_json: bool) -> int:
+def _no_recap(reason: str, as_json: bool, extra: dict[str, str | None] | None = None) -> int:
     if as_json:
-        _print_json({"recap": None, "model": None, "reason": reason})
+        _print_json({**(extra or {}), "recap": None, "model": None, "reason": reason})
     return _fail(reason, EXIT_NO_RECAP)
 
 

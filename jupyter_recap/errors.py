@@ -7,6 +7,7 @@
     ├── NotebookError              a notebook file that is missing or not a notebook
     ├── Cancelled                  the draft was cancelled (input arrived, extension unloaded)
     ├── StoreError                 a session id that is unknown, ambiguous or not an id
+    ├── ServerError                a jupyter_recap server answered with an error or not at all
     └── ProviderError              one model call failed; ``reason`` is a short user-facing line
         ├── ProviderUnavailable    no connection (refused, DNS, TLS)
         ├── ProviderTimeout        no complete answer within ``timeout_seconds``
@@ -40,6 +41,17 @@ class Cancelled(RecapError):
 
 class StoreError(RecapError):
     """A session id or prefix that is malformed, unknown or matches several sessions."""
+
+
+class ServerError(RecapError):
+    """A call to a jupyter_recap server failed (:mod:`jupyter_recap.client`).
+
+    ``status`` is the HTTP status, or 0 when no answer arrived (connection refused, timeout).
+    """
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class ProviderError(RecapError):

@@ -65,11 +65,16 @@ class RecapStats:
     tokens_out: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
+    on_tokens: Callable[[int, int], None] | None = field(default=None, repr=False, compare=False)
+    """Told of every model call's tokens (the session record keeps a running count)."""
+
     def add(self, **deltas: int) -> None:
         """Add to counters from any thread."""
         with self._lock:
             for name, delta in deltas.items():
                 setattr(self, name, getattr(self, name) + delta)
+        if self.on_tokens is not None and ("tokens_in" in deltas or "tokens_out" in deltas):
+            self.on_tokens(deltas.get("tokens_in", 0), deltas.get("tokens_out", 0))
 
 
 def _default_settings() -> RecapSettings:

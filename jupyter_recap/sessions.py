@@ -205,8 +205,13 @@ class SessionWriter:
         self._schedule()
 
     def _on_entry(self, transcript: Transcript, entry: Entry) -> None:
-        with self._cond:
-            self._pending.append(entry)
+        # Runs after every recorded cell, so no Condition here: list.append is atomic, and
+        # while a flush is already scheduled, moving its deadline is all there is to do (the
+        # thread re-reads the deadline after every wait and after every flush).
+        self._pending.append(entry)
+        if self._deadline is not None and not self._closed:
+            self._deadline = time.monotonic() + self.delay
+            return
         self._schedule()
 
     def _schedule(self) -> None:

@@ -35,6 +35,8 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
         monkeypatch.delenv(name, raising=False)
     log = tmp_path / "recap-debug.log"
     monkeypatch.setenv("JUPYTER_RECAP_LOG", str(log))
+    monkeypatch.setenv("JUPYTER_RECAP_HOME", str(tmp_path / "recap-home"))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     debuglog.reset()
     yield log
     debuglog.reset()

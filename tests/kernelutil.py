@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,8 @@ def running_kernel(env: dict[str, str] | None = None) -> Iterator[Any]:
     kernel_env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))
     }
+    # Session records go to a private temporary store unless the test names one.
+    kernel_env["JUPYTER_RECAP_HOME"] = tempfile.mkdtemp(prefix="recap-home-")
     kernel_env.update(env or {})
     kernel_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
     km, kc = start_new_kernel(kernel_name="python3", env=kernel_env, cwd=str(ROOT))

@@ -93,6 +93,7 @@ def running_lab(
             "JUPYTER_CONFIG_DIR": str(tmp / "config"),
             "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
             "IPYTHONDIR": str(tmp / "ipython"),
+            "JUPYTER_RECAP_HOME": str(tmp / "recap-home"),
             "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
             **(env or {}),
         }

@@ -120,7 +120,7 @@ def events(since: int = 0, timeout: float = 0, **kwargs: Any) -> dict[str, Any]:
 async def test_capabilities(api: Any) -> None:
     from jupyter_recap import __version__
 
-    features = ["focus", "input", "feed", "banner"]
+    features = ["focus", "input", "feed", "banner", "session_recap", "sessions"]
     assert await api("capabilities") == (200, {"version": __version__, "features": features})
 
 

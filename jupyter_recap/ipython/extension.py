@@ -11,8 +11,10 @@ from typing import Any
 
 from ..debuglog import get_logger
 from ..engine import ShowRecap, StartDraft
+from ..errors import RecapError
 from ..feed import FocusFeed, find_server, kernel_id_from_connection_file
 from ..service import Recap, RecapResult, RecapStats
+from ..sessions import SessionRecord, SessionStore, SessionWriter
 from ..settings import Recap as RecapSettings
 from ..transcript import Transcript, current
 from .recorder import Recorder
@@ -20,6 +22,8 @@ from .triggers import Surface, TriggerRunner
 
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
+# The stored session the live transcript (``current()``) belongs to, across unload/reload.
+_live_session: str | None = None
 
 
 class RecapExtension:
@@ -46,6 +50,7 @@ class RecapExtension:
         )
         self._banner: Any = None
         self.feed: FocusFeed | None = None
+        self.writer: SessionWriter | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -59,6 +64,7 @@ class RecapExtension:
         self.shell.register_magics(self.magics)
         self.runner.start()
         atexit.register(self.runner.stop)
+        resumed = self._attach_session()
         if self.has_widgets:
             # Displayed now, empty and collapsed, so that an automatic recap can appear later
             # without any cell being run (the labextension shows it above the active cell).
@@ -66,10 +72,15 @@ class RecapExtension:
 
             display(self.banner)
             self._start_feed()
+        if resumed and self.settings.auto:
+            self.resume()
 
     def detach(self) -> None:
         """Undo :meth:`attach`: stop the timer, clear and close the banner."""
         atexit.unregister(self.runner.stop)
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
         if self.feed is not None:
             self.feed.stop()
             self.feed = None
@@ -98,6 +109,56 @@ class RecapExtension:
         self.focus_source = source
         when = None if at is None else time.monotonic() - max(0.0, time.time() - at)
         self.runner.feed(self.engine.focus, bool(focused), when)
+
+    # -- session records -------------------------------------------------------------------
+
+    @property
+    def notebook(self) -> str | None:
+        """The notebook this kernel serves (its absolute path, as the server hands it over)."""
+        return os.environ.get("JPY_SESSION_NAME") or None
+
+    def _attach_session(self) -> bool:
+        """Continue this notebook's stored session, or start a new one; True if resumed.
+
+        A live transcript (the extension was reloaded) keeps its session. An empty one takes
+        the notebook's latest stored session with turns, so a kernel restart keeps the story.
+        """
+        store = SessionStore()
+        resumed = False
+        record = None
+        try:
+            if len(self.transcript) and _live_session is not None:
+                record = store.header(_live_session)
+            elif not len(self.transcript) and self.notebook:
+                latest = store.latest_for(self.notebook)
+                if latest is not None:
+                    record, stored = store.load(latest.id)
+                    self.transcript.restore(stored.entries)
+                    resumed = True
+        except RecapError as error:
+            get_logger().warning("sessions: could not resume: %s", error)
+            record, resumed = None, False
+        self._start_writer(store, record)
+        return resumed
+
+    def _start_writer(self, store: SessionStore, record: SessionRecord | None) -> None:
+        global _live_session
+        self.writer = SessionWriter(
+            self.transcript, store=store, record=record, notebook=self.notebook
+        )
+        _live_session = self.writer.id
+        self.stats.on_tokens = self.writer.add_tokens
+
+    def resume_session(self, id_or_prefix: str) -> SessionRecord:
+        """``%recap resume ID``: make that stored session this notebook's live one."""
+        store = SessionStore()
+        record, stored = store.load(id_or_prefix)  # StoreError for a bad or unknown id
+        if self.writer is not None:
+            self.writer.close()
+        self.runner.feed(self.engine.user_input)  # a new story: drop what was in flight
+        self.transcript.restore(stored.entries)
+        self._start_writer(store, record)
+        return record
 
     def _start_feed(self) -> None:
         """Listen to the server's focus feed, when a server with the extension started us."""
@@ -204,7 +265,17 @@ class RecapExtension:
         else:
             why = feed.stopped_because or feed.last_error or "connecting"
             server = f"focus feed to {feed.server.url} not connected: {why}"
+        writer = self.writer
+        session = (
+            "not recorded"
+            if writer is None
+            else (
+                f"{writer.id[:8]} ({writer.record.turns} prompts, {writer.writes} writes) "
+                f"in {writer.store.root}"
+            )
+        )
         return [
+            f"session:     {session}",
             f"focus:       {focus}; source: {self.focus_source}",
             f"server:      {server}",
             f"engine:      next timer {timer}; pending {state['pending']}; "

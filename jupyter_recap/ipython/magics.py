@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from ..debuglog import log_path
-from ..errors import ConfigError
+from ..errors import ConfigError, RecapError
 
 if TYPE_CHECKING:
     from .extension import RecapExtension
 
-USAGE = "usage: %recap [--model M] | %recap status | %recap on | %recap off"
+USAGE = "usage: %recap [--model M] | status | on | off | save | sessions [--all] | resume ID"
 
 
 @magics_class
@@ -34,6 +34,9 @@ class RecapMagics(Magics):
         %recap --model M    use model M for this one recap ("offline", "openai:gpt-4o-mini", …)
         %recap status       which engine would answer and why, and the counters
         %recap on | off     turn automatic recaps on or off for this kernel
+        %recap save         write this session's record now
+        %recap sessions     the last 15 sessions of this notebook (--all: of every notebook)
+        %recap resume ID    continue a stored session (any unique id prefix) and recap it
         """
         try:
             words = shlex.split(line)
@@ -51,6 +54,12 @@ class RecapMagics(Magics):
         elif words in (["on"], ["off"]):
             self.extension.settings.auto = words[0] == "on"
             print(f"recap: automatic recaps {words[0]}")
+        elif words == ["save"]:
+            self._save()
+        elif words in (["sessions"], ["sessions", "--all"]):
+            self._sessions(all_notebooks=len(words) == 2)
+        elif len(words) == 2 and words[0] == "resume":
+            self._resume(words[1])
         else:
             print(f"recap: unknown arguments {line.strip()!r}; {USAGE}")
 
@@ -65,6 +74,35 @@ class RecapMagics(Magics):
             print(f"recap: no recap ({result.reason})")
         elif not ext.has_widgets:
             print(f"✦ recap · {recap.model}\n{recap.text}")
+
+    def _save(self) -> None:
+        writer = self.extension.writer
+        if writer is None:
+            print("recap: this session is not being recorded")
+        elif writer.flush() or writer.writes:
+            print(f"recap: session {writer.id[:8]} saved ({writer.record.entries} entries)")
+        else:
+            print("recap: nothing to save yet (a session is stored once it has an agent prompt)")
+
+    def _sessions(self, *, all_notebooks: bool) -> None:
+        from ..sessionlist import format_sessions
+        from ..sessions import SessionStore
+
+        ext = self.extension
+        if ext.writer is not None:
+            ext.writer.flush()  # list what is live too
+        notebook = None if all_notebooks else ext.notebook
+        summaries = SessionStore().list(notebook, limit=15)
+        print(format_sessions(summaries, time.time()))
+
+    def _resume(self, id_or_prefix: str) -> None:
+        try:
+            record = self.extension.resume_session(id_or_prefix)
+        except RecapError as error:
+            print(f"recap: {error}")
+            return
+        print(f"recap: resumed session {record.id[:8]}: {record.title}")
+        self._manual(None)
 
     def _status(self) -> str:
         from ..models import resolve_models

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 AUTH_RESOURCE = "jupyter_recap"
 SECRET_HEADER = "X-Jupyter-Recap-Secret"
-FEATURES = ["focus", "input", "feed", "banner"]
+FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions"]
 DEFAULT_POLL_TIMEOUT = 25.0
 
 _KERNEL_ID = r"(?P<kernel_id>[^/]+)"
@@ -273,6 +273,8 @@ class EventsHandler(KernelRouteHandler):
 
 def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:
     """The URL patterns of every route, under ``base_url``."""
+    from .sessions import session_routes
+
     api = url_path_join(base_url, "jupyter-recap", "api")
     return [
         (url_path_join(api, "capabilities"), CapabilitiesHandler),
@@ -281,4 +283,5 @@ def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "kernels", _KERNEL_ID), KernelHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "banner"), BannerHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "events"), EventsHandler),
+        *session_routes(api),
     ]

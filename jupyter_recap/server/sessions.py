@@ -1,0 +1,154 @@
+"""Routes over the session store: list the stored sessions, draft a recap of one.
+
+``GET jupyter-recap/api/sessions?notebook=&limit=`` lists summaries newest first.
+``POST jupyter-recap/api/sessions/{id}/recap`` drafts a recap of one stored session with the same
+:func:`~jupyter_recap.service.draft_recap` the magics and the CLI use, off the IOLoop; a client
+that hangs up cancels the model call. The store is the default one (``JUPYTER_RECAP_HOME``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+from .. import sessionfiles as files
+from ..errors import StoreError
+from ..providers.base import CancelToken
+from ..service import RecapResult, draft_recap
+from ..sessions import SessionStore
+from .handlers import RecapHandler
+
+if TYPE_CHECKING:
+    from ..sessionfiles import SessionRecord
+    from ..transcript import Transcript
+
+DEFAULT_LIMIT = 15
+MAX_LIMIT = 1000
+
+SESSION_ID = r"(?P<session_id>[^/]+)"
+
+
+def _list(notebook: str | None, limit: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": s.id,
+            "updated": s.updated,
+            "title": s.title,
+            "turns": s.turns,
+            "notebook": s.notebook,
+        }
+        for s in SessionStore().list(notebook, limit)
+    ]
+
+
+def _load(id_or_prefix: str) -> tuple[SessionRecord, Transcript]:
+    """The session, or HTTP 400 (not an id, ambiguous) / 404 (no such session)."""
+    store = SessionStore()
+    try:
+        prefix = files.check_prefix(id_or_prefix)
+    except StoreError as error:
+        raise web.HTTPError(400, "%s", str(error)) from None
+    matches = [i for i in files.session_ids(store.root) if i.startswith(prefix)]
+    if not matches:
+        raise web.HTTPError(404, "%s", f"no session matches {prefix!r}")
+    try:
+        return store.load(prefix)
+    except StoreError as error:
+        # Several matches (ambiguous prefix) is the caller's mistake; one unreadable header
+        # is a session we cannot offer.
+        raise web.HTTPError(400 if len(matches) > 1 else 404, "%s", str(error)) from None
+
+
+class SessionsHandler(RecapHandler):
+    """``GET sessions?notebook=&limit=``: stored sessions, newest first."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        raw = self.get_query_argument("limit", None)
+        limit = DEFAULT_LIMIT
+        if raw is not None:
+            try:
+                limit = int(raw)
+            except ValueError:
+                raise web.HTTPError(400, "limit is not an integer") from None
+            if not 1 <= limit <= MAX_LIMIT:
+                raise web.HTTPError(400, "%s", f"limit must be between 1 and {MAX_LIMIT}")
+        notebook = self.get_query_argument("notebook", None) or None
+        try:
+            sessions = await asyncio.to_thread(_list, notebook, limit)
+        except StoreError as error:
+            raise web.HTTPError(400, "%s", str(error)) from None
+        self.reply({"sessions": sessions})
+
+
+class SessionRecapHandler(RecapHandler):
+    """``POST sessions/{id}/recap``: a recap of one stored session (null recap is a 200)."""
+
+    # Asking for a recap is a deliberate user action: it counts as activity.
+    _track_activity = True
+
+    _cancel: CancelToken | None = None
+    _gone = False
+
+    @web.authenticated
+    @authorized
+    async def post(self, session_id: str) -> None:
+        model = self._model_override()
+        record, transcript = await asyncio.to_thread(_load, session_id)
+        settings = self.recap_settings()
+        token = self._cancel = CancelToken()
+        if self._gone:  # hung up while the session was loading
+            token.cancel()
+        result: RecapResult = await asyncio.to_thread(
+            draft_recap,
+            transcript,
+            model=model,
+            settings=settings,
+            trigger="http",
+            cancel=token,
+        )
+        if self._gone:
+            return
+        self.reply(
+            {
+                "session_id": record.id,
+                "recap": result.recap.text if result.recap is not None else None,
+                "model": result.recap.model if result.recap is not None else result.model,
+                "reason": result.reason,
+            }
+        )
+
+    def _model_override(self) -> str | None:
+        if not self.request.body.strip():
+            return None
+        body = self.json_body({})
+        model = body.get("model")
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise web.HTTPError(400, "field 'model' must be a non-empty string or null")
+        return model.strip() if model else None
+
+    def recap_settings(self) -> Any:
+        """``c.Recap.*`` from the server's configuration, else the defaults."""
+        from ..settings import Recap
+
+        return Recap(parent=self.recap)
+
+    def on_connection_close(self) -> None:
+        # The client hung up: abort the model call rather than pay for an unread answer.
+        self._gone = True
+        if self._cancel is not None:
+            self._cancel.cancel()
+        super().on_connection_close()
+
+
+def session_routes(api: str) -> list[tuple[str, type[RecapHandler]]]:
+    """The session routes under ``api`` (``…/jupyter-recap/api``)."""
+    return [
+        (url_path_join(api, "sessions"), SessionsHandler),
+        (url_path_join(api, "sessions", SESSION_ID, "recap"), SessionRecapHandler),
+    ]

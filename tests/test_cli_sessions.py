@@ -1,0 +1,352 @@
+"""``jupyter recap --sessions`` and ``jupyter recap ID``: real processes, a temporary store."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jupyter_recap import cli
+from jupyter_recap.sessionfiles import SessionRecord, uuid7
+from jupyter_recap.sessions import SessionStore, SessionWriter
+from jupyter_recap.transcript import Transcript
+
+VENV_BIN = Path(sys.executable).parent
+NETWORK_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENROUTER_API_KEY",
+    "OLLAMA_HOST",
+    "JUPYTER_RECAP_DEBUG",
+    "JPY_SESSION_NAME",
+)
+ID_A = "0190a1b2-0000-7000-8000-000000000001"
+ID_B = "0190a1b2-0000-7000-8000-000000000002"
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "store"
+    monkeypatch.setenv("JUPYTER_RECAP_HOME", str(path))
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The directory the CLI runs in, by its real path (as ``os.getcwd()`` reports it)."""
+    path = tmp_path / "project"
+    (path / "sub").mkdir(parents=True)
+    return Path(os.path.realpath(path))
+
+
+def make_session(
+    prompt: str, notebook: str | Path | None, *, session_id: str | None = None, turns: int = 1
+) -> str:
+    """Store a finished session of ``turns`` prompts (the first one is ``prompt``); its id."""
+    t = Transcript()
+    record = None
+    if session_id is not None:  # a chosen id: continue an (empty) "stored" record
+        now = time.time()
+        nb = str(notebook) if notebook is not None else None
+        record = SessionRecord(id=session_id, created=now, updated=now, notebook=nb)
+    writer = SessionWriter(t, record=record, notebook=str(notebook) if notebook else None)
+    for n in range(turns):
+        t.user(prompt if n == 0 else f"and then step {n}", model="openai:gpt-4o-mini")
+        t.assistant("Done. Next: check the totals against the ledger.")
+        t.outcome("ok")
+    writer.close()
+    time.sleep(0.002)  # distinct update times: the listing order is well defined
+    return writer.id
+
+
+def run(*args: str | Path, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in NETWORK_ENV}
+    env.update(JUPYTER_RECAP_MODEL="offline", JUPYTER_RECAP_HOME=str(home))
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_recap.cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
+
+
+def ok_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    return result.stdout.splitlines()
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    assert result.returncode == code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("jupyter recap: ")
+    return lines[0]
+
+
+def squash(line: str) -> str:
+    """``line`` with its column padding collapsed to single spaces."""
+    return " ".join(line.split())
+
+
+def title_of(line: str) -> str:
+    """The title column of a listing line (after the turn count)."""
+    return re.split(r" \d+ turns? +", line, maxsplit=1)[1]
+
+
+@pytest.fixture
+def stored(home: Path, project: Path) -> dict[str, str]:
+    """Five sessions: three of project/sales.ipynb, one of project/sub/churn.ipynb, one other."""
+    sales = project / "sales.ipynb"
+    return {
+        "sales1": make_session("fix the foreign key", sales),
+        "elsewhere": make_session("tune the model", "/somewhere/else/train.ipynb"),
+        "sales2": make_session("clean the invoices table", sales, turns=3),
+        "churn": make_session("plot churn by cohort", project / "sub" / "churn.ipynb"),
+        "sales3": make_session("export the report", sales),
+    }
+
+
+# -- listings ------------------------------------------------------------------------------------
+
+
+def test_sessions_of_a_notebook(stored: dict[str, str], home: Path, project: Path) -> None:
+    lines = ok_lines(run("--sessions", "sales.ipynb", cwd=project, home=home))
+    assert len(lines) == 3
+    assert [title_of(line) for line in lines] == [
+        "export the report",
+        "clean the invoices table",
+        "fix the foreign key",
+    ]
+    assert "3 turns" in lines[1] and "1 turn " in lines[0]
+    assert "<1 min" in lines[0]
+    assert "sales.ipynb" not in "\n".join(lines)  # it is the notebook asked for
+    prefixes = [line.split()[0] for line in lines]
+    assert all(len(p) >= 8 for p in prefixes)
+    assert all(
+        stored[k].startswith(p)
+        for k, p in zip(("sales3", "sales2", "sales1"), prefixes, strict=True)
+    )
+    # the same notebook by an absolute path, from another directory
+    assert ok_lines(run("--sessions", project / "sales.ipynb", cwd=home.parent, home=home)) == lines
+
+
+def test_sessions_under_the_current_directory(
+    stored: dict[str, str], home: Path, project: Path
+) -> None:
+    lines = ok_lines(run("--sessions", cwd=project, home=home))
+    assert len(lines) == 4
+    assert squash(lines[0]).endswith(" 1 turn export the report [sales.ipynb]")
+    assert squash(lines[1]).endswith(" 1 turn plot churn by cohort [churn.ipynb]")
+    assert squash(lines[2]).endswith(" 3 turns clean the invoices table [sales.ipynb]")
+    assert "tune the model" not in "\n".join(lines)
+    sub = ok_lines(run("--sessions", cwd=project / "sub", home=home))
+    assert len(sub) == 1 and squash(sub[0]).endswith("plot churn by cohort [churn.ipynb]")
+
+
+def test_sessions_all_and_limit(stored: dict[str, str], home: Path, project: Path) -> None:
+    lines = ok_lines(run("--sessions", "--all", cwd=project / "sub", home=home))
+    assert len(lines) == 5
+    assert squash(lines[-1]).endswith("fix the foreign key [sales.ipynb]")
+    assert squash(lines[-2]).endswith("tune the model [train.ipynb]")
+    two = ok_lines(run("--sessions", "--all", "--limit", "2", cwd=project, home=home))
+    assert [squash(line) for line in two] == [squash(line) for line in lines[:2]]
+    one = ok_lines(run("--sessions", "sales.ipynb", "--limit", "1", cwd=project, home=home))
+    assert len(one) == 1 and one[0].endswith("export the report")
+
+
+def test_default_limit_is_15(home: Path, project: Path) -> None:
+    for n in range(17):
+        make_session(f"prompt number {n}", project / "many.ipynb")
+    lines = ok_lines(run("--sessions", "many.ipynb", cwd=project, home=home))
+    assert len(lines) == 15
+    assert lines[0].endswith("prompt number 16") and lines[-1].endswith("prompt number 2")
+    prefixes = [line.split()[0] for line in lines]
+    assert len(set(prefixes)) == 15  # made within a minute: most share their first 8 characters
+
+
+def test_sessions_as_json(stored: dict[str, str], home: Path, project: Path) -> None:
+    result = run("--sessions", "sales.ipynb", "--json", cwd=project, home=home)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert [s["id"] for s in payload] == [stored["sales3"], stored["sales2"], stored["sales1"]]
+    assert payload[1]["turns"] == 3 and payload[1]["title"] == "clean the invoices table"
+    assert payload[0]["notebook"] == str(project / "sales.ipynb")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--sessions"], "No sessions stored for notebooks under {project}."),
+        (["--sessions", "--all"], "No sessions stored yet (in {home})."),
+        (["--sessions", "sales.ipynb"], "No sessions stored for {project}/sales.ipynb."),
+    ],
+)
+def test_empty_store(home: Path, project: Path, args: list[str], expected: str) -> None:
+    assert not home.exists()
+    lines = ok_lines(run(*args, cwd=project, home=home))
+    assert lines == [expected.format(project=project, home=home)]
+
+
+def test_sessions_of_other_notebooks_only(stored: dict[str, str], home: Path) -> None:
+    lines = ok_lines(run("--sessions", cwd=home, home=home))  # no notebook under the store
+    assert len(lines) == 1 and lines[0].startswith("No sessions stored for notebooks under ")
+
+
+# -- a stored session's recap --------------------------------------------------------------------
+
+
+def test_recap_by_full_id(stored: dict[str, str], home: Path, project: Path) -> None:
+    lines = ok_lines(run(stored["sales2"], cwd=project, home=home))
+    assert lines[-1] == "— offline"
+    assert "clean the invoices table" in " ".join(lines[:-1])
+    assert "check the totals" in " ".join(lines[:-1])
+
+
+def test_recap_by_the_prefix_the_listing_shows(
+    stored: dict[str, str], home: Path, project: Path
+) -> None:
+    listing = ok_lines(run("--sessions", "--all", cwd=project, home=home))
+    churn = next(line for line in listing if "churn" in line)
+    prefix = churn.split()[0]
+    assert stored["churn"].startswith(prefix) and len(prefix) < 36
+    lines = ok_lines(run(prefix.upper(), cwd=project, home=home))
+    assert "plot churn by cohort" in " ".join(lines) and lines[-1] == "— offline"
+
+
+def test_recap_by_id_as_json(stored: dict[str, str], home: Path, project: Path) -> None:
+    result = run(stored["sales1"][:13], "--json", cwd=project, home=home)
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert set(payload) == {"session_id", "recap", "model", "reason"}
+    assert payload["session_id"] == stored["sales1"]
+    assert payload["model"] == "offline" and payload["reason"] == "ok"
+    assert "fix the foreign key" in payload["recap"]
+
+
+def test_recap_by_id_with_model_option(stored: dict[str, str], home: Path, project: Path) -> None:
+    env_free = run(stored["sales1"], "--model", "offline", cwd=project, home=home)
+    assert ok_lines(env_free)[-1] == "— offline"
+    bad = run(stored["sales1"], "--model", "nonsense-provider:m", cwd=project, home=home)
+    assert "nonsense-provider" in one_line_error(bad)
+
+
+def test_unknown_id(stored: dict[str, str], home: Path, project: Path) -> None:
+    result = run("abcd", cwd=project, home=home)
+    assert one_line_error(result) == "jupyter recap: no session matches 'abcd'"
+    assert result.stdout == ""
+    empty = run("abcd", cwd=project, home=home / "nothing-here")
+    assert one_line_error(empty) == "jupyter recap: no session matches 'abcd'"
+
+
+def test_ambiguous_prefix(home: Path, project: Path) -> None:
+    make_session("first", project / "a.ipynb", session_id=ID_A)
+    make_session("second", project / "a.ipynb", session_id=ID_B)
+    result = run("0190a1b2", cwd=project, home=home)
+    assert one_line_error(result) == "jupyter recap: '0190a1b2' is ambiguous: 2 sessions match"
+    assert result.stdout == ""
+    lines = ok_lines(run("--sessions", "a.ipynb", cwd=project, home=home))
+    assert [line.split()[0] for line in lines] == [ID_B, ID_A]  # differ in the last digit only
+    assert "first" in " ".join(ok_lines(run(ID_A, cwd=project, home=home)))
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("abc", "not a session id: 'abc' (an id or its first 4 or more hex digits)"),
+        ("a-b-c", "not a session id: 'a-b-c' (an id or its first 4 or more hex digits)"),
+        ("0" * 37, f"not a session id: '{'0' * 37}' (an id or its first 4 or more hex digits)"),
+        ("xyz!", "'xyz!' is neither a notebook (.ipynb) nor a session id (4 or more hex digits)"),
+        ("abcd.ipynb", "no such file: abcd.ipynb"),
+    ],
+)
+def test_malformed_id(home: Path, project: Path, target: str, message: str) -> None:
+    result = run(target, cwd=project, home=home)
+    assert one_line_error(result) == f"jupyter recap: {message}"
+    assert result.stdout == ""
+
+
+def test_an_existing_file_named_like_an_id_is_a_notebook(home: Path, project: Path) -> None:
+    (project / "cafe").write_text("not json", encoding="utf-8")
+    line = one_line_error(run("cafe", cwd=project, home=home))
+    assert line.startswith("jupyter recap: cafe is not a readable notebook: ")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--all"], "--all and --limit only go with --sessions"),
+        (["x.ipynb", "--limit", "3"], "--all and --limit only go with --sessions"),
+        (["--sessions", "--limit", "0"], "--limit must be 1 or more, not 0"),
+        (["--sessions", "x.ipynb", "--all"], "--sessions takes a NOTEBOOK or --all, not both"),
+    ],
+)
+def test_bad_listing_options(home: Path, project: Path, args: list[str], message: str) -> None:
+    result = run(*args, cwd=project, home=home)
+    assert one_line_error(result) == f"jupyter recap: {message}"
+    assert one_line_error(run("--sessions", "--limit", "x", cwd=project, home=home))
+
+
+# -- in process: the listing path stays light and fast -------------------------------------------
+
+
+def write_headers(home: Path, count: int) -> None:
+    """``count`` stored headers, written directly (without fsync) to keep the test quick."""
+    home.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    for n in range(count):
+        record = SessionRecord(
+            id=uuid7(),
+            created=now - n,
+            updated=now - n * 37,
+            notebook=f"/data/nb{n % 40}.ipynb",
+            title=f"prompt {n}",
+            turns=1 + n % 5,
+            entries=3,
+        )
+        (home / f"{record.id}.json").write_text(json.dumps(record.to_dict()), encoding="utf-8")
+
+
+def test_listing_a_thousand_sessions_is_fast(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_headers(home, 1000)
+    assert len(SessionStore().records()) == 1000
+    started = time.perf_counter()
+    assert cli.main(["--sessions", "--all", "--limit", "1000"]) == 0
+    elapsed = time.perf_counter() - started
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1000 and squash(lines[0]).endswith(" prompt 0 [nb0.ipynb]")
+    assert elapsed < 1.0, f"{elapsed * 1000:.0f} ms"  # typically ~30 ms; generous for slow CI
+
+
+def test_listing_imports_no_kernel_or_network_stack(home: Path) -> None:
+    write_headers(home, 20)
+    code = (
+        "import sys; from jupyter_recap import cli; rc = cli.main(['--sessions', '--all']); "
+        "heavy = [m for m in ('IPython', 'httpx', 'tornado', 'traitlets', 'ipywidgets') "
+        "if m in sys.modules]; print(rc, heavy, file=sys.stderr)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JUPYTER_RECAP_HOME": str(home)},
+        timeout=60,
+    )
+    assert result.stderr.strip() == "0 []"
+    assert len(result.stdout.splitlines()) == 15

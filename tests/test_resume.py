@@ -1,0 +1,80 @@
+"""Session records in real kernels: a restart resumes the notebook's story, and only its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernelutil import collect, execute, running_kernel, stream_text
+
+pytestmark = pytest.mark.timeout(120)
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SETUP = "import agentmagic\nagent = agentmagic.install(get_ipython())"
+
+
+def env_for(store: Path, notebook: str) -> dict[str, str]:
+    return {
+        "JUPYTER_RECAP_HOME": str(store),
+        "JPY_SESSION_NAME": notebook,
+        "JUPYTER_RECAP_MODEL": "offline",
+        "JUPYTER_RECAP_LOG": str(store.parent / "recap.log"),
+    }
+
+
+def banner_states(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    (banner,) = [
+        m["content"]["data"][WIDGET_VIEW]["model_id"]
+        for m in messages
+        if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
+    ]
+    return [
+        m["content"]["data"]["state"]
+        for m in messages
+        if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == banner
+    ]
+
+
+def test_restart_resumes_with_a_recap_and_other_notebooks_stay_apart(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    billing = str(tmp_path / "billing.ipynb")
+    with running_kernel(env_for(store, billing)) as kc:
+        execute(kc, SETUP)
+        execute(kc, "%load_ext jupyter_recap")
+        execute(kc, "agent.script.append(lambda p: print('Next: repoint the invoices FK.'))")
+        execute(kc, "%%agent\nmigrate the billing tables to the v2 schema")
+        saved = stream_text(execute(kc, "%recap save"))
+        assert saved.startswith("recap: session ") and "saved" in saved
+    session_id = saved.split()[2]
+
+    # The kernel restarts: loading the extension brings the session back with a recap.
+    with running_kernel(env_for(store, billing)) as kc:
+        execute(kc, SETUP)
+        messages = execute(kc, "%load_ext jupyter_recap") + collect(kc, 2)
+        shown = [s for s in banner_states(messages) if s.get("state") == "shown"]
+        assert shown, "no resume recap appeared"
+        assert shown[-1]["reason"] == "resume"
+        assert "migrate the billing tables" in shown[-1]["text"]
+        kinds = stream_text(
+            execute(kc, "import jupyter_recap as jr; print([e.kind for e in jr.current()])")
+        )
+        assert "'user', 'assistant', 'outcome'" in kinds
+        status = stream_text(execute(kc, "%recap status"))
+        assert f"session:     {session_id}" in status
+
+    # Another notebook sees nothing of it, but can list and attach it explicitly.
+    with running_kernel(env_for(store, str(tmp_path / "forecast.ipynb"))) as kc:
+        execute(kc, SETUP)
+        messages = execute(kc, "%load_ext jupyter_recap") + collect(kc, 1.5)
+        assert not [s for s in banner_states(messages) if s.get("state") == "shown"]
+        assert "[]" in stream_text(
+            execute(kc, "import jupyter_recap as jr; print([e.kind for e in jr.current()])")
+        )
+        assert session_id not in stream_text(execute(kc, "%recap sessions"))
+        listing = stream_text(execute(kc, "%recap sessions --all"))
+        assert session_id in listing and "migrate the billing tables" in listing
+        resumed = stream_text(execute(kc, f"%recap resume {session_id}"))
+        assert resumed.startswith(f"recap: resumed session {session_id}")
+        bad = stream_text(execute(kc, "%recap resume ../etc"))
+        assert bad.startswith("recap: not a session id") and bad.count("\n") == 1
