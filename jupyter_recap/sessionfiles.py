@@ -212,7 +212,12 @@ class AppendFile:
         self._mend = _ends_torn(path)
 
     def append(self, lines: list[bytes]) -> None:
-        """Append ``lines`` (each without its newline) in one write, then fsync."""
+        """Append ``lines`` (each without its newline) in one write.
+
+        No fsync: a killed kernel loses nothing it wrote (the data is the OS's by then), and a
+        power cut can only cost the newest lines, which loading tolerates (it recounts entries
+        from the file). The header's atomic replace is the write that is synced.
+        """
         data = b"".join(line + b"\n" for line in lines)
         if self._mend:
             data = b"\n" + data
@@ -222,7 +227,6 @@ class AppendFile:
             self._mend = True  # part of it may be on disk: start the next write on a new line
             raise
         self._mend = False
-        os.fsync(self._fd)
 
     def close(self) -> None:
         """Close the file (idempotent)."""
