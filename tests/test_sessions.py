@@ -75,20 +75,20 @@ def test_resume_appends_without_rewriting(home: Path) -> None:
 
 
 def test_notebook_from_env_and_listing(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JPY_SESSION_NAME", "/work/x.ipynb")
+    monkeypatch.setenv("JPY_SESSION_NAME", "/projects/x.ipynb")
     a = _session("first")
-    b = _session("second", notebook="/work/y.ipynb")
+    b = _session("second", notebook="/projects/y.ipynb")
     c = _session("third")
     for w in (a, b, c):
         w.close()
     assert [s.id for s in list_sessions()] == [c.id, b.id, a.id]
-    assert [s.id for s in list_sessions("/work/x.ipynb")] == [c.id, a.id]
+    assert [s.id for s in list_sessions("/projects/x.ipynb")] == [c.id, a.id]
     assert [s.id for s in list_sessions(limit=1)] == [c.id]
     summary = list_sessions()[0]
     assert summary.title == "third" and summary.turns == 1 and summary.age >= 0
-    found = latest_for("/work/x.ipynb")
+    found = latest_for("/projects/x.ipynb")
     assert found is not None and found.id == c.id
-    assert latest_for("/work/none.ipynb") is None
+    assert latest_for("/projects/none.ipynb") is None
 
 
 def test_prefix_resolution(home: Path) -> None:
