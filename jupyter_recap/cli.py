@@ -23,7 +23,6 @@ from ._version import __version__
 from .errors import ConfigError, NotebookError, StoreError
 
 if TYPE_CHECKING:
-    from .sessionfiles import SessionSummary
     from .settings import Recap as RecapSettings
     from .transcript import Transcript
 
@@ -228,11 +227,9 @@ def _list_sessions(args: argparse.Namespace) -> int:
         under = os.getcwd()
         records = [r for r in store.records() if r.notebook and _is_under(r.notebook, under)]
         empty = f"No sessions stored for notebooks under {under}."
-    summaries = [
-        SessionSummary(r.id, r.updated, r.title, r.turns, r.notebook) for r in records[:limit]
-    ]
+    summaries = [SessionSummary.of(r) for r in records[:limit]]
     if args.json:
-        print(json.dumps([_summary_dict(s) for s in summaries], ensure_ascii=False))
+        print(json.dumps([s.to_dict() for s in summaries], ensure_ascii=False))
         return EXIT_OK
     listing = format_sessions(
         summaries,
@@ -247,16 +244,6 @@ def _list_sessions(args: argparse.Namespace) -> int:
 
 def _is_under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(os.path.join(directory, ""))
-
-
-def _summary_dict(summary: SessionSummary) -> dict[str, object]:
-    return {
-        "id": summary.id,
-        "updated": summary.updated,
-        "title": summary.title,
-        "turns": summary.turns,
-        "notebook": summary.notebook,
-    }
 
 
 def _check_model(model: str | None, settings: RecapSettings, active_model: str | None) -> None:

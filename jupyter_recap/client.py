@@ -88,6 +88,7 @@ class RecapClient:
                     title=str(item["title"]),
                     turns=int(item["turns"]),
                     notebook=None if item.get("notebook") is None else str(item["notebook"]),
+                    last_recap=None if item.get("last_recap") is None else str(item["last_recap"]),
                 )
                 for item in data["sessions"]
             ]

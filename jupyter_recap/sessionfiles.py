@@ -80,6 +80,8 @@ class SessionRecord:
     tokens_in: int = 0
     tokens_out: int = 0
     recaps: int = 0
+    last_recap: str | None = None
+    """The latest recap the person was shown: what they were told, for listings and agents."""
     tasks: list[Any] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,6 +113,23 @@ class SessionSummary:
     title: str
     turns: int
     notebook: str | None
+    last_recap: str | None = None
+
+    @classmethod
+    def of(cls, record: SessionRecord) -> SessionSummary:
+        """The summary of a stored session's header."""
+        return cls(
+            record.id,
+            record.updated,
+            record.title,
+            record.turns,
+            record.notebook,
+            record.last_recap,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form used by the CLI's ``--json`` and the HTTP listing."""
+        return dataclasses.asdict(self)
 
     @property
     def age(self) -> float:

@@ -17,6 +17,8 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from .textutil import shorten
+
 if TYPE_CHECKING:
     from .sessionfiles import SessionSummary
 
@@ -107,6 +109,9 @@ def format_sessions(
         if show_notebook:
             line += f"  [{_notebook_name(summary.notebook)}]"
         lines.append(line.rstrip())
+        if summary.last_recap:
+            # What the person was last told, so a listing answers "where was I?" by itself.
+            lines.append(f"{'':<{id_width}}  ✦ {shorten(summary.last_recap, 110)}")
     return "\n".join(lines)
 
 

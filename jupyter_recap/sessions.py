@@ -102,10 +102,7 @@ class SessionStore:
         self, notebook_path: str | None = None, limit: int = 15
     ) -> builtins.list[SessionSummary]:
         """Summaries of the newest ``limit`` sessions (of one notebook, if given)."""
-        return [
-            SessionSummary(r.id, r.updated, r.title, r.turns, r.notebook)
-            for r in self.records(notebook_path)[: max(limit, 0)]
-        ]
+        return [SessionSummary.of(r) for r in self.records(notebook_path)[: max(limit, 0)]]
 
 
 def load(id_or_prefix: str) -> tuple[SessionRecord, Transcript]:
@@ -290,6 +287,7 @@ class SessionWriter:
                 record.model = entry.name or record.model
             elif entry.kind == "recap":
                 record.recaps += 1
+                record.last_recap = entry.text
         record.model = self._transcript.active_model or record.model
 
     def close(self) -> None:

@@ -74,6 +74,7 @@ def test_restart_resumes_with_a_recap_and_other_notebooks_stay_apart(tmp_path: P
         assert session_id not in stream_text(execute(kc, "%recap sessions"))
         listing = stream_text(execute(kc, "%recap sessions --all"))
         assert session_id in listing and "migrate the billing tables" in listing
+        assert "✦ Task: migrate the billing tables" in listing  # what the person was told
         resumed = stream_text(execute(kc, f"%recap resume {session_id}"))
         assert resumed.startswith(f"recap: resumed session {session_id}")
         bad = stream_text(execute(kc, "%recap resume ../etc"))

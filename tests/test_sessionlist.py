@@ -20,9 +20,10 @@ def summary(
     ago: float = 120,
     title: str = "fix the foreign key",
     turns: int = 2,
-    notebook: str | None = "/home/me/work/sales.ipynb",
+    notebook: str | None = "/home/me/projects/sales.ipynb",
+    last_recap: str | None = None,
 ) -> SessionSummary:
-    return SessionSummary(session_id, NOW - ago, title, turns, notebook)
+    return SessionSummary(session_id, NOW - ago, title, turns, notebook, last_recap)
 
 
 @pytest.mark.parametrize(
@@ -120,3 +121,12 @@ def test_no_trailing_whitespace_or_control_characters() -> None:
     for line in text.splitlines():
         assert line == line.rstrip()
     assert "a b c" in text and "\t" not in text and "\r" not in text
+
+
+def test_the_last_recap_is_shown_under_its_session() -> None:
+    from jupyter_recap.sessionlist import format_sessions as fmt
+
+    told = "Task: migrate billing. Next: repoint the invoices FK."
+    text = fmt([summary("0190aaaa-0000-7000-8000-000000000001", last_recap=told)], NOW)
+    first, second = text.splitlines()
+    assert "✦ " + told in second and told not in first

@@ -33,16 +33,7 @@ SESSION_ID = r"(?P<session_id>[^/]+)"
 
 
 def _list(notebook: str | None, limit: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": s.id,
-            "updated": s.updated,
-            "title": s.title,
-            "turns": s.turns,
-            "notebook": s.notebook,
-        }
-        for s in SessionStore().list(notebook, limit)
-    ]
+    return [s.to_dict() for s in SessionStore().list(notebook, limit)]
 
 
 def _load(id_or_prefix: str) -> tuple[SessionRecord, Transcript]:
