@@ -128,8 +128,20 @@ def _kernel_id_from_argv() -> str | None:
     return None
 
 
+_SCHEDULING_KINDS = (
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "outcome",
+    "summary",
+    "recap",
+    "meta",
+)
+
+
 class SessionWriter:
-    """Persists one live transcript as a session record, debounced by ``delay`` seconds.
+    """Persists one live transcript as a session record, ``delay`` seconds after a burst starts.
 
     ``record`` continues a stored session (from :meth:`SessionStore.load`; its entries are on
     disk already); otherwise a new session gets a fresh UUIDv7 id and every entry the transcript
@@ -170,13 +182,16 @@ class SessionWriter:
                 kernel_id=kernel_id if kernel_id is not None else _kernel_id_from_argv(),
             )
             self._on_disk = False
-            self._pending = transcript.entries
+            self._written = 0  # every entry the transcript holds is still to be written
         else:
             self._on_disk = True
-            self._pending = []
+            self._written = len(transcript)  # restored from this record: on disk already
         self.record = record
         self._dirty = False  # the header has changes not yet written
-        self._unsubscribe = transcript.subscribe(self._on_entry)
+        # Ordinary cells (``code`` entries) do not schedule a write of their own: they ride
+        # along with the next agent activity, ``flush()`` or ``close()``. They are the bulk of
+        # a notebook's cells, and this keeps persistence off their per-cell cost.
+        self._unsubscribe = transcript.subscribe(self._on_entry, kinds=_SCHEDULING_KINDS)
         self._transcript = transcript
         ref = weakref.ref(self)
         self._atexit = lambda: w.close() if (w := ref()) else None
@@ -202,14 +217,11 @@ class SessionWriter:
         self._schedule()
 
     def _on_entry(self, transcript: Transcript, entry: Entry) -> None:
-        # Runs after every recorded cell, so no Condition here: list.append is atomic, and
-        # while a flush is already scheduled, moving its deadline is all there is to do (the
-        # thread re-reads the deadline after every wait and after every flush).
-        self._pending.append(entry)
-        if self._deadline is not None and not self._closed:
-            self._deadline = time.monotonic() + self.delay
-            return
-        self._schedule()
+        # Runs after every recorded cell, so it does next to nothing: the entries are read
+        # from the transcript when the flush comes, and a flush already scheduled covers this
+        # one too (a long burst is written every ``delay`` seconds rather than never).
+        if self._deadline is None:
+            self._schedule()
 
     def _schedule(self) -> None:
         with self._cond:
@@ -249,11 +261,15 @@ class SessionWriter:
                 return False
 
     def _write(self) -> bool:
+        # A session without an agent prompt is never written; the transcript counts its
+        # prompts, so this costs nothing however many ordinary cells wait to be written.
+        if self.record.turns == 0 and self._transcript.prompt_count == 0:
+            return False
+        with self._transcript.locked() as entries:
+            batch = entries[self._written :]
         with self._cond:
-            batch = list(self._pending)
             dirty = self._dirty
-        has_prompt = self.record.turns > 0 or any(e.kind == "user" for e in batch)
-        if not has_prompt or not (batch or dirty or not self._on_disk):
+        if not (batch or dirty or not self._on_disk):
             return False
         if batch:
             if self._file is None:
@@ -262,7 +278,7 @@ class SessionWriter:
             lines = [json.dumps(e.to_dict(), ensure_ascii=False).encode() for e in batch]
             self._file.append(lines)
             with self._cond:
-                del self._pending[: len(batch)]
+                self._written += len(batch)
                 self._fold(batch)
         with self._cond:
             self.record.updated = time.time()

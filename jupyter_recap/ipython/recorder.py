@@ -120,7 +120,9 @@ class Recorder:
         elif not raw.strip():
             return
         cell_id = info.cell_id
-        self._fire(self.events.on_input)
+        # Listeners run inside pre_run_cell's own guard: one that fails is logged there.
+        for callback in self.events.on_input:
+            callback()
         tap = None
         if agent is not None:
             tap = OutputTap(self.shell)
@@ -139,7 +141,8 @@ class Recorder:
                     count=result.execution_count,
                     cell_id=run.cell_id,
                 )
-            self._fire(self.events.on_cell_end)
+            for callback in self.events.on_cell_end:
+                callback()
             return
         reply = self._reply_text(run, result)
         if reply:
@@ -179,11 +182,3 @@ class Recorder:
             if isinstance(value, str) and value:
                 return value
         return None
-
-    @staticmethod
-    def _fire(callbacks: list[Callable[[], None]]) -> None:
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception:  # noqa: BLE001 - a listener must not break recording
-                get_logger().exception("recap listener failed")
