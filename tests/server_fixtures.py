@@ -16,16 +16,22 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Coroutine
+import json
+import os
+from collections.abc import Callable, Coroutine, Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
 from pytest_jupyter import jupyter_server as _plugin
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - the fixtures, by name
 
 # Only the fixtures travel on to the test module (not the plugin's hooks and imports).
 _FIXTURE_TYPE = type(_plugin.jp_fetch)
 __all__ = [name for name, value in vars(_plugin).items() if isinstance(value, _FIXTURE_TYPE)]
-__all__ += ["asynctest"]
+__all__ += ["api", "asynctest", "jp_server_config", "recap_config", "recap_environment", "store"]
+
+API = ("jupyter-recap", "api")
 
 _LOOP = "jp_asyncio_loop"
 
@@ -47,3 +53,66 @@ def asynctest(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., N
     del run.__wrapped__
     run.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     return run
+
+
+@pytest.fixture(autouse=True)
+def recap_environment() -> Iterator[None]:
+    """Kernels started by later tests must not inherit a test server's URL and secret."""
+    from jupyter_recap.server import SECRET_ENV, URL_ENV
+
+    saved = {name: os.environ.get(name) for name in (URL_ENV, SECRET_ENV)}
+    yield
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
+@pytest.fixture(autouse=True)
+def store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """A private session store for the server under test."""
+    root = tmp_path / "recap-store"
+    monkeypatch.setenv("JUPYTER_RECAP_HOME", str(root))
+    return root
+
+
+@pytest.fixture
+def recap_config() -> dict[str, Any]:
+    """``RecapServer`` settings; a test overrides it with ``parametrize``."""
+    return {}
+
+
+@pytest.fixture
+def jp_server_config(recap_config: dict[str, Any]) -> Any:
+    """Our extension on, authentication required (pytest-jupyter's prefixed base URL stays)."""
+    from traitlets.config import Config
+
+    return Config(
+        {
+            "ServerApp": {
+                # terminals off: pytest-jupyter adds them otherwise, with an auth warning of theirs
+                "jpserver_extensions": {"jupyter_recap": True, "jupyter_server_terminals": False},
+                "allow_unauthenticated_access": False,
+            },
+            "RecapServer": recap_config,
+        }
+    )
+
+
+@pytest.fixture
+def api(jp_fetch: Any) -> Any:
+    """``await api("focus", method=..., body=...)`` → (status, JSON answer), never raising."""
+    from tornado.httpclient import HTTPClientError
+
+    async def call(*parts: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
+        if body is not None and not isinstance(body, (str, bytes)):
+            body = json.dumps(body)
+        try:
+            response = await jp_fetch(*API, *parts, body=body, **kwargs)
+        except HTTPClientError as error:
+            assert error.response is not None
+            return error.code, json.loads(error.response.body)
+        return response.code, json.loads(response.body)
+
+    return call

@@ -9,55 +9,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import socket
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
-from traitlets.config import Config
 
 from jupyter_recap.client import RecapClient, SessionRecap
 from jupyter_recap.errors import RecapError, ServerError
-from jupyter_recap.server import SECRET_ENV, URL_ENV
 from jupyter_recap.sessions import SessionWriter
 from jupyter_recap.transcript import Transcript
 
 T = TypeVar("T")
-
-
-@pytest.fixture(autouse=True)
-def _restore_recap_environment() -> Iterator[None]:
-    saved = {name: os.environ.get(name) for name in (URL_ENV, SECRET_ENV)}
-    yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
-@pytest.fixture(autouse=True)
-def store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    root = tmp_path / "recap-store"
-    monkeypatch.setenv("JUPYTER_RECAP_HOME", str(root))
-    return root
-
-
-@pytest.fixture
-def jp_server_config() -> Config:
-    return Config(
-        {
-            "ServerApp": {
-                "jpserver_extensions": {"jupyter_recap": True, "jupyter_server_terminals": False},
-                "allow_unauthenticated_access": False,
-            },
-        }
-    )
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from jupyter_client.session import Session
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
-from traitlets.config import Config
 
 from jupyter_recap.server import SECRET_ENV, URL_ENV, kernel_facing_url
 from jupyter_recap.server.handlers import SECRET_HEADER
@@ -35,58 +34,9 @@ NO_AUTH = {"Authorization": ""}
 FAST_HEARTBEAT = {"heartbeat_timeout": 0.3, "reconcile_interval": 0.1}
 
 
-@pytest.fixture(autouse=True)
-def _restore_recap_environment() -> Iterator[None]:
-    """Kernels started by later tests must not inherit this test server's URL and secret."""
-    saved = {name: os.environ.get(name) for name in (URL_ENV, SECRET_ENV)}
-    yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
-@pytest.fixture
-def recap_config() -> dict[str, Any]:
-    """``RecapServer`` settings; a test overrides it with ``parametrize``."""
-    return {}
-
-
-@pytest.fixture
-def jp_server_config(recap_config: dict[str, Any]) -> Config:
-    return Config(
-        {
-            "ServerApp": {
-                # terminals off: pytest-jupyter adds them otherwise, with an auth warning of theirs
-                "jpserver_extensions": {"jupyter_recap": True, "jupyter_server_terminals": False},
-                "allow_unauthenticated_access": False,
-            },
-            "RecapServer": recap_config,
-        }
-    )
-
-
 @pytest.fixture
 def recap(jp_serverapp: Any) -> Any:
     return jp_serverapp.web_app.settings["jupyter_recap"]
-
-
-@pytest.fixture
-def api(jp_fetch: Any) -> Any:
-    """``await api("focus", method=..., body=...)`` → (status, JSON answer), never raising."""
-
-    async def call(*parts: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
-        if body is not None and not isinstance(body, (str, bytes)):
-            body = json.dumps(body)
-        try:
-            response = await jp_fetch(*API, *parts, body=body, **kwargs)
-        except HTTPClientError as error:
-            assert error.response is not None
-            return error.code, json.loads(error.response.body)
-        return response.code, json.loads(response.body)
-
-    return call
 
 
 @pytest.fixture

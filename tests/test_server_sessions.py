@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,62 +18,12 @@ from fakellm import FakeLLM, slow
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
-from traitlets.config import Config
 
-from jupyter_recap.server import SECRET_ENV, URL_ENV
 from jupyter_recap.sessions import SessionWriter
 from jupyter_recap.transcript import Transcript
 
 API = ("jupyter-recap", "api")
 NO_AUTH = {"Authorization": ""}
-
-
-@pytest.fixture(autouse=True)
-def _restore_recap_environment() -> Iterator[None]:
-    """Kernels started by later tests must not inherit this test server's URL and secret."""
-    saved = {name: os.environ.get(name) for name in (URL_ENV, SECRET_ENV)}
-    yield
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
-
-
-@pytest.fixture(autouse=True)
-def store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    root = tmp_path / "recap-store"
-    monkeypatch.setenv("JUPYTER_RECAP_HOME", str(root))
-    return root
-
-
-@pytest.fixture
-def jp_server_config() -> Config:
-    return Config(
-        {
-            "ServerApp": {
-                "jpserver_extensions": {"jupyter_recap": True, "jupyter_server_terminals": False},
-                "allow_unauthenticated_access": False,
-            },
-        }
-    )
-
-
-@pytest.fixture
-def api(jp_fetch: Any) -> Any:
-    """``await api("sessions", method=..., body=...)`` → (status, JSON answer), never raising."""
-
-    async def call(*parts: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
-        if body is not None and not isinstance(body, (str, bytes)):
-            body = json.dumps(body)
-        try:
-            response = await jp_fetch(*API, *parts, body=body, **kwargs)
-        except HTTPClientError as error:
-            assert error.response is not None
-            return error.code, json.loads(error.response.body)
-        return response.code, json.loads(response.body)
-
-    return call
 
 
 def make_session(prompt: str, notebook: str | None = "a.ipynb", *, prompts: int = 1) -> str:
