@@ -40,7 +40,6 @@ class DraftJob:
     cancel: CancelToken = field(default_factory=CancelToken)
     done: threading.Event = field(default_factory=threading.Event)
     result: RecapResult | None = None
-    shown: bool = False
 
 
 @dataclass
@@ -226,13 +225,12 @@ class TriggerRunner:
         recap = result.recap
         if recap is None:
             get_logger().info("no recap (%s): %s", draft.reason, result.reason)
-        actions = self.feed(
+        self.feed(
             self.engine.draft_done,
             draft.id,
             recap.text if recap is not None else None,
             recap.model if recap is not None else "",
         )
-        job.shown = any(isinstance(a, ShowRecap) for a in actions)
         self._jobs.pop(draft.id, None)
         job.done.set()
 
