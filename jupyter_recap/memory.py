@@ -1,0 +1,344 @@
+"""Per-project memory: short notes (facts, decisions, gotchas, commands) an agent keeps.
+
+One JSON file per project under ``store_dir()/memory/``, named by a short sha256 of the project
+directory's absolute path. Every write is a read-modify-write under an exclusive ``flock`` on a
+sidecar ``.lock`` file, so kernels of one project writing at once lose nothing. A corrupt file is
+moved aside (``<name>.corrupt-<timestamp>``) with a warning, never dropped silently. Nothing here
+imports IPython, tornado or ipywidgets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import hashlib
+import json
+import os
+import re
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .debuglog import get_logger
+from .errors import ConfigError, RecapError
+from .sessionfiles import FILE_MODE, ensure_dir, store_dir, write_atomic
+
+KINDS = ("fact", "decision", "gotcha", "command")
+MAX_ENTRIES = 300
+MAX_TEXT = 400
+RECALL_LIMIT = 15
+TOP_N = 20
+COMPACT_MIN = 60
+VERIFY_LINE = (
+    "Trust these notes but verify them against the code before relying on them: "
+    "they were written in earlier sessions and may be out of date."
+)
+_TRAILING_PUNCT = ".,;:!?…"
+
+
+@dataclass
+class Entry:
+    """One note. Times are UNIX timestamps; ``hits`` counts the recalls that returned it."""
+
+    kind: str
+    text: str
+    created: float
+    hits: int = 0
+    last_hit: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Entry:
+        """Rebuild a stored note; ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError("not an object")
+        created, hits, last = data.get("created"), data.get("hits", 0), data.get("last_hit")
+        if not isinstance(created, (int, float)) or not isinstance(hits, int):
+            raise ValueError("bad created or hits")
+        if last is not None and not isinstance(last, (int, float)):
+            raise ValueError("bad last_hit")
+        try:
+            kind, text = check_kind(data.get("kind")), check_text(data.get("text"))
+        except ConfigError as error:
+            raise ValueError(str(error)) from None
+        return cls(kind, text, float(created), hits, None if last is None else float(last))
+
+    @property
+    def line(self) -> str:
+        """``[kind] text``."""
+        return f"[{self.kind}] {self.text}"
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What :meth:`MemoryStore.compact` did: ``changed`` is False for a no-op or a refusal."""
+
+    changed: bool
+    message: str
+    before: int = 0
+    after: int = 0
+
+
+def check_kind(kind: object) -> str:
+    """``kind`` lower-cased if it is one of :data:`KINDS`, else ConfigError."""
+    value = kind.strip().lower() if isinstance(kind, str) else ""
+    if value not in KINDS:
+        raise ConfigError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+    return value
+
+
+def check_text(text: object) -> str:
+    """``text`` stripped if it is one line of 1 to :data:`MAX_TEXT` characters, else ConfigError."""
+    if not isinstance(text, str):
+        raise ConfigError("a note must be text")
+    value = text.strip()
+    if not value:
+        raise ConfigError("a note needs some text")
+    if len(value.splitlines()) > 1:
+        raise ConfigError("a note must be one self-contained line (no newlines)")
+    if len(value) > MAX_TEXT:
+        raise ConfigError(f"a note is at most {MAX_TEXT} characters (this one has {len(value)})")
+    return value
+
+
+def normalise(text: str) -> str:
+    """The form duplicates are compared in: casefolded, whitespace collapsed, no end punctuation."""
+    return " ".join(text.casefold().split()).rstrip(_TRAILING_PUNCT + " ")
+
+
+def project_dir_for(notebook_path: str | Path) -> Path:
+    """The git root above ``notebook_path`` (a ``.git`` entry), else the notebook's directory."""
+    path = Path(notebook_path).expanduser().resolve()
+    start = path if path.is_dir() else path.parent
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return start
+
+
+class MemoryStore:
+    """The notes of one project; ``disabled=True`` makes every method a no-op."""
+
+    def __init__(
+        self, project_dir: str | Path, root: Path | None = None, *, disabled: bool = False
+    ) -> None:
+        self.project_dir = Path(project_dir).expanduser().resolve()
+        self.root = root if root is not None else store_dir() / "memory"
+        digest = hashlib.sha256(str(self.project_dir).encode()).hexdigest()[:16]
+        self.path = self.root / f"{digest}.json"
+        self.lock_path = self.root / f"{digest}.lock"
+        self.disabled = disabled
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def entries(self) -> list[Entry]:
+        """Every note, oldest first."""
+        if self.disabled or not self.path.exists():
+            return []
+        with self._locked():
+            return self._load()
+
+    def top(self, n: int = TOP_N) -> list[Entry]:
+        """The ``n`` notes recalled most, then most recently used or written."""
+        ranked = sorted(
+            enumerate(self.entries()),
+            key=lambda p: (p[1].hits, max(p[1].created, p[1].last_hit or 0.0), p[0]),
+            reverse=True,
+        )
+        return [entry for _, entry in ranked[: max(0, n)]]
+
+    def prompt_block(self) -> str:
+        """The block for an agent's system prompt: the top notes and a trust-but-verify line."""
+        notes = self.top(TOP_N)
+        if not notes:
+            return ""
+        lines = ["Project memory (notes kept from earlier sessions):"]
+        lines += [f"- [{e.kind}] {e.text}" for e in notes]
+        return "\n".join([*lines, VERIFY_LINE])
+
+    def context_lines(self, limit: int = 300) -> list[str]:
+        """Top notes as ``[kind] text`` lines, at most ``limit`` characters in all."""
+        lines: list[str] = []
+        used = 0
+        for entry in self.top(TOP_N):
+            if used + len(entry.line) <= limit:
+                lines.append(entry.line)
+                used += len(entry.line)
+        return lines
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def remember(self, kind: str, text: str) -> Entry:
+        """Store a note; ConfigError for a bad kind or text, a duplicate, or a full memory."""
+        if self.disabled:
+            return Entry(str(kind), str(text).strip(), time.time())
+        entry = Entry(check_kind(kind), check_text(text), time.time())
+        key = normalise(entry.text)
+        with self._locked():
+            entries = self._load()
+            for old in entries:
+                if normalise(old.text) == key:
+                    raise ConfigError(f"already remembered: {old.line}")
+            if len(entries) >= MAX_ENTRIES:
+                raise ConfigError(
+                    f"memory is full ({MAX_ENTRIES} notes): run %recap compact-memory "
+                    "or %forget some notes first"
+                )
+            self._save([*entries, entry])
+        return entry
+
+    def recall(self, terms: str) -> list[Entry]:
+        """The newest :data:`RECALL_LIMIT` notes matching every term; their hits are counted."""
+        words = terms.casefold().split()
+        if self.disabled:
+            return []
+        if not words:
+            raise ConfigError("recall needs at least one search term")
+        with self._locked():
+            entries = self._load()
+            matches = [
+                (i, e)
+                for i, e in enumerate(entries)
+                if all(w in f"{e.kind} {e.text}".casefold() for w in words)
+            ]
+            matches.sort(key=lambda p: (p[1].created, p[0]), reverse=True)
+            found = [e for _, e in matches[:RECALL_LIMIT]]
+            if found:
+                now = time.time()
+                for entry in found:
+                    entry.hits += 1
+                    entry.last_hit = now
+                self._save(entries)
+        return found
+
+    def forget(self, text: str, *, all_matches: bool = False) -> list[Entry]:
+        """Remove the note containing ``text``; several match → ConfigError unless all_matches."""
+        if self.disabled:
+            return []
+        needle = " ".join(text.casefold().split())
+        if not needle:
+            raise ConfigError("forget needs some text to match")
+        with self._locked():
+            entries = self._load()
+            gone = [e for e in entries if needle in " ".join(e.text.casefold().split())]
+            if len(gone) > 1 and not all_matches:
+                raise ConfigError(
+                    f"{len(gone)} notes match {text.strip()!r}: be more specific "
+                    "(or forget them all)"
+                )
+            if gone:
+                self._save([e for e in entries if not any(e is g for g in gone)])
+        return gone
+
+    def compact(self, merge: Callable[[list[Entry]], str]) -> CompactResult:
+        """Merge the never-recalled notes with ``merge`` (a model); recalled notes are kept as is.
+
+        ``merge`` gets only the unused notes and returns JSON text of a list of
+        ``{"kind", "text"}``. A reply that does not parse, has a bad item or is not smaller
+        leaves the store untouched. The model is called without holding the lock.
+        """
+        if self.disabled:
+            return CompactResult(False, "memory is turned off")
+        current = self.entries()
+        unused = [e for e in current if e.hits == 0]
+        n = len(current)
+        if n <= COMPACT_MIN:
+            why = f"nothing to compact: {n} notes (compaction starts past {COMPACT_MIN})"
+            return CompactResult(False, why, n, n)
+        if len(unused) < 2:
+            why = "nothing to compact: fewer than two notes were never recalled"
+            return CompactResult(False, why, n, n)
+        try:
+            merged = _parse_merge(merge([dataclasses.replace(e) for e in unused]), len(unused))
+        except (ConfigError, ValueError) as error:
+            return CompactResult(False, f"memory unchanged: {error}", n, n)
+        except RecapError as error:
+            return CompactResult(False, f"memory unchanged: the model failed: {error}", n, n)
+        sent = {(e.kind, e.text, e.created) for e in unused}
+        with self._locked():
+            entries = self._load()
+            kept = [e for e in entries if e.hits > 0 or (e.kind, e.text, e.created) not in sent]
+            seen = {normalise(e.text) for e in kept}
+            now = time.time()
+            for kind, text in merged:
+                if normalise(text) not in seen:
+                    seen.add(normalise(text))
+                    kept.append(Entry(kind, text, now))
+            if len(kept) > MAX_ENTRIES:
+                why = "memory unchanged: the merge would exceed the limit"
+                return CompactResult(False, why, len(entries), len(entries))
+            self._save(kept)
+        return CompactResult(
+            True, f"compacted {len(entries)} notes into {len(kept)}", len(entries), len(kept)
+        )
+
+    # -- files -----------------------------------------------------------------------------
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        ensure_dir(self.root)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _load(self) -> list[Entry]:
+        """The stored notes (call under the lock); a corrupt file is moved aside with a warning."""
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            return []
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+                raise ValueError("not a memory file")
+            return [Entry.from_dict(item) for item in data["entries"]]
+        except ValueError as error:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            backup = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
+            os.replace(self.path, backup)
+            get_logger().warning(
+                "memory: %s is corrupt (%s); moved to %s, starting afresh",
+                self.path,
+                error,
+                backup.name,
+            )
+            return []
+
+    def _save(self, entries: list[Entry]) -> None:
+        data = {
+            "version": 1,
+            "project": str(self.project_dir),
+            "entries": [e.to_dict() for e in entries],
+        }
+        write_atomic(self.path, json.dumps(data, ensure_ascii=False, indent=1).encode())
+
+
+def _parse_merge(reply: str, limit: int) -> list[tuple[str, str]]:
+    """The ``(kind, text)`` pairs of a merge reply; ValueError/ConfigError when it is unusable."""
+    text = str(reply).strip()
+    fenced = re.fullmatch(r"```[a-zA-Z]*\s*(.*?)\s*```", text, re.DOTALL)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        items = json.loads(text)
+    except ValueError:
+        raise ValueError("the reply is not JSON") from None
+    if not isinstance(items, list) or not items:
+        raise ValueError("the reply is not a non-empty list of notes")
+    if len(items) > limit:
+        raise ValueError(f"the reply has {len(items)} notes, more than the {limit} sent")
+    pairs = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ValueError("a note in the reply is not an object")
+        pairs.append((check_kind(item.get("kind")), check_text(item.get("text"))))
+    return pairs
