@@ -467,6 +467,15 @@ async def test_execution_state_and_idle_seconds_follow_cells(
     ws = await jp_ws_fetch("api", "kernels", kernel_id, "channels")
     session = Session()
     try:
+        # The watcher subscribes to the kernel's IOPub asynchronously; a status sent before
+        # the subscription took effect is never seen. Run empty cells until one has been.
+        for _ in range(50):
+            warm_id, raw = ws_message(session, "execute_request", {"code": "", "silent": False})
+            await ws.write_message(raw)
+            await until_idle(ws, warm_id)
+            if (await api("kernels", kernel_id))[1]["execution_state"] == "idle":
+                break
+            await asyncio.sleep(0.1)
         code = SELF_CHECK.format(kernel_id=kernel_id)
         msg_id, raw = ws_message(session, "execute_request", {"code": code, "silent": False})
         await ws.write_message(raw)
