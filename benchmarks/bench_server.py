@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 CLIENT_IDS = 20
 
@@ -77,18 +77,10 @@ def running_server(tmp: Path) -> Iterator[tuple[str, str, int]]:
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/user/bench/"
     try:
-        deadline = time.monotonic() + 60
-        headers = {"Authorization": f"token {token}"}
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((tmp / "server.log").read_text()[-3000:])
-            try:
-                probe = httpx.get(f"{url}jupyter-recap/api/capabilities", headers=headers)
-                if probe.status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
+        from labserver import wait_until_up
+
+        # Probe our own route: the server is up and the extension loaded.
+        wait_until_up(url, token, process, tmp / "server.log", "jupyter-recap/api/capabilities")
         yield url, token, process.pid
     finally:
         process.terminate()

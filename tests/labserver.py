@@ -129,7 +129,7 @@ def running_lab(
     process = subprocess.Popen(command, env=server_env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
     try:
-        _wait_until_up(url, token, process, tmp / "lab.log")
+        wait_until_up(url, token, process, tmp / "lab.log")
         yield LabServer(url, token, root)
     finally:
         process.terminate()
@@ -140,18 +140,25 @@ def running_lab(
         log.close()
 
 
-def _wait_until_up(url: str, token: str, process: subprocess.Popen[bytes], log: Path) -> None:
+def wait_until_up(
+    url: str,
+    token: str,
+    process: subprocess.Popen[bytes],
+    log: Path,
+    probe: str = "api/status",
+) -> None:
+    """Wait until GET ``url + probe`` answers 200; raise with the log's tail if it never does."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited early:\n{log.read_text()[-3000:]}")
+            raise RuntimeError(f"the server exited early:\n{log.read_text()[-3000:]}")
         try:
             request = urllib.request.Request(
-                f"{url}api/status", headers={"Authorization": f"token {token}"}
+                f"{url}{probe}", headers={"Authorization": f"token {token}"}
             )
             with urllib.request.urlopen(request, timeout=2) as response:
                 if response.status == 200:
                     return
         except OSError:
             time.sleep(0.3)
-    raise RuntimeError(f"jupyter lab did not start:\n{log.read_text()[-3000:]}")
+    raise RuntimeError(f"the server did not start:\n{log.read_text()[-3000:]}")

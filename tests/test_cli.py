@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cliutil import VENV_BIN, offline_env
 
 from jupyter_recap import cli, service
 from jupyter_recap.errors import NotebookError
@@ -17,26 +17,6 @@ from jupyter_recap.errors import NotebookError
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
 DEMO = ROOT / "notebooks" / "demo_agent_session.ipynb"
-VENV_BIN = Path(sys.executable).parent
-
-#: Anything that could send a test's notebook to a real model.
-NETWORK_ENV = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "OPENROUTER_API_KEY",
-    "OLLAMA_HOST",
-    "JUPYTER_RECAP_DEBUG",
-)
-
-
-def offline_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in NETWORK_ENV}
-    env["JUPYTER_RECAP_MODEL"] = "offline"
-    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
-    env.update(extra)
-    return env
 
 
 def recap(

@@ -11,23 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from cliutil import offline_env
 
 from jupyter_recap import cli
 from jupyter_recap.sessionfiles import SessionRecord, uuid7
 from jupyter_recap.sessions import SessionStore, SessionWriter
 from jupyter_recap.transcript import Transcript
 
-VENV_BIN = Path(sys.executable).parent
-NETWORK_ENV = (
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "OPENROUTER_API_KEY",
-    "OLLAMA_HOST",
-    "JUPYTER_RECAP_DEBUG",
-    "JPY_SESSION_NAME",
-)
 ID_A = "0190a1b2-0000-7000-8000-000000000001"
 ID_B = "0190a1b2-0000-7000-8000-000000000002"
 
@@ -69,9 +59,7 @@ def make_session(
 
 
 def run(*args: str | Path, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in NETWORK_ENV}
-    env.update(JUPYTER_RECAP_MODEL="offline", JUPYTER_RECAP_HOME=str(home))
-    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    env = offline_env(JUPYTER_RECAP_HOME=str(home))
     return subprocess.run(
         [sys.executable, "-m", "jupyter_recap.cli", *map(str, args)],
         capture_output=True,

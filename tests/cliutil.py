@@ -1,0 +1,29 @@
+"""The environment the CLI tests run the real command in: offline, no keys, the venv's tools."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+VENV_BIN = Path(sys.executable).parent
+
+#: Anything that could send a test's notebook to a real model, or tie it to a live notebook.
+NETWORK_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENROUTER_API_KEY",
+    "OLLAMA_HOST",
+    "JUPYTER_RECAP_DEBUG",
+    "JPY_SESSION_NAME",
+)
+
+
+def offline_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in NETWORK_ENV}
+    env["JUPYTER_RECAP_MODEL"] = "offline"
+    env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
+    env.update(extra)
+    return env
