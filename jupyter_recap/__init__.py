@@ -1,8 +1,10 @@
 """jupyter_recap: short "where was I?" recaps of the LLM agent sessions run in a notebook.
 
 ``%load_ext jupyter_recap`` records agent cells; ``%recap`` shows a recap now. The public Python
-API (``Transcript``, ``current``, ``build_context``, ``generate_recap``, ``Recap``) is loaded on
-first use so that importing the package in a kernel stays cheap.
+API is loaded on first use so that importing the package in a kernel stays cheap: the transcript
+(``Transcript``, ``current``), recaps (``build_context``, ``draft_recap``, ``generate_recap``) and
+the agent's working state, meant to be offered to a model as tools (``todo_write``,
+``tasks_prompt``, ``remember``, ``recall``, ``forget``, ``memory_prompt``).
 """
 
 from __future__ import annotations
@@ -13,19 +15,37 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .context import build_context
+    from .errors import InputError
     from .service import Recap, RecapResult, draft_recap, generate_recap
+    from .tasks import Task
     from .transcript import Transcript, current
+    from .workstate import (
+        forget,
+        memory_prompt,
+        recall,
+        remember,
+        tasks_prompt,
+        todo_write,
+    )
 
 __all__ = [
+    "InputError",
     "Recap",
     "RecapResult",
+    "Task",
     "Transcript",
     "__version__",
     "build_context",
     "current",
     "draft_recap",
+    "forget",
     "generate_recap",
     "load_ipython_extension",
+    "memory_prompt",
+    "recall",
+    "remember",
+    "tasks_prompt",
+    "todo_write",
     "unload_ipython_extension",
 ]
 
@@ -37,6 +57,14 @@ _LAZY = {
     "RecapResult": "service",
     "draft_recap": "service",
     "generate_recap": "service",
+    "InputError": "errors",
+    "Task": "tasks",
+    "todo_write": "workstate",
+    "tasks_prompt": "workstate",
+    "remember": "workstate",
+    "recall": "workstate",
+    "forget": "workstate",
+    "memory_prompt": "workstate",
 }
 
 

@@ -23,6 +23,7 @@ from ._version import __version__
 from .errors import ConfigError, NotebookError, StoreError
 
 if TYPE_CHECKING:
+    from .framing import Framing
     from .settings import Recap as RecapSettings
     from .transcript import Transcript
 
@@ -166,7 +167,10 @@ def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     if transcript.prompt_count == 0:
         looked_for = ", ".join(f"%%{m}" for m in magics) or "no agent magics configured"
         return _no_recap(f"no agent cells in {path} (looked for {looked_for})", as_json)
-    return _recap(transcript, settings, model=model, as_json=as_json, extra={})
+    from .framing import notebook_framing
+
+    framing = notebook_framing(path, enabled=bool(settings.memory))
+    return _recap(transcript, settings, framing, model=model, as_json=as_json, extra={})
 
 
 def _recap_session(id_or_prefix: str, *, model: str | None, as_json: bool) -> int:
@@ -177,12 +181,17 @@ def _recap_session(id_or_prefix: str, *, model: str | None, as_json: bool) -> in
     extra: dict[str, str | None] = {"session_id": record.id}
     if transcript.prompt_count == 0:
         return _no_recap(f"session {record.id} has no prompts", as_json, extra)
-    return _recap(transcript, Recap(), model=model, as_json=as_json, extra=extra)
+    from .framing import record_framing
+
+    settings = Recap()
+    framing = record_framing(record, enabled=bool(settings.memory))
+    return _recap(transcript, settings, framing, model=model, as_json=as_json, extra=extra)
 
 
 def _recap(
     transcript: Transcript,
     settings: RecapSettings,
+    framing: Framing,
     *,
     model: str | None,
     as_json: bool,
@@ -191,7 +200,7 @@ def _recap(
     from .service import draft_recap
 
     _check_model(model, settings, transcript.active_model)
-    result = draft_recap(transcript, model=model, settings=settings, trigger="cli")
+    result = draft_recap(transcript, model=model, settings=settings, trigger="cli", framing=framing)
     recap = result.recap
     if recap is None:
         return _no_recap(result.reason, as_json, extra)

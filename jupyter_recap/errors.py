@@ -4,6 +4,7 @@
 
     RecapError                     anything the recap machinery can report
     ├── ConfigError                a setting or model id that cannot be used
+    ├── InputError                 a task list or memory note that cannot be stored (a ValueError)
     ├── NotebookError              a notebook file that is missing or not a notebook
     ├── Cancelled                  the draft was cancelled (input arrived, extension unloaded)
     ├── StoreError                 a session id that is unknown, ambiguous or not an id
@@ -29,6 +30,13 @@ class RecapError(Exception):
 
 class ConfigError(RecapError):
     """A setting, model id or command-line option that cannot be used as given."""
+
+
+class InputError(RecapError, ValueError):
+    """A task list or memory note that cannot be stored as given; nothing was changed.
+
+    It is also a ``ValueError``, so an agent's tool wrapper can catch it as bad arguments.
+    """
 
 
 class NotebookError(RecapError):

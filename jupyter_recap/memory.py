@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .debuglog import get_logger
-from .errors import ConfigError, RecapError
+from .errors import InputError, RecapError
 from .sessionfiles import FILE_MODE, ensure_dir, store_dir, write_atomic
+from .textutil import shorten
 
 KINDS = ("fact", "decision", "gotcha", "command")
 MAX_ENTRIES = 300
@@ -65,7 +66,7 @@ class Entry:
             raise ValueError("bad last_hit")
         try:
             kind, text = check_kind(data.get("kind")), check_text(data.get("text"))
-        except ConfigError as error:
+        except InputError as error:
             raise ValueError(str(error)) from None
         return cls(kind, text, float(created), hits, None if last is None else float(last))
 
@@ -86,24 +87,24 @@ class CompactResult:
 
 
 def check_kind(kind: object) -> str:
-    """``kind`` lower-cased if it is one of :data:`KINDS`, else ConfigError."""
+    """``kind`` lower-cased if it is one of :data:`KINDS`, else InputError."""
     value = kind.strip().lower() if isinstance(kind, str) else ""
     if value not in KINDS:
-        raise ConfigError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
+        raise InputError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     return value
 
 
 def check_text(text: object) -> str:
-    """``text`` stripped if it is one line of 1 to :data:`MAX_TEXT` characters, else ConfigError."""
+    """``text`` stripped if it is one line of 1 to :data:`MAX_TEXT` characters, else InputError."""
     if not isinstance(text, str):
-        raise ConfigError("a note must be text")
+        raise InputError("a note must be text")
     value = text.strip()
     if not value:
-        raise ConfigError("a note needs some text")
+        raise InputError("a note needs some text")
     if len(value.splitlines()) > 1:
-        raise ConfigError("a note must be one self-contained line (no newlines)")
+        raise InputError("a note must be one self-contained line (no newlines)")
     if len(value) > MAX_TEXT:
-        raise ConfigError(f"a note is at most {MAX_TEXT} characters (this one has {len(value)})")
+        raise InputError(f"a note is at most {MAX_TEXT} characters (this one has {len(value)})")
     return value
 
 
@@ -134,24 +135,51 @@ class MemoryStore:
         self.path = self.root / f"{digest}.json"
         self.lock_path = self.root / f"{digest}.lock"
         self.disabled = disabled
+        self._warnings: list[str] = []
+        self._cache: tuple[tuple[int, int, int], list[Entry]] | None = None
+
+    def take_warnings(self) -> list[str]:
+        """Warnings not yet shown to anyone (a corrupt file moved aside); reading clears them."""
+        taken, self._warnings = self._warnings, []
+        return taken
 
     # -- reading ---------------------------------------------------------------------------
 
     def entries(self) -> list[Entry]:
-        """Every note, oldest first."""
-        if self.disabled or not self.path.exists():
+        """Every note, oldest first (copies: changing them changes nothing stored)."""
+        return [dataclasses.replace(e) for e in self._current()]
+
+    def _current(self) -> list[Entry]:
+        """The stored notes, shared with the cache: read them, never change them."""
+        if self.disabled:
             return []
-        with self._locked():
-            return self._load()
+        # Writers replace the file atomically, so reading needs no lock; an unchanged file
+        # (same inode, size and mtime) is not parsed again. Recaps read it on every draft.
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            return []
+        key = (info.st_ino, info.st_size, info.st_mtime_ns)
+        cached = self._cache
+        if cached is None or cached[0] != key:
+            try:
+                entries = _parse(self.path.read_bytes())
+            except FileNotFoundError:
+                return []
+            except ValueError:
+                with self._locked():  # moving a corrupt file aside is a write
+                    entries = self._load()
+            cached = self._cache = (key, entries)
+        return cached[1]
 
     def top(self, n: int = TOP_N) -> list[Entry]:
         """The ``n`` notes recalled most, then most recently used or written."""
         ranked = sorted(
-            enumerate(self.entries()),
+            enumerate(self._current()),
             key=lambda p: (p[1].hits, max(p[1].created, p[1].last_hit or 0.0), p[0]),
             reverse=True,
         )
-        return [entry for _, entry in ranked[: max(0, n)]]
+        return [dataclasses.replace(entry) for _, entry in ranked[: max(0, n)]]
 
     def prompt_block(self) -> str:
         """The block for an agent's system prompt: the top notes and a trust-but-verify line."""
@@ -174,19 +202,20 @@ class MemoryStore:
 
     # -- writing ---------------------------------------------------------------------------
 
-    def remember(self, kind: str, text: str) -> Entry:
-        """Store a note; ConfigError for a bad kind or text, a duplicate, or a full memory."""
+    def remember(self, kind: str, text: str) -> Entry | None:
+        """Store a note (None when memory is off); InputError for a bad kind or text, a
+        duplicate, or a full memory."""
         if self.disabled:
-            return Entry(str(kind), str(text).strip(), time.time())
+            return None
         entry = Entry(check_kind(kind), check_text(text), time.time())
         key = normalise(entry.text)
         with self._locked():
             entries = self._load()
             for old in entries:
                 if normalise(old.text) == key:
-                    raise ConfigError(f"already remembered: {old.line}")
+                    raise InputError(f"already remembered: {old.line}")
             if len(entries) >= MAX_ENTRIES:
-                raise ConfigError(
+                raise InputError(
                     f"memory is full ({MAX_ENTRIES} notes): run %recap compact-memory "
                     "or %forget some notes first"
                 )
@@ -199,7 +228,7 @@ class MemoryStore:
         if self.disabled:
             return []
         if not words:
-            raise ConfigError("recall needs at least one search term")
+            raise InputError("recall needs at least one search term")
         with self._locked():
             entries = self._load()
             matches = [
@@ -218,19 +247,21 @@ class MemoryStore:
         return found
 
     def forget(self, text: str, *, all_matches: bool = False) -> list[Entry]:
-        """Remove the note containing ``text``; several match → ConfigError unless all_matches."""
+        """Remove the note containing ``text``; several match → InputError unless all_matches."""
         if self.disabled:
             return []
         needle = " ".join(text.casefold().split())
         if not needle:
-            raise ConfigError("forget needs some text to match")
+            raise InputError("forget needs some text to match")
         with self._locked():
             entries = self._load()
             gone = [e for e in entries if needle in " ".join(e.text.casefold().split())]
             if len(gone) > 1 and not all_matches:
-                raise ConfigError(
-                    f"{len(gone)} notes match {text.strip()!r}: be more specific "
-                    "(or forget them all)"
+                shown = "; ".join(shorten(e.line, 70) for e in gone[:3])
+                more = f"; and {len(gone) - 3} more" if len(gone) > 3 else ""
+                raise InputError(
+                    f"{len(gone)} notes match {text.strip()!r} ({shown}{more}): "
+                    "be more specific, or forget them all"
                 )
             if gone:
                 self._save([e for e in entries if not any(e is g for g in gone)])
@@ -256,10 +287,8 @@ class MemoryStore:
             return CompactResult(False, why, n, n)
         try:
             merged = _parse_merge(merge([dataclasses.replace(e) for e in unused]), len(unused))
-        except (ConfigError, ValueError) as error:
+        except (ValueError, RecapError) as error:  # an unusable reply, or the model failed
             return CompactResult(False, f"memory unchanged: {error}", n, n)
-        except RecapError as error:
-            return CompactResult(False, f"memory unchanged: the model failed: {error}", n, n)
         sent = {(e.kind, e.text, e.created) for e in unused}
         with self._locked():
             entries = self._load()
@@ -297,20 +326,17 @@ class MemoryStore:
         except FileNotFoundError:
             return []
         try:
-            data = json.loads(raw)
-            if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
-                raise ValueError("not a memory file")
-            return [Entry.from_dict(item) for item in data["entries"]]
+            return _parse(raw)
         except ValueError as error:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             backup = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
             os.replace(self.path, backup)
-            get_logger().warning(
-                "memory: %s is corrupt (%s); moved to %s, starting afresh",
-                self.path,
-                error,
-                backup.name,
+            message = (
+                f"the project memory file was corrupt ({error}); it was moved to {backup} "
+                "and a fresh memory started"
             )
+            get_logger().warning("memory: %s", message)
+            self._warnings.append(message)
             return []
 
     def _save(self, entries: list[Entry]) -> None:
@@ -320,10 +346,20 @@ class MemoryStore:
             "entries": [e.to_dict() for e in entries],
         }
         write_atomic(self.path, json.dumps(data, ensure_ascii=False, indent=1).encode())
+        # Coarse file times and reused inodes could make the next stat look unchanged.
+        self._cache = None
+
+
+def _parse(raw: bytes) -> list[Entry]:
+    """The notes of a memory file's bytes; ValueError when it is not one."""
+    data = json.loads(raw)
+    if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
+        raise ValueError("not a memory file")
+    return [Entry.from_dict(item) for item in data["entries"]]
 
 
 def _parse_merge(reply: str, limit: int) -> list[tuple[str, str]]:
-    """The ``(kind, text)`` pairs of a merge reply; ValueError/ConfigError when it is unusable."""
+    """The ``(kind, text)`` pairs of a merge reply; ValueError (InputError) when it is unusable."""
     text = str(reply).strip()
     fenced = re.fullmatch(r"```[a-zA-Z]*\s*(.*?)\s*```", text, re.DOTALL)
     if fenced:

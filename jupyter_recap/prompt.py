@@ -22,7 +22,11 @@ where things stand so they can pick up again.
 Rules:
 - One to three short sentences of plain text: no markdown, no lists, no headings, no preamble.
 - Open with the overall task: what they are building, fixing or investigating.
-- Close with the concrete next step, when the transcript shows one.
+- Close with the concrete next step, when the transcript shows one. When the task framing
+  lists tasks, the next step is the task in progress unless the recent activity says otherwise,
+  and the progress (for example "3 of 5 tasks done") is worth a few words.
+- Project notes are background from earlier sessions: use them only where they bear on the
+  next step.
 - Orient rather than report: do not list what was done and do not replay tool calls.
 - If the last agent turn errored or was interrupted, say so plainly (for example "errored at …").
 - Name files, functions or cells where that helps.

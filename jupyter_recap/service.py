@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .context import build_context, fingerprint
 from .debuglog import get_logger
 from .errors import Cancelled, ConfigError, ProviderError, ProviderTimeout
+from .framing import NO_FRAMING, Framing
 from .offline import offline_recap
 from .prompt import SYSTEM_PROMPT, extract_recap, user_message
 from .providers.base import OFFLINE, CancelToken, CompletionRequest, ModelRef, Provider
@@ -83,7 +84,7 @@ def _default_settings() -> RecapSettings:
     return RecapSettings()
 
 
-def _default_factory(ref: ModelRef, env: Mapping[str, str]) -> Provider:
+def default_provider_factory(ref: ModelRef, env: Mapping[str, str]) -> Provider:
     from .models import make_provider
 
     return make_provider(ref, env)
@@ -96,16 +97,15 @@ def draft_recap(
     settings: RecapSettings | None = None,
     trigger: str = "manual",
     cancel: CancelToken | None = None,
-    extras: Sequence[str] = (),
-    open_task: str | None = None,
+    framing: Framing | None = None,
     env: Mapping[str, str] | None = None,
     stats: RecapStats | None = None,
     provider_factory: ProviderFactory | None = None,
 ) -> RecapResult:
     """Draft a recap of ``transcript`` (default: this kernel's). Never raises.
 
-    ``model`` overrides every setting for this call (``%recap --model M``). ``extras`` are short
-    framing lines (tasks, memory notes); ``open_task`` is the offline engine's fallback next step.
+    ``model`` overrides every setting for this call (``%recap --model M``). ``framing`` adds the
+    task list and memory notes (:mod:`jupyter_recap.framing`); without it there are none.
     """
     log = get_logger()
     try:
@@ -115,11 +115,10 @@ def draft_recap(
             settings=settings if settings is not None else _default_settings(),
             trigger=trigger,
             cancel=cancel or CancelToken(),
-            extras=extras,
-            open_task=open_task,
+            framing=framing or NO_FRAMING,
             env=os.environ if env is None else env,
             stats=stats if stats is not None else RecapStats(),
-            factory=provider_factory or _default_factory,
+            factory=provider_factory or default_provider_factory,
         )
     except Exception as error:
         log.exception("recap (%s) failed unexpectedly", trigger)
@@ -133,8 +132,7 @@ def _draft(
     settings: RecapSettings,
     trigger: str,
     cancel: CancelToken,
-    extras: Sequence[str],
-    open_task: str | None,
+    framing: Framing,
     env: Mapping[str, str],
     stats: RecapStats,
     factory: ProviderFactory,
@@ -143,7 +141,7 @@ def _draft(
 
     log = get_logger()
     context = build_context(
-        transcript, max_chars=int(settings.max_context_chars), extras=extras, env=env
+        transcript, max_chars=int(settings.max_context_chars), extras=framing.extras, env=env
     )
     if not context:
         return RecapResult(None, "nothing to recap yet: no agent activity was recorded")
@@ -168,7 +166,7 @@ def _draft(
         if cancel.cancelled:
             return RecapResult(None, "cancelled", tried, digest, len(context))
         if ref == OFFLINE:
-            text = offline_recap(transcript, open_task=open_task)
+            text = offline_recap(transcript, open_task=framing.open_task)
             if text is None:
                 return RecapResult(None, "nothing to recap yet", tried, digest, len(context))
             recap = Recap(text, OFFLINE.id, trigger, digest)

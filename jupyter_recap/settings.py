@@ -12,6 +12,7 @@ from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, vali
 from traitlets.config import Configurable
 
 _FALSE = {"0", "false", "no", "off"}
+MEMORY_ENV = "JUPYTER_RECAP_MEMORY"
 
 
 def env_flag(name: str, fallback: bool) -> bool:
@@ -89,6 +90,17 @@ class Recap(Configurable):
         help="""Also record ordinary cells (the head of their source and whether they failed) as
         activity around the agent turns.""",
     ).tag(config=True)
+
+    memory = Bool(
+        help="""Keep project memory: notes agents store with `jupyter_recap.remember` (or you with
+        `%remember`), shared by the notebooks of one project and shown to recaps. Off: nothing is
+        loaded or written. Defaults to on; JUPYTER_RECAP_MEMORY=0 in the environment turns it
+        off.""",
+    ).tag(config=True)
+
+    @default("memory")
+    def _memory_default(self) -> bool:
+        return env_flag(MEMORY_ENV, True)
 
     max_context_chars = Int(
         12000,

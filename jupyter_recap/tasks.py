@@ -2,7 +2,7 @@
 
 ``TaskList.write`` replaces the whole list at once (the agent restates its plan every time) and
 returns warnings; anything that cannot be stored is refused with a one-line
-:class:`~jupyter_recap.errors.ConfigError` and leaves the list as it was. The text views
+:class:`~jupyter_recap.errors.InputError` and leaves the list as it was. The text views
 (``progress_line``, ``render``, ``prompt_block``, ``context_line``) are pure functions of a
 sequence of tasks, so a recap can render a stored list without a ``TaskList``.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from jupyter_recap.errors import ConfigError
+from jupyter_recap.errors import InputError
 from jupyter_recap.textutil import shorten
 
 STATUSES = ("pending", "in_progress", "completed", "blocked")
@@ -26,7 +26,7 @@ TaskLike = Union["Task", dict[str, Any], str]
 
 @dataclass(frozen=True)
 class Task:
-    """One step of the plan; constructing an invalid task raises :class:`ConfigError`."""
+    """One step of the plan; constructing an invalid task raises :class:`InputError`."""
 
     text: str
     status: str = "pending"
@@ -35,19 +35,19 @@ class Task:
     def __post_init__(self) -> None:
         values: tuple[object, ...] = (self.text, self.note)  # dicts from JSON may hold anything
         if not all(isinstance(value, str) for value in values):
-            raise ConfigError("task text and note must be strings")
+            raise InputError("task text and note must be strings")
         text, note = self.text.strip(), self.note.strip()
         if not text:
-            raise ConfigError("task text is empty")
+            raise InputError("task text is empty")
         if len(text) > MAX_TEXT:
-            raise ConfigError(f"task text is {len(text)} characters; the limit is {MAX_TEXT}")
+            raise InputError(f"task text is {len(text)} characters; the limit is {MAX_TEXT}")
         if self.status not in STATUSES:
-            raise ConfigError(
+            raise InputError(
                 f"unknown task status {str(self.status)[:40]!r} for {shorten(text, 60)!r};"
                 f" use one of {', '.join(STATUSES)}"
             )
         if self.status == "blocked" and not note:
-            raise ConfigError(f"blocked task {shorten(text, 60)!r} needs a note saying why")
+            raise InputError(f"blocked task {shorten(text, 60)!r} needs a note saying why")
         object.__setattr__(self, "text", text)
         object.__setattr__(self, "note", note)
 
@@ -60,7 +60,7 @@ class Task:
             return cls(item)
         if isinstance(item, dict):
             return cls(item.get("text", ""), item.get("status", "pending"), item.get("note") or "")
-        raise ConfigError(f"a task must be a string or a dict, not {type(item).__name__}")
+        raise InputError(f"a task must be a string or a dict, not {type(item).__name__}")
 
     def to_dict(self) -> dict[str, str]:
         return {"text": self.text, "status": self.status, "note": self.note}
@@ -94,15 +94,15 @@ class TaskList:
         return iter(self._tasks)
 
     def write(self, tasks: Iterable[TaskLike]) -> list[str]:
-        """Replace the list; return warnings, or raise ``ConfigError`` leaving it unchanged."""
+        """Replace the list; return warnings, or raise ``InputError`` leaving it unchanged."""
         if isinstance(tasks, (str, dict)):
-            raise ConfigError("write() takes a list of tasks, not a single task")
+            raise InputError("write() takes a list of tasks, not a single task")
         new: list[Task] = []
         for number, item in enumerate(tasks, 1):
             try:
                 new.append(Task.coerce(item))
-            except ConfigError as error:
-                raise ConfigError(f"task {number}: {error}") from None
+            except InputError as error:
+                raise InputError(f"task {number}: {error}") from None
         self._tasks = tuple(new)
         return check(new)
 
@@ -120,7 +120,7 @@ class TaskList:
                     continue
                 try:
                     tasks.append(Task.coerce(item))
-                except ConfigError:
+                except InputError:
                     continue
         return cls(tasks)
 

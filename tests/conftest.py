@@ -23,6 +23,7 @@ _PROVIDER_ENV = (
     "OPENROUTER_API_KEY",
     "JUPYTER_RECAP_MODEL",
     "JUPYTER_RECAP_AUTO",
+    "JUPYTER_RECAP_MEMORY",
 )
 
 
@@ -56,15 +57,17 @@ def shell() -> Iterator[object]:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from jupyter_recap import transcript
+    from jupyter_recap import transcript, workstate
 
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
     InteractiveShell.clear_instance()
     ip = InteractiveShell.instance(config=config)  # display() publishes through the instance
     transcript.set_current(None)
+    workstate.set_current_state(None)
     yield ip
     if "jupyter_recap" in ip.extension_manager.loaded:
         ip.extension_manager.unload_extension("jupyter_recap")
     transcript.set_current(None)
+    workstate.set_current_state(None)
     InteractiveShell.clear_instance()

@@ -167,6 +167,8 @@ class LabPage:
                       text: root ? root.querySelector('.jp-RecapBanner-text').textContent : null,
                       model: root ? root.querySelector('.jp-RecapBanner-model').textContent : null,
                       reason: root ? root.dataset.reason : null,
+                      note: root ? ((n) => n.hidden ? null : n.textContent)(
+                        root.querySelector('.jp-RecapBanner-note')) : null,
                       visible_banners: [...document.querySelectorAll('.jp-RecapBanner')]
                         .filter(n => n.checkVisibility()).length,
                     };"""

@@ -10,10 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 from cliutil import offline_env
+from fakellm import FakeLLM
 
 from jupyter_recap import cli
+from jupyter_recap.memory import MemoryStore
 from jupyter_recap.sessionfiles import SessionRecord, uuid7
 from jupyter_recap.sessions import SessionStore, SessionWriter
 from jupyter_recap.transcript import Transcript
@@ -338,3 +341,53 @@ def test_listing_imports_no_kernel_or_network_stack(home: Path) -> None:
     )
     assert result.stderr.strip() == "0 []"
     assert len(result.stdout.splitlines()) == 15
+
+
+# -- tasks and project memory in a recap from the shell ---------------------------------------
+
+
+def test_recap_of_a_notebook_uses_its_tasks_and_notes(home: Path, project: Path) -> None:
+    notebook = project / "loader.ipynb"
+    nbformat.write(
+        nbformat.v4.new_notebook(
+            cells=[nbformat.v4.new_code_cell("%%ai openai:gpt-4o-mini\nfix the CSV loader")]
+        ),
+        notebook,
+    )
+    t = Transcript()
+    writer = SessionWriter(t, notebook=str(notebook))
+    t.user("fix the CSV loader", model="openai:gpt-4o-mini")
+    t.assistant("I read the loader.")
+    t.outcome("ok")
+    writer.set_tasks([{"text": "pin the date format", "status": "in_progress"}])
+    writer.close()
+    MemoryStore(project).remember("command", "pytest -x tests/test_loader.py")
+    for target in (notebook, writer.id):
+        lines = ok_lines(run(target, cwd=project, home=home))
+        assert lines[0].endswith("Next: pin the date format (0 of 1 tasks done).")
+    # a model sees both the list and the notes; with memory off, only the list
+    sent = model_request(notebook, project, home)
+    assert "Tasks 0/1 done; in progress: pin the date format" in sent
+    assert "[command] pytest -x tests/test_loader.py" in sent
+    sent = model_request(notebook, project, home, JUPYTER_RECAP_MEMORY="0")
+    assert "pin the date format" in sent and "pytest -x" not in sent
+
+
+def model_request(notebook: Path, project: Path, home: Path, **env: str) -> str:
+    """What ``jupyter recap NOTEBOOK --model openai:…`` sends to a local fake server."""
+    with FakeLLM() as fake:
+        result = subprocess.run(
+            [sys.executable, "-m", "jupyter_recap.cli", str(notebook), "--model", "openai:x"],
+            capture_output=True,
+            text=True,
+            cwd=project,
+            env=offline_env(
+                JUPYTER_RECAP_HOME=str(home),
+                OPENAI_API_KEY="sk-test",
+                OPENAI_BASE_URL=fake.url,
+                **env,
+            ),
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return json.dumps(fake.requests[0].body)

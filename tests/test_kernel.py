@@ -102,3 +102,5 @@ def test_the_live_demo_notebook_runs(tmp_path: Any) -> None:
             assert not [m for m in execute(kc, source) if m["msg_type"] == "error"], source
         out = stream_text(execute(kc, "%recap status"))
         assert "1 agent turns" in out and "away 15 s" in out
+        todos = stream_text(execute(kc, "%todos"))  # the stand-in agent keeps a plan
+        assert todos.startswith("tasks ####........ 1/3\n[x] copy customers and payments")

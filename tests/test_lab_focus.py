@@ -39,6 +39,14 @@ INVOICES_REPLY = (
     "Next: repoint it to customers_v2 and rerun the migration."
 )
 
+PLAN = """import jupyter_recap as jr
+jr.todo_write([
+    {"text": "migrate the billing tables to v2", "status": "completed"},
+    {"text": "repoint the invoices FK to customers_v2", "status": "in_progress"},
+    {"text": "migrate the remaining three tables", "status": "pending"},
+    {"text": "backfill the v2 audit log", "status": "blocked", "note": "waiting for DBA access"},
+])"""
+
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
@@ -105,6 +113,7 @@ def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> 
     ]
     replies = ["Migrated 4 of 7 tables; invoices.ts fails its FK check.", INVOICES_REPLY]
     tab = start(browser, lab, name, cells, run=3, replies=replies)
+    tab.kernel_exec(name, PLAN)
     tab.select_cell(name, 3)
     counts = tab.execution_counts(name)
 
@@ -114,6 +123,7 @@ def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> 
     assert "Migrate the billing tables to the v2 schema" in str(state["text"])
     assert "Next: repoint it to customers_v2 and rerun the migration." in str(state["text"])
     assert state["model"] == "offline" and state["reason"] == "away"
+    assert state["note"] == "tasks ###......... 1/4  1 blocked"  # the agent's task list
     # The output view (the one %load_ext displayed) stays hidden: exactly one banner shows.
     assert state["count"] == 1 and state["visible_banners"] == 1
     assert tab.execution_counts(name) == counts, "no cell ran"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_recap import memory
-from jupyter_recap.errors import ConfigError, ProviderTimeout
+from jupyter_recap.errors import InputError, ProviderTimeout
 from jupyter_recap.memory import CompactResult, Entry, MemoryStore, project_dir_for
 
 
@@ -72,7 +72,7 @@ def test_remember_fields(store: MemoryStore) -> None:
     ],
 )
 def test_bad_input(store: MemoryStore, kind: str, text: str, message: str) -> None:
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(InputError) as info:
         store.remember(kind, text)
     assert str(info.value) == message
     assert "\n" not in str(info.value)
@@ -92,14 +92,14 @@ def test_duplicates_refused(store: MemoryStore) -> None:
         "TESTS RUN WITH PYTEST -Q!!",
         " tests  run with pytest -q;",
     ):
-        with pytest.raises(ConfigError, match=r"already remembered: \[fact\] Tests run"):
+        with pytest.raises(InputError, match=r"already remembered: \[fact\] Tests run"):
             store.remember("command", text)
     assert len(store.entries()) == 1
 
 
 def test_the_301st_entry_is_refused(store: MemoryStore) -> None:
     fill(store, 300)
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(InputError) as info:
         store.remember("fact", "one too many")
     assert "300" in str(info.value)
     assert "%recap compact-memory" in str(info.value) and "%forget" in str(info.value)
@@ -125,7 +125,7 @@ def test_recall_and_hits(store: MemoryStore) -> None:
         "the api rate limit is 10/s": (2, True),
         "make api-docs builds the docs": (1, True),
     }
-    with pytest.raises(ConfigError, match="at least one search term"):
+    with pytest.raises(InputError, match="at least one search term"):
         store.recall("  ")
 
 
@@ -140,9 +140,12 @@ def test_forget(store: MemoryStore) -> None:
     store.remember("fact", "cache lives in /tmp/cache")
     store.remember("fact", "the cache is cleared nightly")
     store.remember("decision", "use duckdb")
-    with pytest.raises(ConfigError) as info:
+    with pytest.raises(InputError) as info:
         store.forget("CACHE")
-    assert str(info.value) == "2 notes match 'CACHE': be more specific (or forget them all)"
+    assert str(info.value) == (
+        "2 notes match 'CACHE' ([fact] cache lives in /tmp/cache; [fact] the cache is cleared"
+        " nightly): be more specific, or forget them all"
+    )
     assert len(store.entries()) == 3
     assert [e.text for e in store.forget("nightly")] == ["the cache is cleared nightly"]
     assert store.forget("no such note") == []
@@ -150,7 +153,7 @@ def test_forget(store: MemoryStore) -> None:
     gone = store.forget("cache", all_matches=True)
     assert len(gone) == 2
     assert [e.text for e in store.entries()] == ["use duckdb"]
-    with pytest.raises(ConfigError):
+    with pytest.raises(InputError):
         store.forget("")
 
 
@@ -209,7 +212,7 @@ def test_disabled(store: MemoryStore) -> None:
     assert off.entries() == [] and off.top() == [] and off.recall("stored") == []
     assert off.prompt_block() == "" and off.context_lines() == []
     assert off.forget("stored") == []
-    off.remember("bogus", "")
+    assert off.remember("bogus", "") is None
     assert not off.compact(lambda _: "[]").changed
     assert [e.text for e in store.entries()] == ["stored before"]
     assert store.entries()[0].hits == 0

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelutil import collect, execute, running_kernel, stream_text
+from kernelutil import collect, execute, running_kernel, stream_text, widget_states
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -79,3 +79,64 @@ def test_restart_resumes_with_a_recap_and_other_notebooks_stay_apart(tmp_path: P
         assert resumed.startswith(f"recap: resumed session {session_id}")
         bad = stream_text(execute(kc, "%recap resume ../etc"))
         assert bad.startswith("recap: not a session id") and bad.count("\n") == 1
+
+
+PLAN = """import jupyter_recap as jr
+jr.todo_write([
+    {"text": "read the loader", "status": "completed"},
+    {"text": "make two-digit years parse as 19xx", "status": "in_progress"},
+    "add a regression test",
+])"""
+
+
+ADVANCE = """import threading
+def advance():
+    jr.todo_write([
+        {"text": "read the loader", "status": "completed"},
+        {"text": "make two-digit years parse as 19xx", "status": "completed"},
+        {"text": "add a regression test", "status": "in_progress"},
+    ])"""
+
+
+def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    notebook = str(tmp_path / "loader.ipynb")
+    with running_kernel(env_for(store, notebook)) as kc:
+        execute(kc, SETUP)
+        loaded = execute(kc, "%load_ext jupyter_recap")
+        (banner,) = [
+            m["content"]["data"][WIDGET_VIEW]["model_id"]
+            for m in loaded
+            if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
+        ]
+        execute(kc, "agent.script.append(lambda p: print('I read the loader.'))")
+        execute(kc, "%%agent\nfix the CSV loader's date parsing")
+        execute(kc, PLAN)
+        # An agent working in a background thread moves on a second after the recap is shown.
+        execute(kc, ADVANCE)
+        messages = execute(kc, "threading.Timer(1.0, advance).start()\n%recap")
+        shown = [s for s in widget_states(messages, banner) if "text" in s]
+        assert shown[-1]["state"] == "shown"
+        assert shown[-1]["text"].endswith(
+            "Next: make two-digit years parse as 19xx (1 of 3 tasks done)."
+        )
+        assert shown[-1]["note"] == "tasks ####........ 1/3"
+        # the banner's progress line follows the list without any cell being run
+        later = widget_states(collect(kc, 2.5), banner)
+        assert later == [{"note": "tasks ########.... 2/3"}]
+        assert "saved" in stream_text(execute(kc, "%recap save"))
+
+    # A restart brings the list back with the session, and the resume recap uses it.
+    with running_kernel(env_for(store, notebook)) as kc:
+        execute(kc, SETUP)
+        messages = execute(kc, "%load_ext jupyter_recap") + collect(kc, 2)
+        shown = [s for s in banner_states(messages) if s.get("state") == "shown"]
+        assert shown and shown[-1]["reason"] == "resume"
+        assert shown[-1]["text"].endswith("Next: add a regression test (2 of 3 tasks done).")
+        assert shown[-1]["note"] == "tasks ########.... 2/3"
+        assert stream_text(execute(kc, "%todos")) == (
+            "tasks ########.... 2/3\n"
+            "[x] read the loader\n"
+            "[x] make two-digit years parse as 19xx\n"
+            "[~] add a regression test\n"
+        )

@@ -62,6 +62,24 @@ async def test_recap_with_the_offline_engine(api: Any) -> None:
 
 
 @asynctest
+async def test_recap_uses_the_stored_task_list(api: Any) -> None:
+    transcript = Transcript()
+    transcript.user("fix the flaky CSV loader in utils")
+    transcript.assistant("I read utils/loader.py.")  # names no next step
+    writer = SessionWriter(transcript, notebook="a.ipynb", kernel_id="k1", delay=60)
+    writer.set_tasks(
+        [
+            {"text": "read utils/loader.py", "status": "completed", "note": ""},
+            {"text": "pin the date format", "status": "in_progress", "note": ""},
+        ]
+    )
+    writer.close()
+    code, answer = await api("sessions", writer.id, "recap", **recap_post())
+    assert code == 200
+    assert answer["recap"].endswith("Next: pin the date format (1 of 2 tasks done).")
+
+
+@asynctest
 async def test_no_recap_is_a_200_with_the_reason(api: Any) -> None:
     session = make_session("tune the model")
     body = {"model": "openai:gpt-4o-mini"}  # no OPENAI_API_KEY in the tests' environment

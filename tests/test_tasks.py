@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_recap.errors import ConfigError
+from jupyter_recap.errors import InputError
 from jupyter_recap.tasks import (
     Task,
     TaskList,
@@ -94,7 +94,7 @@ def test_no_warning_when_all_done_or_only_blocked() -> None:
 def test_write_refuses_and_leaves_list_unchanged(bad: Any, message: str) -> None:
     task_list = written(PLAN)
     before = task_list.tasks
-    with pytest.raises(ConfigError, match=message) as caught:
+    with pytest.raises(InputError, match=message) as caught:
         task_list.write(["fine", bad])
     assert str(caught.value).startswith("task 2: ")
     assert "\n" not in str(caught.value)
@@ -109,7 +109,7 @@ def test_text_of_exactly_400_chars_is_accepted() -> None:
 
 def test_write_refuses_a_single_task_instead_of_a_list() -> None:
     task_list = written(PLAN)
-    with pytest.raises(ConfigError, match="list of tasks"):
+    with pytest.raises(InputError, match="list of tasks"):
         task_list.write("update docs")
     assert len(task_list) == 5
 

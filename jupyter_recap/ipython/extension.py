@@ -16,7 +16,9 @@ from ..feed import FocusFeed, find_server, kernel_id_from_connection_file
 from ..service import Recap, RecapResult, RecapStats
 from ..sessions import SessionRecord, SessionStore, SessionWriter
 from ..settings import Recap as RecapSettings
+from ..tasks import Task, progress_line
 from ..transcript import Transcript, current
+from ..workstate import current_state
 from .recorder import Recorder
 from .triggers import Surface, TriggerRunner
 
@@ -31,23 +33,28 @@ class RecapExtension:
 
     def __init__(self, shell: Any, transcript: Transcript | None = None) -> None:
         from .magics import RecapMagics
+        from .statemagics import WorkStateMagics
 
         self.shell = shell
         self.settings = RecapSettings(parent=shell)
         self.transcript = transcript if transcript is not None else current()
+        self.state = current_state()
+        """The task list and project memory (shared with ``jupyter_recap.todo_write`` & co)."""
         self.stats = RecapStats()
         self.last_recap: Recap | None = None
         self.last_result: RecapResult | None = None
         self.focus_source = "none"
         """Where focus reports come from; "none" means the idle fallback is in charge."""
         self.recorder = Recorder(shell, self.transcript, self.settings)
-        self.magics = RecapMagics(shell, extension=self)
+        self.magics = [RecapMagics(shell, extension=self), WorkStateMagics(shell, extension=self)]
         self.runner = TriggerRunner(
             self.transcript,
             self.settings,
             self.stats,
             Surface(show=self._show, clear=self._clear, drafting=self._drafting),
+            framing=self.state.framing,
         )
+        self._unsubscribe_tasks: Any = None
         self._banner: Any = None
         self.feed: FocusFeed | None = None
         self.writer: SessionWriter | None = None
@@ -61,7 +68,11 @@ class RecapExtension:
         self.recorder.events.on_input.append(self.runner.user_input)
         self.recorder.events.on_cell_end.append(self.runner.cell_ended)
         self.recorder.attach()
-        self.shell.register_magics(self.magics)
+        for magics in self.magics:
+            self.shell.register_magics(magics)
+        self.state.memory_enabled = bool(self.settings.memory)
+        self.settings.observe(self._on_memory_setting, names=["memory"])
+        self._unsubscribe_tasks = self.state.subscribe(self._on_tasks)
         self.runner.start()
         atexit.register(self.runner.stop)
         resumed = self._attach_session()
@@ -86,11 +97,16 @@ class RecapExtension:
             self.feed = None
         self.runner.stop()
         self.recorder.detach()
+        if self._unsubscribe_tasks is not None:
+            self._unsubscribe_tasks()
+            self._unsubscribe_tasks = None
+        self.settings.unobserve(self._on_memory_setting, names=["memory"])
         manager = self.shell.magics_manager
-        for name in self.magics.magics.get("line", {}):
-            manager.magics["line"].pop(name, None)
-        manager.registry.pop(type(self.magics).__name__, None)
-        for configurable in (self.settings, self.magics):
+        for magics in self.magics:
+            for name in magics.magics.get("line", {}):
+                manager.magics["line"].pop(name, None)
+            manager.registry.pop(type(magics).__name__, None)
+        for configurable in (self.settings, *self.magics):
             while configurable in self.shell.configurables:
                 self.shell.configurables.remove(configurable)
         if self._banner is not None:
@@ -134,6 +150,7 @@ class RecapExtension:
                 if latest is not None:
                     record, stored = store.load(latest.id)
                     self.transcript.restore(stored.entries)
+                    self.state.restore_tasks(record.tasks)
                     resumed = True
         except RecapError as error:
             get_logger().warning("sessions: could not resume: %s", error)
@@ -146,6 +163,9 @@ class RecapExtension:
         self.writer = SessionWriter(
             self.transcript, store=store, record=record, notebook=self.notebook
         )
+        tasks = [task.to_dict() for task in self.state.tasks]
+        if self.writer.record.tasks != tasks:  # e.g. a list written before the extension loaded
+            self.writer.set_tasks(tasks)
         _live_session = self.writer.id
         self.stats.on_tokens = self.writer.add_tokens
 
@@ -155,8 +175,10 @@ class RecapExtension:
         record, stored = store.load(id_or_prefix)  # StoreError for a bad or unknown id
         if self.writer is not None:
             self.writer.close()
+            self.writer = None  # the restored task list belongs to the new record only
         self.runner.feed(self.engine.user_input)  # a new story: drop what was in flight
         self.transcript.restore(stored.entries)
+        self.state.restore_tasks(record.tasks)
         self._start_writer(store, record)
         return record
 
@@ -212,7 +234,20 @@ class RecapExtension:
         self.last_recap = recap
         self.transcript.recap(recap.text, model=recap.model)
         if self.has_widgets:
-            self.banner.show(recap.text, recap.model, reason=recap.reason)
+            note = progress_line(self.state.tasks)
+            self.banner.show(recap.text, recap.model, reason=recap.reason, note=note)
+
+    def _on_tasks(self, tasks: tuple[Task, ...]) -> None:
+        """The task list changed: save it with the session, refresh a shown banner's line."""
+        if self.writer is not None:
+            self.writer.set_tasks([task.to_dict() for task in tasks])
+        banner = self._banner
+        if banner is not None and banner.state == "shown":
+            with contextlib.suppress(Exception):  # the comm may already be gone at shutdown
+                banner.note = progress_line(tasks)
+
+    def _on_memory_setting(self, change: Any) -> None:
+        self.state.memory_enabled = bool(change["new"])
 
     def _clear(self) -> None:
         if self._banner is not None:
@@ -240,52 +275,6 @@ class RecapExtension:
         if result.recap is None and self.has_widgets and job is not None:
             self.banner.fail(result.reason, model=result.model or "")
         return result
-
-    def status_lines(self) -> list[str]:
-        """The engine part of ``%recap status``."""
-        engine = self.engine
-        state = engine.status()
-        now = time.monotonic()
-        if state["focused"] is None:
-            focus = "not reported yet (idle fallback armed after a turn)"
-        else:
-            since = now - (state["focus_changed_at"] or now)
-            focus = f"{'here' if state['focused'] else 'away'} for {since:.0f} s"
-        deadline = state["next_deadline"]
-        timer = f"in {max(deadline - now, 0):.1f} s" if deadline is not None else "none armed"
-        counters = engine.counters
-        last = "none yet"
-        if counters.last_shown_at is not None:
-            last = f"{now - counters.last_shown_at:.0f} s ago ({counters.last_reason})"
-        feed = self.feed
-        if feed is None:
-            server = "no focus feed (no jupyter_recap server started this kernel)"
-        elif feed.connected:
-            server = f"focus feed connected to {feed.server.url} (found via {feed.server.how})"
-        else:
-            why = feed.stopped_because or feed.last_error or "connecting"
-            server = f"focus feed to {feed.server.url} not connected: {why}"
-        writer = self.writer
-        session = (
-            "not recorded"
-            if writer is None
-            else (
-                f"{writer.id[:8]} ({writer.record.turns} prompts, {writer.writes} writes) "
-                f"in {writer.store.root}"
-            )
-        )
-        return [
-            f"session:     {session}",
-            f"focus:       {focus}; source: {self.focus_source}",
-            f"server:      {server}",
-            f"engine:      next timer {timer}; pending {state['pending']}; "
-            f"in flight: {state['in_flight'] or 'nothing'}; "
-            f"turn running: {state['turn_running']}",
-            f"last shown:  {last}",
-            f"drafts:      {counters.drafts_started} started, {counters.saved_by_dedupe} "
-            f"saved by dedupe, {counters.skipped_no_activity} skipped (no agent turn yet), "
-            f"{counters.discarded_stale} discarded as stale, {counters.cancelled} cancelled",
-        ]
 
 
 def load(shell: Any) -> RecapExtension:

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import time
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
-from ..debuglog import log_path
-from ..errors import ConfigError, RecapError
+from ..errors import RecapError
+from .statemagics import compact_memory_now
+from .status import status_report
 
 if TYPE_CHECKING:
     from .extension import RecapExtension
 
-USAGE = "usage: %recap [--model M] | status | on | off | save | sessions [--all] | resume ID"
+USAGE = (
+    "usage: %recap [--model M] | status | on | off | save | sessions [--all] | resume ID"
+    " | compact-memory [--model M]"
+)
 
 
 @magics_class
@@ -37,20 +40,29 @@ class RecapMagics(Magics):
         %recap save         write this session's record now
         %recap sessions     the last 15 sessions of this notebook (--all: of every notebook)
         %recap resume ID    continue a stored session (any unique id prefix) and recap it
+        %recap compact-memory [--model M]
+                            have a model merge the project notes nobody has recalled yet
+                            (only past 60 notes with at least two never recalled)
         """
         try:
             words = shlex.split(line)
         except ValueError as error:
             print(f"recap: {error}; {USAGE}")
             return
-        if not words:
-            self._manual(None)
-        elif words[0] == "--model" and len(words) == 2:
-            self._manual(words[1])
-        elif words[0].startswith("--model=") and len(words) == 1:
-            self._manual(words[0].partition("=")[2])
+        if not words or words[0].startswith("--model"):
+            model, ok = _model_option(words)
+            if ok:
+                self._manual(model)
+            else:
+                print(f"recap: unknown arguments {line.strip()!r}; {USAGE}")
+        elif words[0] == "compact-memory":
+            model, ok = _model_option(words[1:])
+            if ok:
+                compact_memory_now(self.extension, model)
+            else:
+                print(f"recap: unknown arguments {line.strip()!r}; {USAGE}")
         elif words == ["status"]:
-            print(self._status())
+            print(status_report(self.extension))
         elif words in (["on"], ["off"]):
             self.extension.settings.auto = words[0] == "on"
             print(f"recap: automatic recaps {words[0]}")
@@ -104,38 +116,13 @@ class RecapMagics(Magics):
         print(f"recap: resumed session {record.id[:8]}: {record.title}")
         self._manual(None)
 
-    def _status(self) -> str:
-        from ..models import resolve_models
 
-        ext = self.extension
-        settings = ext.settings
-        try:
-            why = resolve_models(
-                settings.model,
-                fast_model=settings.fast_model,
-                active_model=ext.transcript.active_model,
-                env=os.environ,
-            ).why
-        except ConfigError as error:
-            why = f"unusable setting: {error}"
-        stats = ext.stats
-        auto = "on" if settings.auto else "off"
-        lines = [
-            f"model:       {why}",
-            f"automatic:   {auto} (away {settings.away_seconds:g} s, after a turn "
-            f"{settings.post_turn_seconds:g} s, idle fallback {settings.idle_seconds:g} s)",
-            *ext.status_lines(),
-            f"transcript:  {len(ext.transcript)} entries, "
-            f"{ext.transcript.completed_turns} agent turns",
-            f"calls:       {stats.calls} made, {ext.engine.counters.saved_by_dedupe} saved by "
-            f"dedupe, {stats.failures} failed; tokens {stats.tokens_in} in / "
-            f"{stats.tokens_out} out",
-        ]
-        if ext.last_recap is not None:
-            age = int(time.time() - ext.last_recap.created)
-            lines.append(f"last recap:  {age} s ago via {ext.last_recap.model}")
-        elif ext.last_result is not None:
-            lines.append(f"last try:    no recap ({ext.last_result.reason})")
-        path = log_path()
-        lines.append(f"debug log:   {path if path is not None else 'off'}")
-        return "\n".join(lines)
+def _model_option(words: list[str]) -> tuple[str | None, bool]:
+    """``[]``, ``["--model", M]`` or ``["--model=M"]`` → (M or None, True); else (None, False)."""
+    if not words:
+        return None, True
+    if words[0] == "--model" and len(words) == 2:
+        return words[1], True
+    if words[0].startswith("--model=") and len(words) == 1:
+        return words[0].partition("=")[2], True
+    return None, False

@@ -27,6 +27,7 @@ from ..engine import (
     ShowRecap,
     StartDraft,
 )
+from ..framing import NO_FRAMING, Framing
 from ..providers.base import CancelToken
 from ..service import RecapResult, RecapStats, draft_recap
 from ..transcript import Entry, Transcript
@@ -61,8 +62,11 @@ class TriggerRunner:
         stats: RecapStats,
         surface: Surface,
         clock: Callable[[], float] = time.monotonic,
+        framing: Callable[[], Framing] = lambda: NO_FRAMING,
     ) -> None:
         self.transcript = transcript
+        self.framing = framing
+        """The task list and memory notes a recap adds (read at each draft and fingerprint)."""
         self.settings = settings
         self.stats = stats
         self.surface = surface
@@ -143,9 +147,12 @@ class TriggerRunner:
 
     def fingerprint(self) -> str:
         """The fingerprint of what a recap would see now (the dedupe and staleness key)."""
-        return fingerprint(
-            build_context(self.transcript, max_chars=int(self.settings.max_context_chars))
+        context = build_context(
+            self.transcript,
+            max_chars=int(self.settings.max_context_chars),
+            extras=self.framing().extras,
         )
+        return fingerprint(context)
 
     def manual(self, model: str | None) -> tuple[DraftJob | None, str | None]:
         """Start a manual draft; returns its job, or None and the refusal."""
@@ -219,6 +226,7 @@ class TriggerRunner:
             settings=self.settings,
             trigger=draft.reason,
             cancel=job.cancel,
+            framing=self.framing(),
             stats=self.stats,
         )
         job.result = result

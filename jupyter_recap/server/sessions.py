@@ -17,6 +17,7 @@ from tornado import web
 
 from .. import sessionfiles as files
 from ..errors import StoreError
+from ..framing import record_framing
 from ..providers.base import CancelToken
 from ..service import RecapResult, draft_recap
 from ..sessions import SessionStore
@@ -92,6 +93,7 @@ class SessionRecapHandler(RecapHandler):
         model = self._model_override()
         record, transcript = await asyncio.to_thread(_load, session_id)
         settings = self.recap_settings()
+        framing = await asyncio.to_thread(record_framing, record, enabled=bool(settings.memory))
         token = self._cancel = CancelToken()
         if self._gone:  # hung up while the session was loading
             token.cancel()
@@ -102,6 +104,7 @@ class SessionRecapHandler(RecapHandler):
             settings=settings,
             trigger="http",
             cancel=token,
+            framing=framing,
         )
         if self._gone:
             return

@@ -1,0 +1,200 @@
+"""``%todos``, ``%remember``, ``%recall``, ``%forget``, ``%notes`` and ``%recap compact-memory``.
+
+The people's side of the agent API in :mod:`jupyter_recap.workstate`: the same task list and
+the same project memory, shown as plain text. Bad input prints one line and changes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.magic import Magics, line_magic, magics_class
+
+from ..debuglog import get_logger
+from ..errors import RecapError
+from ..memory import KINDS, Entry
+from ..providers.base import CancelToken
+from ..tasks import check, render
+from ..workstate import WorkState
+
+if TYPE_CHECKING:
+    from ..memory import CompactResult
+    from .extension import RecapExtension
+
+MEMORY_OFF = "project memory is turned off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
+
+
+def _entry_line(entry: Entry) -> str:
+    return f"{entry.hits:>5}  {entry.kind:<9} {entry.text}"
+
+
+def _print_warnings(state: WorkState) -> None:
+    for message in state.memory.take_warnings():
+        print(f"warning: {message}")
+
+
+@magics_class
+class WorkStateMagics(Magics):
+    """The task list and project memory, for the person at the notebook."""
+
+    def __init__(self, shell: Any, *, extension: RecapExtension) -> None:
+        super().__init__(shell)
+        self.extension = extension
+
+    @property
+    def state(self) -> WorkState:
+        return self.extension.state
+
+    @line_magic
+    def todos(self, line: str = "") -> None:
+        """Show the task list the agent keeps (jupyter_recap.todo_write).
+
+        %todos          the progress line, then [x] done, [~] in progress, [ ] pending, [!] blocked
+        %todos clear    empty the list
+        """
+        words = line.split()
+        if words == ["clear"]:
+            self.state.todo_write([])
+            print("todos: the task list is now empty")
+            return
+        if words:
+            print(f"todos: unknown arguments {line.strip()!r}; usage: %todos [clear]")
+            return
+        tasks = self.state.tasks
+        if not tasks:
+            print("todos: no task list yet (an agent writes one with jupyter_recap.todo_write)")
+            return
+        print(render(tasks))
+        for problem in check(tasks):
+            print(f"warning: {problem}")
+
+    @line_magic
+    def remember(self, line: str = "") -> None:
+        """Keep a note for later sessions of this project: %remember KIND TEXT.
+
+        KIND is fact, decision, gotcha or command; TEXT is one self-contained line of at most
+        400 characters, e.g. %remember command the tests run with pytest -x tests/
+        """
+        kind, _, text = line.strip().partition(" ")
+        if not kind or not text.strip():
+            print(f"remember: usage: %remember KIND TEXT (KIND is one of {', '.join(KINDS)})")
+            return
+        self._memory_call("remember", lambda: self._remembered(kind, text))
+
+    def _remembered(self, kind: str, text: str) -> None:
+        entry = self.state.remember(kind, text)
+        if entry is not None:
+            print(f"remembered {entry.line}")
+
+    @line_magic
+    def recall(self, line: str = "") -> None:
+        """The newest notes (at most 15) containing every one of the terms: %recall TERMS."""
+        if not line.strip():
+            print("recall: usage: %recall TERMS (every term must appear)")
+            return
+        self._memory_call("recall", lambda: self._recalled(line))
+
+    def _recalled(self, terms: str) -> None:
+        found = self.state.recall(terms)
+        if not found:
+            print(f"recall: no note contains all of {terms.strip()!r}")
+        for entry in found:
+            print(entry.line)
+
+    @line_magic
+    def forget(self, line: str = "") -> None:
+        """Remove the note containing TEXT: %forget TEXT (--all: every note containing it)."""
+        text = line.strip()
+        everything = text.startswith("--all ") or text == "--all"
+        if everything:
+            text = text[len("--all") :].strip()
+        if not text:
+            print("forget: usage: %forget [--all] TEXT")
+            return
+        self._memory_call("forget", lambda: self._forgotten(text, everything))
+
+    def _forgotten(self, text: str, everything: bool) -> None:
+        gone = self.state.forget(text, all_matches=everything)
+        if not gone:
+            print(f"forget: no note contains {text!r}")
+        for entry in gone:
+            print(f"forgot {entry.line}")
+
+    @line_magic
+    def notes(self, line: str = "") -> None:
+        """Every note of this project's memory, with its kind and how often it was recalled."""
+        if line.strip():
+            print("notes: usage: %notes")
+            return
+        self._memory_call("notes", self._listed)
+
+    def _listed(self) -> None:
+        store = self.state.memory
+        entries = store.entries()
+        if not entries:
+            print(f"notes: none yet for {store.project_dir}; %remember KIND TEXT keeps one")
+            return
+        recalled = sum(e.hits > 0 for e in entries)
+        print(f"{len(entries)} notes for {store.project_dir} ({recalled} recalled at least once)")
+        print(" hits  kind      note")
+        for entry in entries:
+            print(_entry_line(entry))
+
+    def _memory_call(self, name: str, call: Any) -> None:
+        """Run a memory command: memory off, bad input or a file problem is one line."""
+        if not self.state.memory_enabled:
+            print(f"{name}: {MEMORY_OFF}")
+            return
+        try:
+            call()
+        except (RecapError, OSError) as error:
+            print(f"{name}: {error}")
+        _print_warnings(self.state)
+
+
+def compact_memory_now(ext: RecapExtension, model: str | None) -> None:
+    """``%recap compact-memory``: merge in a worker thread; an interrupt cancels it."""
+    from ..compaction import compact_memory
+
+    state = ext.state
+    if not state.memory_enabled:
+        print(f"recap: {MEMORY_OFF}")
+        return
+    cancel = CancelToken()
+    outcome: list[CompactResult | RecapError] = []
+
+    def work() -> None:
+        try:
+            outcome.append(
+                compact_memory(
+                    state.memory,
+                    settings=ext.settings,
+                    model=model,
+                    active_model=ext.transcript.active_model,
+                    stats=ext.stats,
+                    cancel=cancel,
+                )
+            )
+        except RecapError as error:  # a --model that cannot be used at all
+            outcome.append(error)
+        except Exception as error:  # noqa: BLE001 - reported below, never a thread traceback
+            get_logger().exception("memory: compaction failed")
+            outcome.append(RecapError(f"compaction failed ({error}); the memory is unchanged"))
+
+    worker = threading.Thread(target=work, name="jupyter-recap-compact", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.05)
+    except KeyboardInterrupt:
+        cancel.cancel()
+        worker.join(5)  # the model call aborts at once; a merge already done is reported
+        if not outcome:
+            print("recap: compaction cancelled; the memory is unchanged")
+            return
+    _print_warnings(state)
+    if isinstance(outcome[0], RecapError):
+        print(f"recap: {outcome[0]}")
+    else:
+        print(f"recap: {outcome[0].message}")

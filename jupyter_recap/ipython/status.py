@@ -1,0 +1,109 @@
+"""``%recap status``: which engine would answer and why, the triggers, the stored state."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from ..debuglog import log_path
+from ..errors import ConfigError
+from ..tasks import context_line
+
+if TYPE_CHECKING:
+    from .extension import RecapExtension
+
+
+def status_report(ext: RecapExtension) -> str:
+    """Every line of ``%recap status``."""
+    from ..models import resolve_models
+
+    settings = ext.settings
+    try:
+        why = resolve_models(
+            settings.model,
+            fast_model=settings.fast_model,
+            active_model=ext.transcript.active_model,
+            env=os.environ,
+        ).why
+    except ConfigError as error:
+        why = f"unusable setting: {error}"
+    stats = ext.stats
+    auto = "on" if settings.auto else "off"
+    lines = [
+        f"model:       {why}",
+        f"automatic:   {auto} (away {settings.away_seconds:g} s, after a turn "
+        f"{settings.post_turn_seconds:g} s, idle fallback {settings.idle_seconds:g} s)",
+        *_engine_lines(ext),
+        f"transcript:  {len(ext.transcript)} entries, {ext.transcript.completed_turns} agent turns",
+        f"tasks:       {context_line(ext.state.tasks, 200) or 'no task list'}",
+        f"memory:      {_memory_line(ext)}",
+        f"calls:       {stats.calls} made, {ext.engine.counters.saved_by_dedupe} saved by "
+        f"dedupe, {stats.failures} failed; tokens {stats.tokens_in} in / "
+        f"{stats.tokens_out} out",
+    ]
+    if ext.last_recap is not None:
+        age = int(time.time() - ext.last_recap.created)
+        lines.append(f"last recap:  {age} s ago via {ext.last_recap.model}")
+    elif ext.last_result is not None:
+        lines.append(f"last try:    no recap ({ext.last_result.reason})")
+    path = log_path()
+    lines.append(f"debug log:   {path if path is not None else 'off'}")
+    return "\n".join(lines)
+
+
+def _memory_line(ext: RecapExtension) -> str:
+    state = ext.state
+    if not state.memory_enabled:
+        return "off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
+    store = state.memory
+    try:
+        count = len(store.entries())
+    except OSError as error:
+        return f"unreadable: {error}"
+    return f"{count} notes for {store.project_dir} (in {store.path})"
+
+
+def _engine_lines(ext: RecapExtension) -> list[str]:
+    state = ext.engine.status()
+    now = time.monotonic()
+    if state["focused"] is None:
+        focus = "not reported yet (idle fallback armed after a turn)"
+    else:
+        since = now - (state["focus_changed_at"] or now)
+        focus = f"{'here' if state['focused'] else 'away'} for {since:.0f} s"
+    deadline = state["next_deadline"]
+    timer = f"in {max(deadline - now, 0):.1f} s" if deadline is not None else "none armed"
+    counters = ext.engine.counters
+    last = "none yet"
+    if counters.last_shown_at is not None:
+        last = f"{now - counters.last_shown_at:.0f} s ago ({counters.last_reason})"
+    feed = ext.feed
+    if feed is None:
+        server = "no focus feed (no jupyter_recap server started this kernel)"
+    elif feed.connected:
+        server = f"focus feed connected to {feed.server.url} (found via {feed.server.how})"
+    else:
+        why = feed.stopped_because or feed.last_error or "connecting"
+        server = f"focus feed to {feed.server.url} not connected: {why}"
+    writer = ext.writer
+    session = (
+        "not recorded"
+        if writer is None
+        else (
+            f"{writer.id[:8]} ({writer.record.turns} prompts, {writer.writes} writes) "
+            f"in {writer.store.root}"
+        )
+    )
+    return [
+        f"session:     {session}",
+        f"focus:       {focus}; source: {ext.focus_source}",
+        f"server:      {server}",
+        f"engine:      next timer {timer}; pending {state['pending']}; "
+        f"in flight: {state['in_flight'] or 'nothing'}; "
+        f"turn running: {state['turn_running']}",
+        f"last shown:  {last}",
+        f"drafts:      {counters.drafts_started} started, {counters.saved_by_dedupe} "
+        f"saved by dedupe, {counters.skipped_no_activity} skipped (no agent turn yet), "
+        f"{counters.discarded_stale} discarded as stale, {counters.cancelled} cancelled",
+    ]
