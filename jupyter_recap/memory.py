@@ -271,8 +271,9 @@ class MemoryStore:
         """Merge the never-recalled notes with ``merge`` (a model); recalled notes are kept as is.
 
         ``merge`` gets only the unused notes and returns JSON text of a list of
-        ``{"kind", "text"}``. A reply that does not parse, has a bad item or is not smaller
-        leaves the store untouched. The model is called without holding the lock.
+        ``{"kind", "text"}``. A reply that does not parse, has a bad item or holds more notes
+        than it was sent leaves the store untouched. The model is called without holding the
+        lock.
         """
         if self.disabled:
             return CompactResult(False, "memory is turned off")

@@ -7,6 +7,7 @@ import contextlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..debuglog import get_logger
@@ -54,7 +55,7 @@ class RecapExtension:
             Surface(show=self._show, clear=self._clear, drafting=self._drafting),
             framing=self.state.framing,
         )
-        self._unsubscribe_tasks: Any = None
+        self._unsubscribe_tasks: Callable[[], None] | None = None
         self._banner: Any = None
         self.feed: FocusFeed | None = None
         self.writer: SessionWriter | None = None
