@@ -391,3 +391,50 @@ def model_request(notebook: Path, project: Path, home: Path, **env: str) -> str:
         )
         assert result.returncode == 0, result.stderr
         return json.dumps(fake.requests[0].body)
+
+
+def test_notes_of_a_project(home: Path, project: Path) -> None:
+    (project / ".git").mkdir()
+    store = MemoryStore(project)
+    store.remember("gotcha", "the loader drops rows with a BOM")
+    store.remember("command", "pytest -x tests/test_loader.py")
+    store.recall("BOM")
+    expected = [
+        f"2 notes for {project} (1 recalled at least once)",
+        " hits  kind      note",
+        "    1  gotcha    the loader drops rows with a BOM",
+        "    0  command   pytest -x tests/test_loader.py",
+    ]
+    assert ok_lines(run("--notes", cwd=project / "sub", home=home)) == expected
+    notebook = project / "sub" / "loader.ipynb"
+    notebook.write_text("{}")
+    assert ok_lines(run("--notes", notebook, cwd=home.parent, home=home)) == expected
+    listed = json.loads(run("--notes", "--json", cwd=project, home=home).stdout)
+    assert listed["project"] == str(project)
+    assert [(n["kind"], n["hits"]) for n in listed["notes"]] == [("gotcha", 1), ("command", 0)]
+    assert MemoryStore(project).entries()[1].hits == 0  # listing counts no hits
+
+
+def test_notes_errors(home: Path, project: Path) -> None:
+    assert ok_lines(run("--notes", cwd=project, home=home)) == [f"No notes yet for {project}."]
+    missing = one_line_error(run("--notes", project / "nope.ipynb", cwd=project, home=home))
+    assert missing.startswith("jupyter recap: no such notebook or directory:")
+    both = one_line_error(run("--notes", "--sessions", cwd=project, home=home))
+    assert both == "jupyter recap: --sessions and --notes do not go together"
+    env = offline_env(JUPYTER_RECAP_HOME=str(home), JUPYTER_RECAP_MEMORY="0")
+    off = subprocess.run(
+        [sys.executable, "-m", "jupyter_recap.cli", "--notes"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        timeout=120,
+    )
+    assert off.returncode == 1 and off.stdout == ""
+    assert off.stderr == "jupyter recap: project memory is turned off (JUPYTER_RECAP_MEMORY=0)\n"
+    MemoryStore(project).remember("fact", "soon garbled")
+    MemoryStore(project).path.write_text("garbage")
+    result = run("--notes", cwd=project, home=home)
+    assert result.returncode == 0 and result.stdout == f"No notes yet for {project}.\n"
+    assert result.stderr.startswith("jupyter recap: warning: the project memory file was corrupt")
+    assert result.stderr.count("\n") == 1

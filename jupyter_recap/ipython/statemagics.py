@@ -13,7 +13,8 @@ from IPython.core.magic import Magics, line_magic, magics_class
 
 from ..debuglog import get_logger
 from ..errors import RecapError
-from ..memory import KINDS, Entry
+from ..memory import KINDS
+from ..noteslist import format_notes
 from ..providers.base import CancelToken
 from ..tasks import check, render
 from ..workstate import WorkState
@@ -23,10 +24,6 @@ if TYPE_CHECKING:
     from .extension import RecapExtension
 
 MEMORY_OFF = "project memory is turned off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
-
-
-def _entry_line(entry: Entry) -> str:
-    return f"{entry.hits:>5}  {entry.kind:<9} {entry.text}"
 
 
 def _print_warnings(state: WorkState) -> None:
@@ -131,15 +128,8 @@ class WorkStateMagics(Magics):
 
     def _listed(self) -> None:
         store = self.state.memory
-        entries = store.entries()
-        if not entries:
-            print(f"notes: none yet for {store.project_dir}; %remember KIND TEXT keeps one")
-            return
-        recalled = sum(e.hits > 0 for e in entries)
-        print(f"{len(entries)} notes for {store.project_dir} ({recalled} recalled at least once)")
-        print(" hits  kind      note")
-        for entry in entries:
-            print(_entry_line(entry))
+        empty = f"notes: none yet for {store.project_dir}; %remember KIND TEXT keeps one"
+        print(format_notes(store.entries(), store.project_dir, empty=empty))
 
     def _memory_call(self, name: str, call: Any) -> None:
         """Run a memory command: memory off, bad input or a file problem is one line."""

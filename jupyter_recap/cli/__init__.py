@@ -1,7 +1,8 @@
 """``jupyter recap NOTEBOOK.ipynb``: a recap of a saved notebook's agent session, from a terminal.
 
-Also ``jupyter recap ID`` (a stored session, by any unique id prefix of 4+ hex digits) and
-``jupyter recap --sessions [NOTEBOOK] [--all] [--limit N]`` (a listing of stored sessions).
+Also ``jupyter recap ID`` (a stored session, by any unique id prefix of 4+ hex digits),
+``jupyter recap --sessions [NOTEBOOK] [--all] [--limit N]`` (a listing of stored sessions) and
+``jupyter recap --notes [NOTEBOOK|DIR]`` (the project memory a notebook's recaps draw on).
 
 Exit codes are a contract for scripts: 0 a recap (or a listing) was printed, 1 there is none (the
 reason is on stderr), 2 bad usage (unknown option, missing or unreadable notebook, unknown or
@@ -12,38 +13,37 @@ never a traceback. The listing path imports neither IPython, httpx nor tornado.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
-import time
-from typing import IO, TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from ._version import __version__
-from .errors import ConfigError, NotebookError, StoreError
+from .._version import __version__
+from ..errors import ConfigError, NotebookError, StoreError
+from .common import (
+    DEFAULT_LIMIT,
+    EXIT_NO_RECAP,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    UsageError,
+    fail,
+    print_json,
+)
+from .lists import list_notes, list_sessions
 
 if TYPE_CHECKING:
-    from .framing import Framing
-    from .settings import Recap as RecapSettings
-    from .transcript import Transcript
-
-PROG = "jupyter recap"
-EXIT_OK, EXIT_NO_RECAP, EXIT_USAGE = 0, 1, 2
+    from ..framing import Framing
+    from ..settings import Recap as RecapSettings
+    from ..transcript import Transcript
 
 #: Set to show the traceback of an unexpected failure instead of one line.
 DEBUG_ENV = "JUPYTER_RECAP_DEBUG"
-
-#: Sessions listed by ``--sessions`` unless ``--limit`` says otherwise.
-DEFAULT_LIMIT = 15
 
 #: What a session id (or a prefix of one) given instead of a notebook looks like.
 _SESSION_ID = re.compile(r"^[0-9a-fA-F-]{4,36}$")
 _HEX_OR_DASH = re.compile(r"^[0-9a-fA-F-]+$")
 _MIN_HEX_DIGITS = 4
-
-
-class _UsageError(Exception):
-    """Bad usage found after parsing; carries the one-line message."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the current directory",
     )
     parser.add_argument(
+        "--notes",
+        action="store_true",
+        help="list the project memory notes of NOTEBOOK (or of a directory; default: the "
+        "current one): the git repository around it, or its directory",
+    )
+    parser.add_argument(
         "--all",
         action="store_true",
         help="with --sessions: list the sessions of every notebook",
@@ -109,26 +115,30 @@ def main(argv: list[str] | None = None) -> int:
     _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
+        if args.sessions and args.notes:
+            raise UsageError("--sessions and --notes do not go together")
         if args.sessions:
-            return _list_sessions(args)
+            return list_sessions(args)
         if args.all or args.limit is not None:
-            raise _UsageError("--all and --limit only go with --sessions")
+            raise UsageError("--all and --limit only go with --sessions")
+        if args.notes:
+            return list_notes(args.target, as_json=args.json)
         if args.target is None:
-            raise _UsageError(
+            raise UsageError(
                 "no notebook given: jupyter recap NOTEBOOK.ipynb (or a session ID, or --sessions)"
             )
         session_id = _session_id(args.target)
         if session_id is not None:
             return _recap_session(session_id, model=args.model, as_json=args.json)
         return _recap_notebook(args.target, model=args.model, as_json=args.json)
-    except (_UsageError, NotebookError, ConfigError, StoreError) as error:
-        return _fail(str(error), EXIT_USAGE)
+    except (UsageError, NotebookError, ConfigError, StoreError) as error:
+        return fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
         return 130  # the shell convention for "interrupted"; no traceback for Ctrl+C
     except Exception as error:  # one line, never a traceback, unless debugging
         if os.environ.get(DEBUG_ENV):
             raise
-        return _fail(
+        return fail(
             f"internal error: {type(error).__name__}: {error} (set {DEBUG_ENV}=1 for details)",
             EXIT_NO_RECAP,
         )
@@ -147,17 +157,17 @@ def _session_id(target: str) -> str | None:
     if os.path.exists(target):
         return None
     if _HEX_OR_DASH.match(target):
-        raise _UsageError(f"not a session id: {target!r} (an id or its first 4 or more hex digits)")
+        raise UsageError(f"not a session id: {target!r} (an id or its first 4 or more hex digits)")
     shown = target if len(target) <= 40 else target[:37] + "..."
-    raise _UsageError(
+    raise UsageError(
         f"{shown!r} is neither a notebook (.ipynb) nor a session id (4 or more hex digits)"
     )
 
 
 def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     # Imported here so that --help and usage errors stay instant.
-    from .notebook import read_notebook
-    from .settings import Recap
+    from ..notebook import read_notebook
+    from ..settings import Recap
 
     settings = Recap()
     magics = [str(m) for m in settings.agent_magics]
@@ -167,21 +177,21 @@ def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     if transcript.prompt_count == 0:
         looked_for = ", ".join(f"%%{m}" for m in magics) or "no agent magics configured"
         return _no_recap(f"no agent cells in {path} (looked for {looked_for})", as_json)
-    from .framing import notebook_framing
+    from ..framing import notebook_framing
 
     framing = notebook_framing(path, enabled=bool(settings.memory))
     return _recap(transcript, settings, framing, model=model, as_json=as_json, extra={})
 
 
 def _recap_session(id_or_prefix: str, *, model: str | None, as_json: bool) -> int:
-    from .sessions import SessionStore
-    from .settings import Recap
+    from ..sessions import SessionStore
+    from ..settings import Recap
 
     record, transcript = SessionStore().load(id_or_prefix)  # StoreError: unknown or ambiguous
     extra: dict[str, str | None] = {"session_id": record.id}
     if transcript.prompt_count == 0:
         return _no_recap(f"session {record.id} has no prompts", as_json, extra)
-    from .framing import record_framing
+    from ..framing import record_framing
 
     settings = Recap()
     framing = record_framing(record, enabled=bool(settings.memory))
@@ -197,7 +207,7 @@ def _recap(
     as_json: bool,
     extra: dict[str, str | None],
 ) -> int:
-    from .service import draft_recap
+    from ..service import draft_recap
 
     _check_model(model, settings, transcript.active_model)
     result = draft_recap(transcript, model=model, settings=settings, trigger="cli", framing=framing)
@@ -205,54 +215,11 @@ def _recap(
     if recap is None:
         return _no_recap(result.reason, as_json, extra)
     if as_json:
-        _print_json({**extra, "recap": recap.text, "model": recap.model, "reason": result.reason})
+        print_json({**extra, "recap": recap.text, "model": recap.model, "reason": result.reason})
     else:
         print(recap.text)
         print(f"— {recap.model}")
     return EXIT_OK
-
-
-def _list_sessions(args: argparse.Namespace) -> int:
-    """``--sessions``: print the listing (or the "none" line) and return 0."""
-    # Only the store and the formatter: no IPython, traitlets, httpx or tornado on this path.
-    from .sessionfiles import SessionSummary, session_ids
-    from .sessionlist import format_sessions
-    from .sessions import SessionStore
-
-    limit = DEFAULT_LIMIT if args.limit is None else args.limit
-    if limit < 1:
-        raise _UsageError(f"--limit must be 1 or more, not {limit}")
-    if args.all and args.target is not None:
-        raise _UsageError("--sessions takes a NOTEBOOK or --all, not both")
-    store = SessionStore()
-    if args.all:
-        records = store.records()
-        empty = f"No sessions stored yet (in {store.root})."
-    elif args.target is not None:
-        notebook = os.path.abspath(args.target)
-        records = store.records(notebook)
-        empty = f"No sessions stored for {notebook}."
-    else:
-        under = os.getcwd()
-        records = [r for r in store.records() if r.notebook and _is_under(r.notebook, under)]
-        empty = f"No sessions stored for notebooks under {under}."
-    summaries = [SessionSummary.of(r) for r in records[:limit]]
-    if args.json:
-        print(json.dumps([s.to_dict() for s in summaries], ensure_ascii=False))
-        return EXIT_OK
-    listing = format_sessions(
-        summaries,
-        time.time(),
-        show_notebook=args.target is None,
-        known_ids=session_ids(store.root),  # so that each prefix works as `jupyter recap ID`
-        empty=empty,
-    )
-    print(listing)
-    return EXIT_OK
-
-
-def _is_under(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(os.path.join(directory, ""))
 
 
 def _check_model(model: str | None, settings: RecapSettings, active_model: str | None) -> None:
@@ -260,7 +227,7 @@ def _check_model(model: str | None, settings: RecapSettings, active_model: str |
 
     ``draft_recap`` never raises, so a bad ``--model`` would otherwise look like "no recap".
     """
-    from .models import resolve_models
+    from ..models import resolve_models
 
     resolve_models(
         str(settings.model),
@@ -273,19 +240,8 @@ def _check_model(model: str | None, settings: RecapSettings, active_model: str |
 
 def _no_recap(reason: str, as_json: bool, extra: dict[str, str | None] | None = None) -> int:
     if as_json:
-        _print_json({**(extra or {}), "recap": None, "model": None, "reason": reason})
-    return _fail(reason, EXIT_NO_RECAP)
-
-
-def _print_json(payload: dict[str, str | None]) -> None:
-    print(json.dumps(payload, ensure_ascii=False))
-
-
-def _fail(message: str, code: int, stream: IO[str] | None = None) -> int:
-    # One line, whatever the message holds: scripts read stderr line by line.
-    line = " ".join(message.split())
-    print(f"{PROG}: {line}", file=stream or sys.stderr)
-    return code
+        print_json({**(extra or {}), "recap": None, "model": None, "reason": reason})
+    return fail(reason, EXIT_NO_RECAP)
 
 
 def _tolerate_unencodable_output() -> None:
@@ -294,7 +250,3 @@ def _tolerate_unencodable_output() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="replace")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

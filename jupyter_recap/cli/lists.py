@@ -1,0 +1,77 @@
+"""``jupyter recap --sessions`` and ``--notes``: listings of what is stored.
+
+Only the stores and the formatters: no IPython, traitlets, httpx or tornado on these paths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from .common import DEFAULT_LIMIT, EXIT_NO_RECAP, EXIT_OK, PROG, UsageError, fail
+
+
+def list_sessions(args: argparse.Namespace) -> int:
+    """``--sessions``: print the listing (or the "none" line) and return 0."""
+    from ..sessionfiles import SessionSummary, session_ids
+    from ..sessionlist import format_sessions
+    from ..sessions import SessionStore
+
+    limit = DEFAULT_LIMIT if args.limit is None else args.limit
+    if limit < 1:
+        raise UsageError(f"--limit must be 1 or more, not {limit}")
+    if args.all and args.target is not None:
+        raise UsageError("--sessions takes a NOTEBOOK or --all, not both")
+    store = SessionStore()
+    if args.all:
+        records = store.records()
+        empty = f"No sessions stored yet (in {store.root})."
+    elif args.target is not None:
+        notebook = os.path.abspath(args.target)
+        records = store.records(notebook)
+        empty = f"No sessions stored for {notebook}."
+    else:
+        under = os.getcwd()
+        records = [r for r in store.records() if r.notebook and _is_under(r.notebook, under)]
+        empty = f"No sessions stored for notebooks under {under}."
+    summaries = [SessionSummary.of(r) for r in records[:limit]]
+    if args.json:
+        print(json.dumps([s.to_dict() for s in summaries], ensure_ascii=False))
+        return EXIT_OK
+    listing = format_sessions(
+        summaries,
+        time.time(),
+        show_notebook=args.target is None,
+        known_ids=session_ids(store.root),  # so that each prefix works as `jupyter recap ID`
+        empty=empty,
+    )
+    print(listing)
+    return EXIT_OK
+
+
+def list_notes(place: str | None, *, as_json: bool) -> int:
+    """``--notes``: the memory of the project around ``place`` (reading counts no hits)."""
+    from ..framing import memory_enabled, project_memory
+    from ..noteslist import format_notes
+
+    if place is not None and not os.path.exists(place):
+        raise UsageError(f"no such notebook or directory: {place}")
+    if not memory_enabled():
+        return fail("project memory is turned off (JUPYTER_RECAP_MEMORY=0)", EXIT_NO_RECAP)
+    store = project_memory(place)
+    entries = store.entries()
+    for warning in store.take_warnings():
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    if as_json:
+        notes = [entry.to_dict() for entry in entries]
+        print(json.dumps({"project": str(store.project_dir), "notes": notes}, ensure_ascii=False))
+    else:
+        print(format_notes(entries, store.project_dir))
+    return EXIT_OK
+
+
+def _is_under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(os.path.join(directory, ""))
