@@ -12,12 +12,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Kind = Literal[
     "user", "assistant", "tool_call", "tool_result", "code", "summary", "outcome", "recap", "meta"
 ]
 Outcome = Literal["ok", "errored", "aborted"]
+
+_now = time.time
 
 #: Longest text kept for one entry; longer text keeps its head and tail around a marker.
 MAX_ENTRY_CHARS = 4000
@@ -88,9 +90,10 @@ class Transcript:
         self._prompts: list[int] = []
         self._summary: int | None = None
         self._turns = 0
-        # (kinds or None for all, listener); a tuple list replaced on change, so append can
-        # iterate it without copying under the lock.
+        # (kinds or None for all, listener), and the listeners of each kind worked out from
+        # them: both replaced on change, so append looks up one tuple, without copying.
         self._listeners: tuple[tuple[frozenset[str] | None, Listener], ...] = ()
+        self._routes: dict[str, tuple[Listener, ...]] = {}
         self.active_model: str | None = None
         """The model named by the most recent agent prompt (``provider:model``), if any."""
         for entry in entries or ():
@@ -113,10 +116,9 @@ class Transcript:
             )
         with self._lock:
             self._add(entry)
-            listeners = self._listeners
-        for kinds, listener in listeners:
-            if kinds is None or entry.kind in kinds:
-                listener(self, entry)
+            listeners = self._routes.get(entry.kind, ())
+        for listener in listeners:
+            listener(self, entry)
         return entry
 
     def restore(self, entries: Iterable[Entry]) -> None:
@@ -172,7 +174,8 @@ class Transcript:
         cell_id: str | None = None,
     ) -> Entry:
         """Record an ordinary cell (its source) and, when it failed, the error."""
-        return self.append(Entry("code", source, cell_id=cell_id, error=error, count=count))
+        # Positional, with the time given: one of these is made for every cell.
+        return self.append(Entry("code", source, _now(), cell_id, None, error, count))
 
     def summary(self, text: str) -> Entry:
         """Record a compaction or branch summary: distilled framing for later recaps."""
@@ -224,13 +227,20 @@ class Transcript:
         """
         item = (frozenset(kinds) if kinds is not None else None, listener)
         with self._lock:
-            self._listeners = (*self._listeners, item)
+            self._set_listeners((*self._listeners, item))
 
         def unsubscribe() -> None:
             with self._lock:
-                self._listeners = tuple(i for i in self._listeners if i is not item)
+                self._set_listeners(tuple(i for i in self._listeners if i is not item))
 
         return unsubscribe
+
+    def _set_listeners(self, listeners: tuple[tuple[frozenset[str] | None, Listener], ...]) -> None:
+        self._listeners = listeners
+        self._routes = {
+            kind: tuple(fn for kinds, fn in listeners if kinds is None or kind in kinds)
+            for kind in get_args(Kind)
+        }
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -150,3 +150,19 @@ def test_restore_rebuilds_the_indexes_without_telling_listeners() -> None:
     assert heard == []
     assert build_context(t) == build_context(stored)
     assert (t.prompt_count, t.completed_turns) == (stored.prompt_count, stored.completed_turns)
+
+
+def test_listeners_hear_only_their_kinds_until_they_unsubscribe() -> None:
+    t = jr.Transcript()
+    turns: list[str] = []
+    everything: list[str] = []
+    stop_turns = t.subscribe(lambda _, e: turns.append(e.kind), kinds=("user", "outcome"))
+    t.subscribe(lambda _, e: everything.append(e.kind))
+    with t.turn("fix the loader"):
+        t.tool_call("read", "loader.py")
+        t.assistant("done")
+    t.code("x = 1")
+    stop_turns()
+    t.user("and the tests")
+    assert turns == ["user", "outcome"]
+    assert everything == ["user", "tool_call", "assistant", "outcome", "code", "user"]

@@ -88,8 +88,30 @@ class Recorder:
 
     def pre_run_cell(self, info: Any) -> None:
         """Start of a cell: note it, and tee the outputs of an agent cell."""
+        # This and post_run_cell run around every cell: the common path (an ordinary cell)
+        # is kept to a few attribute reads and one append, without extra calls.
+        self._run = None
         try:
-            self._pre_run_cell(info)
+            raw = info.raw_cell or ""
+            if info.silent or not info.store_history:
+                return  # frontends' internal executions (completion, inspectors, widgets)
+            # Most cells hold no magic at all; only those with a "%" need parsing.
+            agent = None
+            if "%" in raw:
+                if is_recap_only_cell(raw):
+                    return
+                agent = parse_agent_cell(raw, self._agent_magics)
+            elif not raw or raw.isspace():
+                return
+            for callback in self.events.on_input:
+                callback()
+            tap = None
+            if agent is not None:
+                tap = OutputTap(self.shell)
+                tap.start()
+                model = agent.model or self._default_agent_model()
+                self.transcript.user(agent.body, model=model, cell_id=info.cell_id)
+            self._run = _Run(raw, info.cell_id, agent, tap)
         except Exception:  # noqa: BLE001 - recording must never break a cell
             get_logger().exception("recorder failed before a cell")
             self._run = None
@@ -99,51 +121,28 @@ class Recorder:
         run, self._run = self._run, None
         if run is None:
             return
-        if run.tap is not None:
-            run.tap.stop()
         try:
-            self._post_run_cell(run, result)
+            if run.agent is None:
+                if self._record_code:
+                    error = result.error_before_exec or result.error_in_exec
+                    self.transcript.code(
+                        run.source,
+                        error=describe_error(error) if error is not None else None,
+                        count=result.execution_count,
+                        cell_id=run.cell_id,
+                    )
+                for callback in self.events.on_cell_end:
+                    callback()
+            else:
+                if run.tap is not None:
+                    run.tap.stop()
+                self._turn_ended(run, result)
         except Exception:  # noqa: BLE001 - recording must never break a cell
             get_logger().exception("recorder failed after a cell")
 
-    def _pre_run_cell(self, info: Any) -> None:
-        self._run = None
-        raw = info.raw_cell or ""
-        if info.silent or not info.store_history:
-            return  # frontends' internal executions (completion, inspectors, widgets)
-        # Most cells hold no magic at all; only those with a "%" need parsing.
-        agent = None
-        if "%" in raw:
-            if is_recap_only_cell(raw):
-                return
-            agent = parse_agent_cell(raw, self._agent_magics)
-        elif not raw.strip():
-            return
-        cell_id = info.cell_id
-        # Listeners run inside pre_run_cell's own guard: one that fails is logged there.
-        for callback in self.events.on_input:
-            callback()
-        tap = None
-        if agent is not None:
-            tap = OutputTap(self.shell)
-            tap.start()
-            model = agent.model or self._default_agent_model()
-            self.transcript.user(agent.body, model=model, cell_id=cell_id)
-        self._run = _Run(raw, cell_id, agent, tap)
-
-    def _post_run_cell(self, run: _Run, result: Any) -> None:
+    def _turn_ended(self, run: _Run, result: Any) -> None:
+        """An agent cell finished: its reply and how the turn ended."""
         error = result.error_before_exec or result.error_in_exec
-        if run.agent is None:
-            if self._record_code:
-                self.transcript.code(
-                    run.source,
-                    error=describe_error(error) if error is not None else None,
-                    count=result.execution_count,
-                    cell_id=run.cell_id,
-                )
-            for callback in self.events.on_cell_end:
-                callback()
-            return
         reply = self._reply_text(run, result)
         if reply:
             self.transcript.assistant(reply, cell_id=run.cell_id)
