@@ -25,9 +25,10 @@ from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for thi
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
 
+from jupyter_recap.focushub import FocusHub
 from jupyter_recap.server import SECRET_ENV, URL_ENV, kernel_facing_url
 from jupyter_recap.server.handlers import SECRET_HEADER
-from jupyter_recap.server.watcher import next_state
+from jupyter_recap.server.watcher import ExecutionWatcher, next_state
 
 API = ("jupyter-recap", "api")
 NO_AUTH = {"Authorization": ""}
@@ -457,6 +458,48 @@ async def idle_state(api: Any, kernel_id: str) -> dict[str, Any]:
             return state
         await asyncio.sleep(0.05)
     raise AssertionError(f"the kernel never became idle: {state}")
+
+
+@asynctest
+async def test_a_kernel_a_page_connected_to_reads_idle_before_any_cell(
+    api: Any, jp_ws_fetch: Any, kernel_id: str
+) -> None:
+    ws = await jp_ws_fetch("api", "kernels", kernel_id, "channels")
+    try:
+        states = []
+        for _ in range(100):
+            states.append((await api("kernels", kernel_id))[1]["execution_state"])
+            if states[-1] == "idle":
+                break
+            await asyncio.sleep(0.1)
+        assert states[-1] == "idle", states
+    finally:
+        ws.close()
+
+
+class _FakeKernel(SimpleNamespace):
+    """What the watcher reads of a jupyter_server kernel, for the race it cannot stage."""
+
+    def connect_iopub(self) -> Any:
+        return SimpleNamespace(on_recv=lambda callback: None, close=lambda: None)
+
+
+def test_a_missed_start_is_settled_from_the_servers_own_view() -> None:
+    kernel = _FakeKernel(session=Session(), execution_state="starting")
+    manager = SimpleNamespace(get_kernel=lambda kernel_id: kernel)
+    hub = FocusHub()
+    watcher = ExecutionWatcher(manager, hub)
+    watcher.attach("k1")
+    assert hub.execution_state("k1") == "starting"
+    watcher.settle("k1")  # the server has not seen the kernel answer either: no change
+    assert hub.execution_state("k1") == "starting"
+    kernel.execution_state = "idle"  # it saw the kernel_info reply our subscription missed
+    watcher.sync({"k1"})
+    assert hub.execution_state("k1") == "idle"
+    hub.set_execution("k1", "busy")  # a cell we saw start
+    kernel.execution_state = "idle"
+    watcher.settle("k1")  # only an unsettled state is taken over
+    assert hub.execution_state("k1") == "busy"
 
 
 @asynctest

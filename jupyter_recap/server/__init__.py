@@ -113,6 +113,7 @@ class RecapServer(LoggingConfigurable):
     def ensure_watched(self, kernel_id: str) -> None:
         """Watch a running kernel now rather than at the next reconcile (cheap when watched)."""
         self.watcher.attach(kernel_id)
+        self.watcher.settle(kernel_id)
 
     def reconcile(self) -> None:
         """Expire silent tabs; watch new kernels; forget kernels that are gone."""

@@ -59,6 +59,8 @@ class ExecutionWatcher:
             self.detach(kernel_id)
         for kernel_id in running - self.kernel_ids:
             self.attach(kernel_id)
+        for kernel_id in self.kernel_ids:
+            self.settle(kernel_id)
 
     def attach(self, kernel_id: str, *, replace: bool = False) -> None:
         """Subscribe to the kernel's IOPub (again, with ``replace``, after a restart)."""
@@ -83,6 +85,22 @@ class ExecutionWatcher:
                 kernel_id, getattr(kernel, "execution_state", None) or "unknown"
             )
         stream.on_recv(lambda parts: self._on_message(kernel_id, session, parts))
+
+    def settle(self, kernel_id: str) -> None:
+        """Trust jupyter_server's own tracking that a kernel is up, when we missed its start.
+
+        Our subscription is set up asynchronously, so the statuses a new kernel sends first
+        (its reply to kernel_info) can come before it listens. Only "idle" is taken over: the
+        server's "busy" may be widget traffic rather than a cell.
+        """
+        if kernel_id not in self._streams or self._hub.execution_state(kernel_id) not in _UNSETTLED:
+            return
+        try:
+            kernel = self._kernel_manager.get_kernel(kernel_id)
+        except KeyError:  # gone meanwhile
+            return
+        if getattr(kernel, "execution_state", None) == "idle":
+            self._hub.set_execution(kernel_id, "idle")
 
     def detach(self, kernel_id: str) -> None:
         """Close the kernel's subscription, if any."""
