@@ -24,7 +24,7 @@ from typing import Any
 
 from .debuglog import get_logger
 from .errors import InputError, RecapError
-from .sessionfiles import FILE_MODE, ensure_dir, store_dir, write_atomic
+from .sessionfiles import FILE_MODE, ensure_dir, store_dir, sweep_temp_files, write_atomic
 from .textutil import shorten
 
 KINDS = ("fact", "decision", "gotcha", "command")
@@ -137,6 +137,7 @@ class MemoryStore:
         self.disabled = disabled
         self._warnings: list[str] = []
         self._cache: tuple[tuple[int, int, int], list[Entry]] | None = None
+        self._swept = False
 
     def take_warnings(self) -> list[str]:
         """Warnings not yet shown to anyone (a corrupt file moved aside); reading clears them."""
@@ -346,6 +347,9 @@ class MemoryStore:
             "project": str(self.project_dir),
             "entries": [e.to_dict() for e in entries],
         }
+        if not self._swept:  # once per store: leftovers of writers killed mid-write
+            self._swept = True
+            sweep_temp_files(self.root)
         write_atomic(self.path, json.dumps(data, ensure_ascii=False, indent=1).encode())
         # Coarse file times and reused inodes could make the next stat look unchanged.
         self._cache = None

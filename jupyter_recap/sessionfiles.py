@@ -221,6 +221,35 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+#: A write's temporary file this old was left by a process killed mid-write.
+STALE_TEMP_SECONDS = 600.0
+
+
+def sweep_temp_files(root: Path, older_than: float = STALE_TEMP_SECONDS) -> int:
+    """Remove the temporary files of atomic writes killed midway; returns how many went.
+
+    Only hidden ``*.tmp`` files older than ``older_than`` seconds are touched: a live write
+    takes milliseconds, so nothing in flight is removed.
+    """
+    cutoff = time.time() - older_than
+    removed = 0
+    try:
+        scan = os.scandir(root)
+    except FileNotFoundError:
+        return 0
+    with scan:
+        for item in scan:
+            if not (item.name.startswith(".") and item.name.endswith(".tmp")):
+                continue
+            try:
+                if item.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(item.path)
+                    removed += 1
+            except FileNotFoundError:
+                continue
+    return removed
+
+
 class AppendFile:
     """An open append-only lines file; the first write after opening mends a torn last line."""
 

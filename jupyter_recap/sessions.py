@@ -274,6 +274,7 @@ class SessionWriter:
         if batch:
             if self._file is None:
                 files.ensure_dir(self.store.root)
+                files.sweep_temp_files(self.store.root)  # once per session: leftovers of kills
                 self._file = files.AppendFile(self.store.entries_path(self.id))
             lines = [json.dumps(e.to_dict(), ensure_ascii=False).encode() for e in batch]
             self._file.append(lines)

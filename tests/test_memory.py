@@ -379,3 +379,14 @@ def test_compact_keeps_notes_written_meanwhile(store: MemoryStore) -> None:
 def test_constants() -> None:
     assert memory.KINDS == ("fact", "decision", "gotcha", "command")
     assert (memory.MAX_ENTRIES, memory.MAX_TEXT, memory.COMPACT_MIN) == (300, 400, 60)
+
+
+def test_a_killed_writers_temporary_file_is_swept(store: MemoryStore) -> None:
+    store.remember("fact", "first")
+    leftover = store.path.with_name(f".{store.path.name}.999999.1.tmp")
+    leftover.write_bytes(b"{ half a file")
+    os.utime(leftover, (1.0, 1.0))
+    fresh = MemoryStore(store.project_dir)  # another kernel, later
+    fresh.remember("fact", "second")
+    assert not leftover.exists()
+    assert [e.text for e in fresh.entries()] == ["first", "second"]

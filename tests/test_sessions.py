@@ -273,3 +273,18 @@ def test_two_processes_write_concurrently(home: Path) -> None:
         assert _check_sequence(tag, t) == 300 and record.entries == 301
     assert {s.id for s in list_sessions()} == set(ids)
     assert not [p for p in home.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_temporary_files_of_killed_writes_are_swept(home: Path) -> None:
+    """A kill between a header's temp write and its rename leaves a hidden file; the next
+    session clears those that are old, never one being written right now."""
+    home.mkdir(parents=True, exist_ok=True)
+    stale = home / ".0190a1b2-0000-7000-8000-000000000001.json.4242.1.tmp"
+    fresh = home / ".0190a1b2-0000-7000-8000-000000000002.json.4343.1.tmp"
+    for path in (stale, fresh):
+        path.write_bytes(b"{")
+    an_hour_ago = time.time() - 3600
+    os.utime(stale, (an_hour_ago, an_hour_ago))
+    _session().close()
+    assert not stale.exists() and fresh.exists()
+    assert len(list_sessions()) == 1
