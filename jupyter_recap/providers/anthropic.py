@@ -4,22 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import CompletionRequest, ModelRef
-from .jsonchat import Answer, JSONChatProvider, as_dict, as_str, text_or_none, token_count
+from .base import CompletionRequest
+from .jsonchat import Answer, KeyedProvider, as_dict, as_str, text_or_none, token_count
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 
 
-class AnthropicProvider(JSONChatProvider):
+class AnthropicProvider(KeyedProvider):
     """POST ``{base_url}/v1/messages``; ``x-api-key`` is sent only when there is a key."""
 
-    def __init__(
-        self, ref: ModelRef, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL
-    ) -> None:
-        super().__init__(ref)
-        self._api_key = api_key or None
-        self._base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+    default_base_url = DEFAULT_BASE_URL
 
     def endpoint(self) -> str:
         return f"{self._base_url}/v1/messages"

@@ -67,6 +67,17 @@ class JSONChatProvider:
         return Completion(answer.text.strip(), answer.tokens_in, answer.tokens_out, answer.stop)
 
 
+class KeyedProvider(JSONChatProvider):
+    """A hosted API: a base URL (``default_base_url`` unless given) and an optional key."""
+
+    default_base_url = ""
+
+    def __init__(self, ref: ModelRef, *, api_key: str | None, base_url: str = "") -> None:
+        super().__init__(ref)
+        self._api_key = api_key or None
+        self._base_url = (base_url or self.default_base_url).rstrip("/")
+
+
 def as_dict(value: object) -> dict[str, Any]:
     """``value`` if it is a JSON object, else an empty one (servers omit or mangle fields)."""
     return value if isinstance(value, dict) else {}

@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from ..errors import ProviderBadResponse
-from .base import CompletionRequest, ModelRef
-from .jsonchat import Answer, JSONChatProvider, as_dict, as_str, text_or_none, token_count
+from .base import CompletionRequest
+from .jsonchat import Answer, KeyedProvider, as_dict, as_str, text_or_none, token_count
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -34,17 +34,12 @@ def reasoning_effort(model: str) -> tuple[bool, str | None]:
     return False, None
 
 
-class OpenAIProvider(JSONChatProvider):
+class OpenAIProvider(KeyedProvider):
     """POST ``{base_url}/chat/completions``; the bearer token is sent only when there is a key."""
 
     stop_field = "finish_reason"
 
-    def __init__(
-        self, ref: ModelRef, *, api_key: str | None, base_url: str = DEFAULT_BASE_URL
-    ) -> None:
-        super().__init__(ref)
-        self._api_key = api_key or None
-        self._base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
+    default_base_url = DEFAULT_BASE_URL
 
     def endpoint(self) -> str:
         return f"{self._base_url}/chat/completions"
