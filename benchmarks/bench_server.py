@@ -73,22 +73,17 @@ def running_server(tmp: Path) -> Iterator[tuple[str, str, int]]:
         "--ServerApp.allow_root=True",
         "--ServerApp.log_level=WARN",
     ]
+    from labserver import stop_server, wait_until_up
+
     log = (tmp / "server.log").open("w")
     process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/user/bench/"
     try:
-        from labserver import wait_until_up
-
         # Probe our own route: the server is up and the extension loaded.
         wait_until_up(url, token, process, tmp / "server.log", "jupyter-recap/api/capabilities")
         yield url, token, process.pid
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        stop_server(process, log)
 
 
 # -- 1. focus POSTs per second --------------------------------------------------------------

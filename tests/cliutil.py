@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -27,3 +28,13 @@ def offline_env(**extra: str) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([str(VENV_BIN), env.get("PATH", "")])
     env.update(extra)
     return env
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    """The single ``jupyter recap: …`` line on stderr of a run that exited with ``code``."""
+    assert result.returncode == code, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("jupyter recap: ")
+    return lines[0]

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -132,12 +133,7 @@ def running_lab(
         wait_until_up(url, token, process, tmp / "lab.log")
         yield LabServer(url, token, root)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        stop_server(process, log)
 
 
 def wait_until_up(
@@ -162,3 +158,13 @@ def wait_until_up(
         except OSError:
             time.sleep(0.3)
     raise RuntimeError(f"the server did not start:\n{log.read_text()[-3000:]}")
+
+
+def stop_server(process: subprocess.Popen[bytes], log: IO[str]) -> None:
+    """Ask the server to stop, kill it if it will not, and close its log."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+    log.close()

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cliutil import VENV_BIN, offline_env
+from cliutil import VENV_BIN, offline_env, one_line_error
 
 from jupyter_recap import cli, service
 from jupyter_recap.errors import NotebookError
@@ -32,15 +32,6 @@ def recap(
         env=env or offline_env(),
         timeout=120,
     )
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess[str], code: int) -> str:
-    assert result.returncode == code, result.stderr
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("jupyter recap: ")
-    return lines[0]
 
 
 # -- a recap: exit 0 ------------------------------------------------------------------------------
@@ -97,7 +88,7 @@ def test_installed_jupyter_recap_command(tmp_path: Path) -> None:
         env=offline_env(),
         timeout=120,
     )
-    assert assert_one_line_error(missing, 2) == "jupyter recap: no such file: missing.ipynb"
+    assert one_line_error(missing, 2) == "jupyter recap: no such file: missing.ipynb"
 
 
 # -- no recap: exit 1 -----------------------------------------------------------------------------
@@ -106,14 +97,14 @@ def test_installed_jupyter_recap_command(tmp_path: Path) -> None:
 def test_notebook_without_agent_cells(tmp_path: Path) -> None:
     path = DATA / "no_agent_cells.ipynb"
     result = recap(path, cwd=tmp_path)
-    line = assert_one_line_error(result, 1)
+    line = one_line_error(result, 1)
     assert line == f"jupyter recap: no agent cells in {path} (looked for %%ai, %%agent)"
     assert result.stdout == ""
 
 
 def test_notebook_without_agent_cells_as_json(tmp_path: Path) -> None:
     result = recap(DATA / "no_agent_cells.ipynb", "--json", cwd=tmp_path)
-    assert_one_line_error(result, 1)
+    one_line_error(result, 1)
     payload = json.loads(result.stdout)
     assert payload["recap"] is None and payload["model"] is None
     assert payload["reason"].startswith("no agent cells in ")
@@ -123,26 +114,26 @@ def test_notebook_without_agent_cells_as_json(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    line = assert_one_line_error(recap("nope.ipynb", cwd=tmp_path), 2)
+    line = one_line_error(recap("nope.ipynb", cwd=tmp_path), 2)
     assert line == "jupyter recap: no such file: nope.ipynb"
 
 
 def test_directory(tmp_path: Path) -> None:
     (tmp_path / "work").mkdir()
-    line = assert_one_line_error(recap("work", cwd=tmp_path), 2)
+    line = one_line_error(recap("work", cwd=tmp_path), 2)
     assert line == "jupyter recap: work is a directory, not a notebook"
 
 
 def test_corrupt_notebook(tmp_path: Path) -> None:
     shutil.copy(DATA / "corrupt-notebook.json", tmp_path / "half-saved.ipynb")
-    line = assert_one_line_error(recap("half-saved.ipynb", cwd=tmp_path), 2)
+    line = one_line_error(recap("half-saved.ipynb", cwd=tmp_path), 2)
     assert line.startswith("jupyter recap: half-saved.ipynb is not a readable notebook: ")
     assert "Unterminated string" in line
 
 
 def test_not_a_notebook(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("just some notes\n", encoding="utf-8")
-    line = assert_one_line_error(recap("notes.txt", cwd=tmp_path), 2)
+    line = one_line_error(recap("notes.txt", cwd=tmp_path), 2)
     assert line.startswith("jupyter recap: notes.txt is not a readable notebook: ")
 
 
@@ -157,19 +148,19 @@ def test_not_a_notebook(tmp_path: Path) -> None:
 )
 def test_bad_usage(tmp_path: Path, args: list[str]) -> None:
     result = recap(*args, cwd=tmp_path)
-    assert_one_line_error(result, 2)
+    one_line_error(result, 2)
     assert result.stdout == ""
 
 
 def test_unusable_model(tmp_path: Path) -> None:
     result = recap(DEMO, "--model", "nonsense-provider:m", cwd=tmp_path)
-    line = assert_one_line_error(result, 2)
+    line = one_line_error(result, 2)
     assert "nonsense-provider" in line
 
 
 def test_unusable_model_setting_in_the_environment(tmp_path: Path) -> None:
     env = offline_env(JUPYTER_RECAP_MODEL="nonsense-provider:m")
-    assert_one_line_error(recap(DEMO, cwd=tmp_path, env=env), 2)
+    one_line_error(recap(DEMO, cwd=tmp_path, env=env), 2)
 
 
 def test_help(tmp_path: Path) -> None:

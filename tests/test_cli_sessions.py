@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from cliutil import offline_env
+from cliutil import offline_env, one_line_error
 from fakellm import FakeLLM
 
 from jupyter_recap import cli
@@ -78,15 +78,6 @@ def ok_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     return result.stdout.splitlines()
-
-
-def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
-    assert result.returncode == code, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("jupyter recap: ")
-    return lines[0]
 
 
 def squash(line: str) -> str:
