@@ -1,25 +1,30 @@
 """``%recap compact-memory``: a model merges the project notes nobody has recalled yet.
 
-The safety rules live in :meth:`MemoryStore.compact`: notes recalled at least once are never
-sent and stay verbatim, and a reply that does not parse leaves the file as it was. This module
-only chooses the model (the same resolution as a recap, minus the offline engine, which cannot
-merge prose) and asks it.
+Two rules make it safe. Notes recalled at least once are never sent to the model and stay word
+for word. A reply that does not parse, has a bad item or holds more notes than it was sent
+leaves the file as it was. And it is a deliberate, stated no-op unless the memory holds more
+than :data:`COMPACT_MIN` notes, at least two of them never recalled. The model is the one a
+recap would use, minus the offline engine, which cannot merge prose.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from .errors import ConfigError
-from .memory import CompactResult, Entry, MemoryStore
+from .errors import ConfigError, RecapError
+from .memory import MAX_ENTRIES, Entry, MemoryStore, check_kind, check_text, normalise
 from .models import has_credentials, missing_credentials, resolve_models
 from .providers.base import OFFLINE, CancelToken, CompletionRequest
 from .service import ProviderFactory, RecapStats, default_provider_factory
 from .settings import Recap as RecapSettings
 
+COMPACT_MIN = 60
 MERGE_MAX_TOKENS = 8192
 
 MERGE_SYSTEM = """\
@@ -34,6 +39,82 @@ still makes sense with no conversation around it, and keeps one of the four kind
 
 Reply with only a JSON array of objects with the keys "kind" and "text", fewer than you were
 given, and nothing else."""
+
+
+@dataclass(frozen=True)
+class CompactResult:
+    """What a compaction did: ``changed`` is False for a no-op or a refusal."""
+
+    changed: bool
+    message: str
+    before: int = 0
+    after: int = 0
+
+
+def compact_notes(store: MemoryStore, merge: Callable[[list[Entry]], str]) -> CompactResult:
+    """Merge the never-recalled notes of ``store`` with ``merge`` (a model call).
+
+    ``merge`` gets copies of the unused notes only and returns JSON text of a list of
+    ``{"kind", "text"}``. It runs without the store's lock, so other kernels keep writing;
+    their notes are kept.
+    """
+    if store.disabled:
+        return CompactResult(False, "memory is turned off")
+    current = store.entries()
+    unused = [e for e in current if e.hits == 0]
+    n = len(current)
+    if n <= COMPACT_MIN:
+        why = f"nothing to compact: {n} notes (compaction starts past {COMPACT_MIN})"
+        return CompactResult(False, why, n, n)
+    if len(unused) < 2:
+        why = "nothing to compact: fewer than two notes were never recalled"
+        return CompactResult(False, why, n, n)
+    try:
+        merged = _parse_merge(merge([dataclasses.replace(e) for e in unused]), len(unused))
+    except (ValueError, RecapError) as error:  # an unusable reply, or the model failed
+        return CompactResult(False, f"memory unchanged: {error}", n, n)
+    sent = {(e.kind, e.text, e.created) for e in unused}
+    result = CompactResult(False, "memory unchanged: the merge would exceed the limit", n, n)
+
+    def apply(entries: list[Entry]) -> list[Entry] | None:
+        nonlocal result
+        kept = [e for e in entries if e.hits > 0 or (e.kind, e.text, e.created) not in sent]
+        seen = {normalise(e.text) for e in kept}
+        now = time.time()
+        for kind, text in merged:
+            if normalise(text) not in seen:
+                seen.add(normalise(text))
+                kept.append(Entry(kind, text, now))
+        if len(kept) > MAX_ENTRIES:
+            return None
+        message = f"compacted {len(entries)} notes into {len(kept)}"
+        result = CompactResult(True, message, len(entries), len(kept))
+        return kept
+
+    store.modify(apply)
+    return result
+
+
+def _parse_merge(reply: str, limit: int) -> list[tuple[str, str]]:
+    """The ``(kind, text)`` pairs of a merge reply; ValueError (InputError) when it is unusable."""
+    text = str(reply).strip()
+    fenced = re.fullmatch(r"```[a-zA-Z]*\s*(.*?)\s*```", text, re.DOTALL)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        items = json.loads(text)
+    except ValueError:
+        raise ValueError("the reply is not JSON") from None
+    if not isinstance(items, list) or not items:
+        raise ValueError("the reply is not a non-empty list of notes")
+    if len(items) > limit:
+        raise ValueError(f"the reply has {len(items)} notes, more than the {limit} sent")
+    pairs = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise ValueError("a note in the reply is not an object")
+        pairs.append((check_kind(item.get("kind")), check_text(item.get("text"))))
+    return pairs
 
 
 def _day(when: float) -> str:
@@ -107,4 +188,4 @@ def compact_memory(
         stats.add(tokens_in=completion.tokens_in, tokens_out=completion.tokens_out)
         return completion.text
 
-    return store.compact(merge)
+    return compact_notes(store, merge)

@@ -14,7 +14,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .debuglog import get_logger
-from .errors import InputError, RecapError
+from .errors import InputError
 from .sessionfiles import FILE_MODE, ensure_dir, store_dir, sweep_temp_files, write_atomic
 from .textutil import shorten
 
@@ -32,7 +31,6 @@ MAX_ENTRIES = 300
 MAX_TEXT = 400
 RECALL_LIMIT = 15
 TOP_N = 20
-COMPACT_MIN = 60
 VERIFY_LINE = (
     "Trust these notes but verify them against the code before relying on them: "
     "they were written in earlier sessions and may be out of date."
@@ -74,16 +72,6 @@ class Entry:
     def line(self) -> str:
         """``[kind] text``."""
         return f"[{self.kind}] {self.text}"
-
-
-@dataclass(frozen=True)
-class CompactResult:
-    """What :meth:`MemoryStore.compact` did: ``changed`` is False for a no-op or a refusal."""
-
-    changed: bool
-    message: str
-    before: int = 0
-    after: int = 0
 
 
 def check_kind(kind: object) -> str:
@@ -268,46 +256,15 @@ class MemoryStore:
                 self._save([e for e in entries if not any(e is g for g in gone)])
         return gone
 
-    def compact(self, merge: Callable[[list[Entry]], str]) -> CompactResult:
-        """Merge the never-recalled notes with ``merge`` (a model); recalled notes are kept as is.
-
-        ``merge`` gets only the unused notes and returns JSON text of a list of
-        ``{"kind", "text"}``. A reply that does not parse, has a bad item or holds more notes
-        than it was sent leaves the store untouched. The model is called without holding the
-        lock.
-        """
+    def modify(self, change: Callable[[list[Entry]], list[Entry] | None]) -> None:
+        """Read-modify-write under the lock: ``change`` gets the stored notes and returns the
+        new list to store, or None to leave the file as it is. What it raises propagates."""
         if self.disabled:
-            return CompactResult(False, "memory is turned off")
-        current = self.entries()
-        unused = [e for e in current if e.hits == 0]
-        n = len(current)
-        if n <= COMPACT_MIN:
-            why = f"nothing to compact: {n} notes (compaction starts past {COMPACT_MIN})"
-            return CompactResult(False, why, n, n)
-        if len(unused) < 2:
-            why = "nothing to compact: fewer than two notes were never recalled"
-            return CompactResult(False, why, n, n)
-        try:
-            merged = _parse_merge(merge([dataclasses.replace(e) for e in unused]), len(unused))
-        except (ValueError, RecapError) as error:  # an unusable reply, or the model failed
-            return CompactResult(False, f"memory unchanged: {error}", n, n)
-        sent = {(e.kind, e.text, e.created) for e in unused}
+            return
         with self._locked():
-            entries = self._load()
-            kept = [e for e in entries if e.hits > 0 or (e.kind, e.text, e.created) not in sent]
-            seen = {normalise(e.text) for e in kept}
-            now = time.time()
-            for kind, text in merged:
-                if normalise(text) not in seen:
-                    seen.add(normalise(text))
-                    kept.append(Entry(kind, text, now))
-            if len(kept) > MAX_ENTRIES:
-                why = "memory unchanged: the merge would exceed the limit"
-                return CompactResult(False, why, len(entries), len(entries))
-            self._save(kept)
-        return CompactResult(
-            True, f"compacted {len(entries)} notes into {len(kept)}", len(entries), len(kept)
-        )
+            new = change(self._load())
+            if new is not None:
+                self._save(new)
 
     # -- files -----------------------------------------------------------------------------
 
@@ -361,25 +318,3 @@ def _parse(raw: bytes) -> list[Entry]:
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise ValueError("not a memory file")
     return [Entry.from_dict(item) for item in data["entries"]]
-
-
-def _parse_merge(reply: str, limit: int) -> list[tuple[str, str]]:
-    """The ``(kind, text)`` pairs of a merge reply; ValueError (InputError) when it is unusable."""
-    text = str(reply).strip()
-    fenced = re.fullmatch(r"```[a-zA-Z]*\s*(.*?)\s*```", text, re.DOTALL)
-    if fenced:
-        text = fenced.group(1)
-    try:
-        items = json.loads(text)
-    except ValueError:
-        raise ValueError("the reply is not JSON") from None
-    if not isinstance(items, list) or not items:
-        raise ValueError("the reply is not a non-empty list of notes")
-    if len(items) > limit:
-        raise ValueError(f"the reply has {len(items)} notes, more than the {limit} sent")
-    pairs = []
-    for item in items:
-        if not isinstance(item, dict):
-            raise ValueError("a note in the reply is not an object")
-        pairs.append((check_kind(item.get("kind")), check_text(item.get("text"))))
-    return pairs

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from jupyter_recap import memory
+from jupyter_recap.compaction import COMPACT_MIN, CompactResult, compact_notes
 from jupyter_recap.errors import InputError, ProviderTimeout
-from jupyter_recap.memory import CompactResult, Entry, MemoryStore, project_dir_for
+from jupyter_recap.memory import Entry, MemoryStore, project_dir_for
 
 
 @pytest.fixture
@@ -213,7 +214,7 @@ def test_disabled(store: MemoryStore) -> None:
     assert off.prompt_block() == "" and off.context_lines() == []
     assert off.forget("stored") == []
     assert off.remember("bogus", "") is None
-    assert not off.compact(lambda _: "[]").changed
+    assert not compact_notes(off, lambda _: "[]").changed
     assert [e.text for e in store.entries()] == ["stored before"]
     assert store.entries()[0].hits == 0
 
@@ -260,7 +261,7 @@ def never_called(_: list[Entry]) -> str:
 
 def test_compact_noop_when_small(store: MemoryStore) -> None:
     fill(store, 60)
-    result = store.compact(never_called)
+    result = compact_notes(store, never_called)
     assert result == CompactResult(
         False, "nothing to compact: 60 notes (compaction starts past 60)", 60, 60
     )
@@ -274,7 +275,7 @@ def test_compact_noop_without_unused(store: MemoryStore) -> None:
     store.forget("note number 0", all_matches=True)  # removes 0 (and no other: exact prefix)
     store.remember("fact", "the only unused")
     assert sum(e.hits == 0 for e in store.entries()) == 1
-    result = store.compact(never_called)
+    result = compact_notes(store, never_called)
     assert not result.changed and "fewer than two" in result.message
 
 
@@ -300,7 +301,7 @@ def test_compact_good_merge(store: MemoryStore) -> None:
         seen.append(entries)
         return '```json\n[{"kind": "fact", "text": "unused a and b"}]\n```'
 
-    result = store.compact(merge)
+    result = compact_notes(store, merge)
     assert result.changed and (result.before, result.after) == (62, 61)
     assert [e.text for e in seen[0]] == ["unused a", "unused b"]
     after = store.entries()
@@ -316,7 +317,7 @@ def test_compact_merge_is_deduplicated(store: MemoryStore) -> None:
             {"kind": "fact", "text": "Merged."},
         ]
     )
-    assert store.compact(lambda _: reply).changed
+    assert compact_notes(store, lambda _: reply).changed
     assert [e.text for e in store.entries()][60:] == ["merged"]
 
 
@@ -336,7 +337,7 @@ def test_compact_merge_is_deduplicated(store: MemoryStore) -> None:
 def test_compact_garbage_reply_leaves_store(store: MemoryStore, reply: str, reason: str) -> None:
     setup_compactable(store)
     before = store.path.read_bytes()
-    result = store.compact(lambda _: reply)
+    result = compact_notes(store, lambda _: reply)
     assert not result.changed
     assert result.message.startswith("memory unchanged:") and reason in result.message
     assert store.path.read_bytes() == before
@@ -349,7 +350,7 @@ def test_compact_model_failure(store: MemoryStore) -> None:
     def fail(_: list[Entry]) -> str:
         raise ProviderTimeout("timed out")
 
-    result = store.compact(fail)
+    result = compact_notes(store, fail)
     assert not result.changed and "timed out" in result.message
     assert store.path.read_bytes() == before
 
@@ -358,7 +359,7 @@ def test_compact_reply_dropping_recalled_entries(store: MemoryStore) -> None:
     recalled = setup_compactable(store)
     # a model that "helpfully" returns only a rewrite of a recalled note: it never saw it
     reply = json.dumps([{"kind": "gotcha", "text": "kernel restarts are fine"}])
-    assert store.compact(lambda _: reply).changed
+    assert compact_notes(store, lambda _: reply).changed
     after = store.entries()
     assert after[:60] == recalled
     assert [e.text for e in after[60:]] == ["kernel restarts are fine"]
@@ -372,13 +373,13 @@ def test_compact_keeps_notes_written_meanwhile(store: MemoryStore) -> None:
         MemoryStore(store.project_dir).remember("fact", "written during the merge")
         return json.dumps([{"kind": "fact", "text": "ab"}])
 
-    assert store.compact(merge).changed
+    assert compact_notes(store, merge).changed
     assert [e.text for e in store.entries()][60:] == ["written during the merge", "ab"]
 
 
 def test_constants() -> None:
     assert memory.KINDS == ("fact", "decision", "gotcha", "command")
-    assert (memory.MAX_ENTRIES, memory.MAX_TEXT, memory.COMPACT_MIN) == (300, 400, 60)
+    assert (memory.MAX_ENTRIES, memory.MAX_TEXT, COMPACT_MIN) == (300, 400, 60)
 
 
 def test_a_killed_writers_temporary_file_is_swept(store: MemoryStore) -> None:
