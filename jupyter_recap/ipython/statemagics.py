@@ -20,7 +20,7 @@ from ..tasks import check, render
 from ..workstate import WorkState
 
 if TYPE_CHECKING:
-    from ..memory import CompactResult
+    from ..compaction import CompactResult
     from .extension import RecapExtension
 
 MEMORY_OFF = "project memory is turned off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
