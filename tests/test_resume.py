@@ -112,9 +112,9 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
         execute(kc, "agent.script.append(lambda p: print('I read the loader.'))")
         execute(kc, "%%agent\nfix the CSV loader's date parsing")
         execute(kc, PLAN)
-        # An agent working in a background thread moves on a second after the recap is shown.
+        # An agent working in a background thread moves on two seconds after the recap is shown.
         execute(kc, ADVANCE)
-        messages = execute(kc, "threading.Timer(1.0, advance).start()\n%recap")
+        messages = execute(kc, "threading.Timer(2.0, advance).start()\n%recap")
         shown = [s for s in widget_states(messages, banner) if "text" in s]
         assert shown[-1]["state"] == "shown"
         assert shown[-1]["text"].endswith(
@@ -122,7 +122,7 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
         )
         assert shown[-1]["note"] == "tasks ####........ 1/3"
         # the banner's progress line follows the list without any cell being run
-        later = widget_states(collect(kc, 2.5), banner)
+        later = widget_states(collect(kc, 4), banner)
         assert later == [{"note": "tasks ########.... 2/3"}]
         assert "saved" in stream_text(execute(kc, "%recap save"))
 
