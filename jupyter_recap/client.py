@@ -89,6 +89,7 @@ class RecapClient:
                     turns=int(item["turns"]),
                     notebook=None if item.get("notebook") is None else str(item["notebook"]),
                     last_recap=None if item.get("last_recap") is None else str(item["last_recap"]),
+                    progress=None if item.get("progress") is None else str(item["progress"]),
                 )
                 for item in data["sessions"]
             ]

@@ -114,10 +114,14 @@ class SessionSummary:
     turns: int
     notebook: str | None
     last_recap: str | None = None
+    progress: str | None = None
+    """The task list's progress line (``tasks ####........ 2/5``), when the session has one."""
 
     @classmethod
     def of(cls, record: SessionRecord) -> SessionSummary:
         """The summary of a stored session's header."""
+        from .tasks import TaskList, progress_line
+
         return cls(
             record.id,
             record.updated,
@@ -125,6 +129,7 @@ class SessionSummary:
             record.turns,
             record.notebook,
             record.last_recap,
+            progress_line(TaskList.from_list(record.tasks).tasks) or None,
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 Each session is one line: a short id prefix (enough to pass back to ``jupyter recap ID``), the
 age of its last write, its turn count, its title and, when the listing spans notebooks, the
-notebook's file name::
+notebook's file name; under it the last recap shown and the task list's progress, if any::
 
     01931f2a   3 min   4 turns  fix the foreign key on orders  [sales.ipynb]
+               ✦ Task: fix the foreign key on orders. Next: rerun the migration.
+               tasks ########.... 2/3
     01931e07    2 h    1 turn   plot the churn by cohort       [churn.ipynb]
 
 Pure string work: nothing here reads the store or imports more than the standard library.
@@ -112,6 +114,8 @@ def format_sessions(
         if summary.last_recap:
             # What the person was last told, so a listing answers "where was I?" by itself.
             lines.append(f"{'':<{id_width}}  ✦ {shorten(summary.last_recap, 110)}")
+        if summary.progress:
+            lines.append(f"{'':<{id_width}}  {summary.progress}")
     return "\n".join(lines)
 
 

@@ -356,6 +356,11 @@ def test_recap_of_a_notebook_uses_its_tasks_and_notes(home: Path, project: Path)
     for target in (notebook, writer.id):
         lines = ok_lines(run(target, cwd=project, home=home))
         assert lines[0].endswith("Next: pin the date format (0 of 1 tasks done).")
+    # the listing shows each session's progress, and --json carries it
+    listing = ok_lines(run("--sessions", notebook, cwd=project, home=home))
+    assert listing[-1].strip() == "tasks ............ 0/1"
+    listed = json.loads(run("--sessions", notebook, "--json", cwd=project, home=home).stdout)
+    assert listed[0]["progress"] == "tasks ............ 0/1"
     # a model sees both the list and the notes; with memory off, only the list
     sent = model_request(notebook, project, home)
     assert "Tasks 0/1 done; in progress: pin the date format" in sent

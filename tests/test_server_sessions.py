@@ -155,7 +155,15 @@ async def test_listing_order_limit_and_notebook(api: Any) -> None:
     assert code == 200
     items = answer["sessions"]
     assert [item["id"] for item in items] == [new, mid, old]
-    assert set(items[0]) == {"id", "updated", "title", "turns", "notebook", "last_recap"}
+    assert set(items[0]) == {
+        "id",
+        "updated",
+        "title",
+        "turns",
+        "notebook",
+        "last_recap",
+        "progress",
+    }
     assert (items[2]["title"], items[2]["turns"], items[2]["notebook"]) == (
         "first task",
         2,

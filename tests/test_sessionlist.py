@@ -22,8 +22,9 @@ def summary(
     turns: int = 2,
     notebook: str | None = "/home/me/projects/sales.ipynb",
     last_recap: str | None = None,
+    progress: str | None = None,
 ) -> SessionSummary:
-    return SessionSummary(session_id, NOW - ago, title, turns, notebook, last_recap)
+    return SessionSummary(session_id, NOW - ago, title, turns, notebook, last_recap, progress)
 
 
 @pytest.mark.parametrize(
@@ -130,3 +131,23 @@ def test_the_last_recap_is_shown_under_its_session() -> None:
     text = fmt([summary("0190aaaa-0000-7000-8000-000000000001", last_recap=told)], NOW)
     first, second = text.splitlines()
     assert "✦ " + told in second and told not in first
+
+
+def test_the_last_recap_and_the_task_progress_follow_their_session() -> None:
+    listing = format_sessions(
+        [
+            summary(
+                "0193ab2c-1111-7000-8000-000000000001",
+                last_recap="Task: fix the foreign key. Next: rerun the migration.",
+                progress="tasks ########.... 2/3",
+            ),
+            summary("0193ab2c-2222-7000-8000-000000000002", title="plot churn"),
+        ],
+        NOW,
+    )
+    assert listing.splitlines() == [
+        "0193ab2c-1  2 min  2 turns  fix the foreign key",
+        "            ✦ Task: fix the foreign key. Next: rerun the migration.",
+        "            tasks ########.... 2/3",
+        "0193ab2c-2  2 min  2 turns  plot churn",
+    ]
