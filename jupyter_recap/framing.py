@@ -63,9 +63,9 @@ def memory_enabled() -> bool:
     return env_flag(MEMORY_ENV, True)
 
 
-def project_memory(place: str | Path | None, *, enabled: bool = True) -> MemoryStore:
+def project_memory(place: str | Path | None) -> MemoryStore:
     """The memory of the project around ``place`` (a notebook or a directory; None: the cwd)."""
-    return MemoryStore(project_dir_for(place or os.getcwd()), disabled=not enabled)
+    return MemoryStore(project_dir_for(place or os.getcwd()))
 
 
 def record_framing(record: SessionRecord, *, enabled: bool) -> Framing:

@@ -198,8 +198,8 @@ class MemoryStore:
             return None
         entry = Entry(check_kind(kind), check_text(text), time.time())
         key = normalise(entry.text)
-        with self._locked():
-            entries = self._load()
+
+        def add(entries: list[Entry]) -> list[Entry]:
             for old in entries:
                 if normalise(old.text) == key:
                     raise InputError(f"already remembered: {old.line}")
@@ -208,7 +208,9 @@ class MemoryStore:
                     f"memory is full ({MAX_ENTRIES} notes): run %recap compact-memory "
                     "or %forget some notes first"
                 )
-            self._save([*entries, entry])
+            return [*entries, entry]
+
+        self.modify(add)
         return entry
 
     def recall(self, terms: str) -> list[Entry]:
@@ -218,21 +220,23 @@ class MemoryStore:
             return []
         if not words:
             raise InputError("recall needs at least one search term")
-        with self._locked():
-            entries = self._load()
+        found: list[Entry] = []
+
+        def count(entries: list[Entry]) -> list[Entry] | None:
             matches = [
                 (i, e)
                 for i, e in enumerate(entries)
                 if all(w in f"{e.kind} {e.text}".casefold() for w in words)
             ]
             matches.sort(key=lambda p: (p[1].created, p[0]), reverse=True)
-            found = [e for _, e in matches[:RECALL_LIMIT]]
-            if found:
-                now = time.time()
-                for entry in found:
-                    entry.hits += 1
-                    entry.last_hit = now
-                self._save(entries)
+            found.extend(e for _, e in matches[:RECALL_LIMIT])
+            now = time.time()
+            for entry in found:
+                entry.hits += 1
+                entry.last_hit = now
+            return entries if found else None
+
+        self.modify(count)
         return found
 
     def forget(self, text: str, *, all_matches: bool = False) -> list[Entry]:
@@ -242,9 +246,10 @@ class MemoryStore:
         needle = " ".join(text.casefold().split())
         if not needle:
             raise InputError("forget needs some text to match")
-        with self._locked():
-            entries = self._load()
-            gone = [e for e in entries if needle in " ".join(e.text.casefold().split())]
+        gone: list[Entry] = []
+
+        def remove(entries: list[Entry]) -> list[Entry] | None:
+            gone.extend(e for e in entries if needle in " ".join(e.text.casefold().split()))
             if len(gone) > 1 and not all_matches:
                 shown = "; ".join(shorten(e.line, 70) for e in gone[:3])
                 more = f"; and {len(gone) - 3} more" if len(gone) > 3 else ""
@@ -252,8 +257,9 @@ class MemoryStore:
                     f"{len(gone)} notes match {text.strip()!r} ({shown}{more}): "
                     "be more specific, or forget them all"
                 )
-            if gone:
-                self._save([e for e in entries if not any(e is g for g in gone)])
+            return [e for e in entries if not any(e is g for g in gone)] if gone else None
+
+        self.modify(remove)
         return gone
 
     def modify(self, change: Callable[[list[Entry]], list[Entry] | None]) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from .debuglog import get_logger
 from .errors import StoreError
+from .tasks import TaskList, progress_line
 
 HOME_ENV = "JUPYTER_RECAP_HOME"
 DIR_MODE = 0o700
@@ -120,8 +121,6 @@ class SessionSummary:
     @classmethod
     def of(cls, record: SessionRecord) -> SessionSummary:
         """The summary of a stored session's header."""
-        from .tasks import TaskList, progress_line
-
         return cls(
             record.id,
             record.updated,

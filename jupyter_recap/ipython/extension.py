@@ -17,7 +17,7 @@ from ..feed import FocusFeed, find_server, kernel_id_from_connection_file
 from ..service import Recap, RecapResult, RecapStats
 from ..sessions import SessionRecord, SessionStore, SessionWriter
 from ..settings import Recap as RecapSettings
-from ..tasks import Task, progress_line
+from ..tasks import Task, TaskList, progress_line
 from ..transcript import Transcript, current
 from ..workstate import current_state
 from .recorder import Recorder
@@ -164,7 +164,7 @@ class RecapExtension:
         self.writer = SessionWriter(
             self.transcript, store=store, record=record, notebook=self.notebook
         )
-        tasks = [task.to_dict() for task in self.state.tasks]
+        tasks = TaskList(self.state.tasks).to_list()
         if self.writer.record.tasks != tasks:  # e.g. a list written before the extension loaded
             self.writer.set_tasks(tasks)
         _live_session = self.writer.id
@@ -241,7 +241,7 @@ class RecapExtension:
     def _on_tasks(self, tasks: tuple[Task, ...]) -> None:
         """The task list changed: save it with the session, refresh a shown banner's line."""
         if self.writer is not None:
-            self.writer.set_tasks([task.to_dict() for task in tasks])
+            self.writer.set_tasks(TaskList(tasks).to_list())
         banner = self._banner
         if banner is not None and banner.state == "shown":
             with contextlib.suppress(Exception):  # the comm may already be gone at shutdown
