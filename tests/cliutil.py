@@ -30,6 +30,25 @@ def offline_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def run_cli(
+    *args: str | Path,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    command: list[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m jupyter_recap.cli ARGS`` (or ``command ARGS``) as a console script would,
+    in the offline environment unless ``env`` is given."""
+    return subprocess.run(
+        [*(command or [sys.executable, "-m", "jupyter_recap.cli"]), *map(str, args)],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=cwd,
+        env=env or offline_env(),
+        timeout=120,
+    )
+
+
 def one_line_error(result: subprocess.CompletedProcess[str], code: int = 2) -> str:
     """The single ``jupyter recap: …`` line on stderr of a run that exited with ``code``."""
     assert result.returncode == code, (result.stdout, result.stderr)

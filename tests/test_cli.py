@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cliutil import VENV_BIN, offline_env, one_line_error
+from cliutil import VENV_BIN, offline_env, one_line_error, run_cli
 
 from jupyter_recap import cli, service
 from jupyter_recap.errors import NotebookError
@@ -23,15 +22,7 @@ def recap(
     *args: str | Path, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m jupyter_recap.cli ARGS`` the way a console script would."""
-    return subprocess.run(
-        [sys.executable, "-m", "jupyter_recap.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=cwd,
-        env=env or offline_env(),
-        timeout=120,
-    )
+    return run_cli(*args, cwd=cwd, env=env)
 
 
 # -- a recap: exit 0 ------------------------------------------------------------------------------
@@ -69,25 +60,10 @@ def test_installed_jupyter_recap_command(tmp_path: Path) -> None:
     jupyter = shutil.which("jupyter", path=str(VENV_BIN)) or shutil.which("jupyter")
     if jupyter is None or shutil.which("jupyter-recap", path=offline_env()["PATH"]) is None:
         pytest.skip("jupyter or the jupyter-recap console script is not installed")
-    ok = subprocess.run(
-        [jupyter, "recap", str(DEMO)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=tmp_path,
-        env=offline_env(),
-        timeout=120,
-    )
+    ok = run_cli(DEMO, cwd=tmp_path, command=[jupyter, "recap"])
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.rstrip().endswith("— offline")
-    missing = subprocess.run(
-        [jupyter, "recap", "missing.ipynb"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=offline_env(),
-        timeout=120,
-    )
+    missing = run_cli("missing.ipynb", cwd=tmp_path, command=[jupyter, "recap"])
     assert one_line_error(missing, 2) == "jupyter recap: no such file: missing.ipynb"
 
 

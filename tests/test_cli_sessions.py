@@ -12,7 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from cliutil import offline_env, one_line_error
+from cliutil import offline_env, one_line_error, run_cli
 from fakellm import FakeLLM
 
 from jupyter_recap import cli
@@ -61,17 +61,8 @@ def make_session(
     return writer.id
 
 
-def run(*args: str | Path, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = offline_env(JUPYTER_RECAP_HOME=str(home))
-    return subprocess.run(
-        [sys.executable, "-m", "jupyter_recap.cli", *map(str, args)],
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
+def run(*args: str | Path, cwd: Path, home: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    return run_cli(*args, cwd=cwd, env=offline_env(JUPYTER_RECAP_HOME=str(home), **env))
 
 
 def ok_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
@@ -372,18 +363,15 @@ def test_recap_of_a_notebook_uses_its_tasks_and_notes(home: Path, project: Path)
 def model_request(notebook: Path, project: Path, home: Path, **env: str) -> str:
     """What ``jupyter recap NOTEBOOK --model openai:…`` sends to a local fake server."""
     with FakeLLM() as fake:
-        result = subprocess.run(
-            [sys.executable, "-m", "jupyter_recap.cli", str(notebook), "--model", "openai:x"],
-            capture_output=True,
-            text=True,
+        result = run(
+            notebook,
+            "--model",
+            "openai:x",
             cwd=project,
-            env=offline_env(
-                JUPYTER_RECAP_HOME=str(home),
-                OPENAI_API_KEY="sk-test",
-                OPENAI_BASE_URL=fake.url,
-                **env,
-            ),
-            timeout=120,
+            home=home,
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=fake.url,
+            **env,
         )
         assert result.returncode == 0, result.stderr
         return json.dumps(fake.requests[0].body)
@@ -417,15 +405,7 @@ def test_notes_errors(home: Path, project: Path) -> None:
     assert missing.startswith("jupyter recap: no such notebook or directory:")
     both = one_line_error(run("--notes", "--sessions", cwd=project, home=home))
     assert both == "jupyter recap: --sessions and --notes do not go together"
-    env = offline_env(JUPYTER_RECAP_HOME=str(home), JUPYTER_RECAP_MEMORY="0")
-    off = subprocess.run(
-        [sys.executable, "-m", "jupyter_recap.cli", "--notes"],
-        capture_output=True,
-        text=True,
-        cwd=project,
-        env=env,
-        timeout=120,
-    )
+    off = run("--notes", cwd=project, home=home, JUPYTER_RECAP_MEMORY="0")
     assert off.returncode == 1 and off.stdout == ""
     assert off.stderr == "jupyter recap: project memory is turned off (JUPYTER_RECAP_MEMORY=0)\n"
     MemoryStore(project).remember("fact", "soon garbled")
