@@ -39,14 +39,26 @@ def median_seconds(action: Callable[[], object], rounds: int) -> float:
 # -- recording overhead --------------------------------------------------------------------
 
 
-def recording_overhead(cells: int, rounds: int) -> tuple[float, float]:
-    """Median seconds per trivial cell without and with the extension loaded."""
+def _shell():  # type: ignore[no-untyped-def]
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
-    shell = InteractiveShell.instance(config=config)
+    return InteractiveShell.instance(config=config)
+
+
+def recording_overhead(
+    cells: int,
+    rounds: int,
+    setup: Callable[[object], object] | None = None,
+    teardown: Callable[[object], object] | None = None,
+) -> tuple[float, float]:
+    """Median seconds per trivial cell without and with the extension loaded.
+
+    ``setup``/``teardown`` replace loading/unloading the extension, to measure a variant.
+    """
+    shell = _shell()
 
     def batch() -> None:
         for _ in range(cells):
@@ -57,13 +69,65 @@ def recording_overhead(cells: int, rounds: int) -> tuple[float, float]:
     for _ in range(rounds):
         # interleave so that drift in machine load hits both sides equally
         plain.append(median_seconds(batch, 1))
-        shell.run_line_magic("load_ext", "jupyter_recap")
+        (setup or _load)(shell)
         loaded.append(median_seconds(batch, 1))
-        shell.run_line_magic("unload_ext", "jupyter_recap")
+        (teardown or _unload)(shell)
         from jupyter_recap import transcript
 
         transcript.current().clear()
     return statistics.median(plain) / cells, statistics.median(loaded) / cells
+
+
+def _load(shell) -> None:  # type: ignore[no-untyped-def]
+    shell.run_line_magic("load_ext", "jupyter_recap")
+
+
+def _unload(shell) -> None:  # type: ignore[no-untyped-def]
+    shell.run_line_magic("unload_ext", "jupyter_recap")
+
+
+def _no_op(info: object) -> None:
+    pass
+
+
+def _load_without_code_cells(shell) -> None:  # type: ignore[no-untyped-def]
+    _load(shell)
+    shell.run_line_magic("config", "Recap.record_code_cells = False")
+
+
+def _noop_hooks(shell) -> None:  # type: ignore[no-untyped-def]
+    shell.events.register("pre_run_cell", _no_op)
+    shell.events.register("post_run_cell", _no_op)
+
+
+def _remove_noop_hooks(shell) -> None:  # type: ignore[no-untyped-def]
+    shell.events.unregister("pre_run_cell", _no_op)
+    shell.events.unregister("post_run_cell", _no_op)
+
+
+def hooks_alone(calls: int) -> float:
+    """Seconds per cell of the recorder's two hooks called back to back, outside ``run_cell``."""
+    from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
+
+    from jupyter_recap import transcript
+    from jupyter_recap.ipython.extension import extension_for
+
+    shell = _shell()
+    _load(shell)
+    recorder = extension_for(shell).recorder  # type: ignore[union-attr]
+    info = ExecutionInfo("x = 1", True, False, False, None)
+    result = ExecutionResult(info)
+    result.execution_count = 1
+
+    def both() -> None:
+        for _ in range(calls):
+            recorder.pre_run_cell(info)
+            recorder.post_run_cell(result)
+
+    seconds = min(median_seconds(both, 1) for _ in range(5)) / calls
+    _unload(shell)
+    transcript.current().clear()
+    return seconds
 
 
 # -- context building and size ----------------------------------------------------------------
@@ -224,6 +288,16 @@ def main() -> None:
     print(
         f"| {cells} × {rounds} | {plain * 1e6:.1f} µs/cell | {loaded * 1e6:.1f} µs/cell "
         f"| {loaded / plain:.3f} |\n"
+    )
+    print("Where it goes (ratios against the same shell without anything):\n")
+    print("| variant | ratio or cost |")
+    print("|---|---|")
+    base, quiet = recording_overhead(cells, rounds, _load_without_code_cells, _unload)
+    print(f"| extension loaded, `record_code_cells = False` | {quiet / base:.3f} |")
+    base, noop = recording_overhead(cells, rounds, _noop_hooks, _remove_noop_hooks)
+    print(f"| two no-op `pre/post_run_cell` hooks, no extension | {noop / base:.3f} |")
+    print(
+        f"| our two hooks called alone, outside `run_cell` | {hooks_alone(20_000) * 1e6:.1f} µs |\n"
     )
 
     print("## Context building and characters sent per recap (tool-heavy session)\n")
