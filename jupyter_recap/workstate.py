@@ -36,10 +36,10 @@ class MemoryWarning(UserWarning):
 class WorkState:
     """The task list and project memory of one notebook (or one process)."""
 
-    def __init__(self, place: str | None = None, *, memory: bool | None = None) -> None:
+    def __init__(self, place: str | None = None) -> None:
         self._place = place
         """The notebook or directory whose project the memory belongs to; None: decided later."""
-        self.memory_enabled = memory_enabled() if memory is None else memory
+        self.memory_enabled = memory_enabled()
         self._tasks = TaskList()
         self._lock = threading.Lock()
         self._listeners: list[TaskListener] = []
