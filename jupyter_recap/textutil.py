@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def shorten(text: str, limit: int) -> str:
     """``text`` on one line, cut at a word boundary to at most ``limit`` characters."""
@@ -21,3 +23,29 @@ def first_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+# Terminal escape sequences (CSI ``ESC [ … final`` and OSC ``ESC ] … BEL|ST``) are removed whole,
+# so that no half of one is left to show as stray text; any other control character goes alone.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)|\x1b[@-_]")
+# C0 and C1 controls (but tab and newline) and the bidi embedding, override and isolate marks,
+# which can reorder what a reader sees ("Trojan Source").
+_INVISIBLE = {
+    **{c: None for c in range(0x20) if c not in (0x09, 0x0A)},
+    0x7F: None,
+    **{c: None for c in range(0x80, 0xA0)},
+    **{c: None for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+}
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print to a terminal or a notebook's stream output.
+
+    Escape sequences, control characters (tab and newline excepted) and bidi controls are
+    removed: a recap, a title or a prompt can then neither retitle, clear or recolour a
+    terminal, write to its clipboard, hide text, nor reorder what is read. JSON output keeps
+    the exact text; this is for text shown to a person.
+    """
+    if text.isprintable():
+        return text  # the common case: one C-level scan, nothing to copy
+    return _ESCAPES.sub("", text).translate(_INVISIBLE)

@@ -7,12 +7,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
 
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import fakellm and helpers
 
 from fakellm import fake_llm
 
 __all__ = ["fake_llm"]  # the local fake LLM server fixture, for every test module
+
+# Property-based tests run the same examples on every run (a red CI run can be replayed
+# locally) and without per-example deadlines, which a shared, noisy 2-core machine would trip.
+settings.register_profile(
+    "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("ci")
 
 _PROVIDER_ENV = (
     "OPENAI_API_KEY",

@@ -1,0 +1,8 @@
+"""The reliability and abuse suite: every hole found by attacking jupyter_recap, kept closed.
+
+Each test here reproduces one way the recap could hurt the person, their data or their agent —
+a store someone else can write, a symlink, a corrupt record, a secret that slips through, a
+terminal escape, a full disk, two kernels on one notebook, hostile HTTP — and asserts that it
+no longer does. Property-based tests (Hypothesis) cover whole input spaces where examples
+cannot. The shared fixtures of ``tests/conftest.py`` apply here too.
+"""
