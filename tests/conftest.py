@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import fakellm and helpers
 
 from fakellm import fake_llm
