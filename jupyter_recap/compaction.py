@@ -21,6 +21,7 @@ from .errors import ConfigError, RecapError
 from .memory import MAX_ENTRIES, Entry, MemoryStore, check_kind, check_text, normalise
 from .models import has_credentials, missing_credentials, resolve_models
 from .providers.base import OFFLINE, CancelToken, CompletionRequest
+from .redact import Redactor
 from .service import ProviderFactory, RecapStats, default_provider_factory
 from .settings import Recap as RecapSettings
 
@@ -121,12 +122,18 @@ def _day(when: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(when))
 
 
-def merge_request(notes: list[Entry]) -> str:
-    """The user message: the notes as a JSON array, oldest first, with the day each was written."""
+def merge_request(notes: list[Entry], clean: Redactor | None = None) -> str:
+    """The user message: the notes as a JSON array, oldest first, with the day each was written.
+
+    Each note's text is redacted with ``clean`` (default: a :class:`Redactor` of this process's
+    environment), like everything else sent to a model: a note kept from before notes were
+    redacted on writing, or holding the value of a key set since, must not reach it.
+    """
+    clean = clean if clean is not None else Redactor()
     items = [
         {
             "kind": n.kind,
-            "text": n.text,
+            "text": clean(n.text),
             "written": time.strftime("%Y-%m-%d", time.gmtime(n.created)),
         }
         for n in notes
@@ -175,7 +182,7 @@ def compact_memory(
             raise ConfigError(missing_credentials(ref))
         request = CompletionRequest(
             MERGE_SYSTEM,
-            merge_request(notes),
+            merge_request(notes, Redactor(env)),
             max_tokens=MERGE_MAX_TOKENS,
             timeout=float(settings.timeout_seconds),
         )

@@ -28,15 +28,23 @@ ERROR_CHARS = 240
 
 FRAMING_HEADER = "Task framing"
 RECENT_HEADER = "Recent activity (oldest first)"
+OMITTED = "… (earlier steps of this turn omitted)"
+# A framing line shortened to less than this says too little to be worth its room.
+_MIN_FRAMING_LINE = 60
 
 
 def _line(clean: Redactor, text: str, limit: int) -> str:
     """Redact, flatten and cut ``text`` to ``limit`` characters.
 
-    Redaction only looks at a generous prefix: the regexes are the costly part of building a
-    context, and nothing past the cut can reach the model anyway.
+    Redaction only looks at a generous head: the regexes are the costly part of building a
+    context, and nothing past the cut can reach the model anyway. The head ends where no secret
+    can be cut in two (see :meth:`Redactor.head`), so no piece of one slips past the patterns.
     """
-    return shorten(clean(text[: 2 * limit + 200]), limit)
+    head, cut = clean.head(text, 2 * limit + 200)
+    line = shorten(head, limit)
+    if cut and not line.endswith("…"):
+        line = shorten(head + " …", limit)  # the model must not take a cut text for all of it
+    return line
 
 
 def render_entry(entry: Entry, clean: Redactor) -> str | None:
@@ -86,13 +94,17 @@ def build_context(
     with transcript.locked() as entries:
         snap = transcript.snapshot()
         last_prompt = snap.prompts[-1] if snap.prompts else None
-        framing = _framing(entries, snap.prompts, snap.summary, extras, clean)
-        budget = max_chars - len(framing) - len(RECENT_HEADER) - 4
+        # The framing orients; the recent detail is what the recap is about. At most half the
+        # cap goes to the framing, so a long one never crowds out the latest prompt.
+        framing = _framing(entries, snap.prompts, snap.summary, extras, clean, max_chars // 2)
+        used = len(framing) + 2 if framing else 0  # the framing and the blank line after it
+        budget = max_chars - used - len(RECENT_HEADER)  # each line costs its length + "\n"
         recent = _recent(entries, last_prompt, snap.size, budget, clean)
     if not recent and not framing:
         return ""
     parts = [framing] if framing else []
     parts.append(RECENT_HEADER + "\n" + "\n".join(recent))
+    # Every part was sized to fit; the cut is only a backstop for caps too small to hold one.
     return "\n\n".join(parts)[:max_chars]
 
 
@@ -102,37 +114,74 @@ def _framing(
     summary_index: int | None,
     extras: Sequence[str],
     clean: Redactor,
+    limit: int,
 ) -> str:
-    lines: list[str] = []
+    """The task framing in at most ``limit`` characters ("" when there is none).
+
+    Over the limit, the least telling lines go first: earlier prompts (oldest first), then
+    the extras (last first); then the summary and the original task are shortened.
+    """
+    first = summary = None
     if len(prompts) > 1:
-        first = entries[prompts[0]]
-        lines.append("Original task: " + _line(clean, first.text, FIRST_PROMPT_CHARS))
+        first = "Original task: " + _line(clean, entries[prompts[0]].text, FIRST_PROMPT_CHARS)
     if summary_index is not None:
-        summary = entries[summary_index].text
-        lines.append("Latest summary: " + _line(clean, summary, SUMMARY_CHARS))
-    earlier = list(prompts[1:-1])[-EARLIER_PROMPTS:]
-    if earlier:
-        lines.append("Earlier prompts:")
-        lines.extend("- " + shorten(clean(entries[i].text), EARLIER_PROMPT_CHARS) for i in earlier)
+        summary_text = entries[summary_index].text
+        summary = "Latest summary: " + _line(clean, summary_text, SUMMARY_CHARS)
+    earlier = [
+        "- " + shorten(clean(entries[i].text), EARLIER_PROMPT_CHARS)
+        for i in list(prompts[1:-1])[-EARLIER_PROMPTS:]
+    ]
+    notes: list[str] = []
     used = 0
     for extra in extras:
         line = _line(clean, extra, EXTRAS_CHARS - used)
         if not line or used + len(line) > EXTRAS_CHARS:
             break
-        lines.append(line)
+        notes.append(line)
         used += len(line) + 1
-    return FRAMING_HEADER + "\n" + "\n".join(lines) if lines else ""
+
+    def render() -> str:
+        lines = [line for line in (first, summary) if line]
+        if earlier:
+            lines += ["Earlier prompts:", *earlier]
+        lines += notes
+        return FRAMING_HEADER + "\n" + "\n".join(lines) if lines else ""
+
+    text = render()
+    while len(text) > limit and earlier:
+        earlier.pop(0)
+        text = render()
+    while len(text) > limit and notes:
+        notes.pop()
+        text = render()
+    if len(text) > limit and summary:
+        room = len(summary) - (len(text) - limit)
+        summary = shorten(summary, room) if room >= _MIN_FRAMING_LINE else None
+        text = render()
+    if len(text) > limit and first:
+        room = len(first) - (len(text) - limit)
+        first = shorten(first, room) if room >= _MIN_FRAMING_LINE else None
+        text = render()
+    return text if len(text) <= limit else ""
 
 
 def _recent(
     entries: list[Entry], last_prompt: int | None, size: int, budget: int, clean: Redactor
 ) -> list[str]:
-    """Lines since the latest prompt; when over budget, the prompt plus the newest lines."""
+    """Lines since the latest prompt; when over budget, the prompt plus the newest lines.
+
+    ``budget`` counts each line with its line break; the result never exceeds it (but for
+    the head of the prompt, when not even that fits).
+    """
     start = last_prompt if last_prompt is not None else 0
     head: list[str] = []
     if last_prompt is not None:
         line = render_entry(entries[last_prompt], clean)
         if line:
+            # Too long for the room (less the "omitted" line when steps follow it): its head.
+            room = budget - (len(OMITTED) + 1 if size > last_prompt + 1 else 0)
+            if len(line) + 1 > room:
+                line = shorten(line, max(room - 1, 1))
             head.append(line)
             budget -= len(line) + 1
             start = last_prompt + 1
@@ -147,12 +196,14 @@ def _recent(
             budget -= len(line) + 1
         index -= 1
     tail.reverse()
-    truncated = index >= start
-    if truncated:
+    if index >= start:  # truncated: say so, in room taken from the oldest lines kept
+        while tail and budget < len(OMITTED) + 1:
+            budget += len(tail.pop(0)[1]) + 1
         # Never open on a tool result whose call was cut away: the model would misread it.
         while tail and entries[tail[0][0]].kind == "tool_result":
-            tail.pop(0)
-        head.append("… (earlier steps of this turn omitted)")
+            budget += len(tail.pop(0)[1]) + 1
+        if budget >= len(OMITTED) + 1:
+            head.append(OMITTED)
     return head + [line for _, line in tail]
 
 

@@ -309,8 +309,12 @@ class Engine:
         return self.focused is False
 
     def _try_draft(self, reason: str) -> list[Action]:
-        """An automatic trigger: respect the gate, dedupe and the one in-flight slot."""
+        """An automatic trigger: respect the gate, dedupe, the one in-flight slot and a turn."""
         if self.in_flight is not None:
+            return []
+        if self.turn_running and not self.settings.during_active:
+            # Its answer would land mid-turn and be discarded; the turn's end arms the
+            # triggers that apply then (a resume while an agent works, say).
             return []
         if self._completed_turns() < 1:
             self.counters.skipped_no_activity += 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from .redact import strip_reasoning
-from .textutil import shorten
+from .textutil import printable, shorten
 
 #: Longest recap shown; longer answers are cut at a word boundary.
 MAX_RECAP_CHARS = 400
@@ -41,7 +41,27 @@ def user_message(context: str) -> str:
 
 _OPEN = re.compile(r"<recap\s*>", re.IGNORECASE)
 _CLOSE = re.compile(r"</recap\s*>", re.IGNORECASE)
-_MARKDOWN = re.compile(r"(\*\*|__|`+|^#+\s+|^\s*[-*•]\s+)", re.MULTILINE)
+# Controls that separate words (CR, VT, FF, the file/group/record/unit separators, NEL) become
+# line breaks before the controls are dropped, so that the words they separate stay apart.
+_LINE_BREAKS = re.compile("[\r\v\f\x1c-\x1f\x85]")
+# Markdown marks, each found in time linear in the text (a model can answer pages of blank
+# lines or stars): heading marks at a line start, indented, repeated or behind other marks; a
+# bullet; a run of emphasis/code characters holding a bold or code mark, dropped whole so that
+# "*`*" cannot leave "**" behind ([^\S\n] is a space that does not end the line).
+_MARKDOWN = re.compile(
+    r"^(?:[^\S\n]|[*_`])*#+(?:[^\S\n](?:[^\S\n]|#)*|$)"
+    r"|^[^\S\n]*[-*•][^\S\n]+"
+    r"|(?<![*_`])(?=[*_`]*?(?:\*\*|__|`))[*_`]+",
+    re.MULTILINE,
+)
+# Heading marks that only lead the line once other marks are gone ("#**"): the tidied recap
+# is one line, so only its start can hold one.
+_LEADING_HEADING = re.compile(r"(?:#+(?:\s+|$))+")
+# A closing reasoning tag whose opening one is not in the answer: the chat template opened the
+# block (DeepSeek-R1 style), so all before it is thinking.
+_REASONING_END = re.compile(r"</(?:think|thinking|reasoning)\s*>", re.IGNORECASE)
+# Any recap or reasoning tag left inside the recap's body (a repeated opening tag, say).
+_TAGS = re.compile(r"</?(?:recap|think|thinking|reasoning)\s*>", re.IGNORECASE)
 
 
 def extract_recap(raw: str) -> str | None:
@@ -49,9 +69,13 @@ def extract_recap(raw: str) -> str | None:
 
     Both tags: the text between them. Opening tag only (the answer ran out of tokens): the rest
     after it. No tag at all: nothing, since untagged text is often the model thinking aloud and a
-    missing recap is better than leaked reasoning.
+    missing recap is better than leaked reasoning. Reasoning blocks go first, including one
+    whose opening tag the chat template supplied (everything up to a stray closing tag).
     """
     text = strip_reasoning(raw or "")
+    ends = list(_REASONING_END.finditer(text))
+    if ends:
+        text = text[ends[-1].end() :]
     opening = _OPEN.search(text)
     if opening is None:
         return None
@@ -59,11 +83,22 @@ def extract_recap(raw: str) -> str | None:
     closing = _CLOSE.search(body)
     if closing is not None:
         body = body[: closing.start()]
-    tidied = tidy(body)
+    tidied = tidy(_TAGS.sub("", body))
+    if _TAGS.search(tidied):
+        # A tag that only shows once others, marks or controls are gone ("<re<recap>cap>",
+        # "<th\x00ink>"): no model writes that, and it could hide reasoning; show nothing.
+        return None
+    heading = _LEADING_HEADING.match(tidied)
+    if heading is not None:
+        tidied = tidied[heading.end() :]
     return tidied or None
 
 
 def tidy(text: str, limit: int = MAX_RECAP_CHARS) -> str:
-    """Plain text on one line: markdown marks dropped, whitespace collapsed, capped at ``limit``."""
-    plain = _MARKDOWN.sub("", text)
+    """Plain text on one line: markdown marks dropped, whitespace collapsed, capped at ``limit``.
+
+    Terminal escapes, control and bidi characters go first: a recap is printed to terminals and
+    stream outputs, and is stored, listed and sent on from there, so it must be inert text.
+    """
+    plain = _MARKDOWN.sub("", printable(_LINE_BREAKS.sub("\n", text)))
     return shorten(plain, limit)

@@ -1,0 +1,237 @@
+"""Whatever a session recorded, the model sees a capped, faithful, repeatable context.
+
+``build_context`` is what every recap is drafted from. Sessions come in every shape: agents
+that log tool results without calls (or in the wrong order), cells that fail, compaction
+summaries, shown recaps and bookkeeping, prompts of a few words or of pages. The properties
+below hold for all of them and for any cap in the range people set; the examples after them
+are the sessions that broke them once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import jupyter_recap as jr
+from jupyter_recap.context import RECENT_HEADER, build_context, render_entry
+from jupyter_recap.offline import offline_recap
+from jupyter_recap.prompt import MAX_RECAP_CHARS
+from jupyter_recap.redact import Redactor
+from jupyter_recap.transcript import Entry, Kind, Outcome
+
+NO_ENV: dict[str, str] = {}
+"""No environment secrets: the context then depends on its inputs alone."""
+
+OMITTED = "… (earlier steps of this turn omitted)"
+
+# Recap and bookkeeping texts carry a word no other text can spell (no capitals elsewhere).
+RECAP_WORD, META_WORD = "RECAPSHOWN", "METANOTE"
+
+# -- sessions ------------------------------------------------------------------------------------
+
+ALPHABET = st.characters(
+    codec="utf-8",
+    categories=["Ll", "Lo", "Nd", "P", "Zs", "Cc"],
+    exclude_characters="\r",
+)
+SHORT = st.text(alphabet=ALPHABET, max_size=40)
+
+
+@st.composite
+def texts(draw: st.DrawFn) -> str:
+    """A text of a few characters to several thousand (a phrase, or a phrase repeated)."""
+    phrase = draw(SHORT)
+    return phrase * draw(st.sampled_from([1, 1, 3, 20, 150]))
+
+
+NAMES = st.sampled_from(["read_file", "edit", "run_tests", "search"])
+
+
+KINDS: list[Kind] = ["user", "user", "assistant", "tool_call", "tool_result", "tool_result"]
+KINDS += ["code", "summary", "outcome", "recap", "meta"]
+OUTCOMES: list[Outcome] = ["ok", "errored", "aborted"]
+
+
+@st.composite
+def entries(draw: st.DrawFn) -> Entry:
+    """One entry of any kind (prompts and tool results more often), in any order."""
+    kind = draw(st.sampled_from(KINDS))
+    text = draw(texts())
+    if kind in ("tool_call", "tool_result"):
+        error = draw(st.none() | texts()) if kind == "tool_result" else None
+        return Entry(kind, text, name=draw(NAMES), error=error)
+    if kind == "code":
+        count = draw(st.none() | st.integers(1, 500))
+        return Entry("code", text, error=draw(st.none() | texts()), count=count)
+    if kind == "outcome":
+        outcome = draw(st.sampled_from(OUTCOMES))
+        return Entry("outcome", "", error=draw(st.none() | texts()), outcome=outcome)
+    if kind == "recap":
+        return Entry("recap", f"{RECAP_WORD} {text}", name="offline")
+    if kind == "meta":
+        return Entry("meta", f"{META_WORD} {text}")
+    return Entry(kind, text)
+
+
+@dataclass
+class Case:
+    transcript: jr.Transcript
+    max_chars: int
+    extras: tuple[str, ...]
+
+    def __repr__(self) -> str:  # a failing example must be replayable from the report
+        entries = self.transcript.to_list()
+        return f"Case(max_chars={self.max_chars}, extras={self.extras!r}, entries={entries!r})"
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    transcript = jr.Transcript()
+    size = draw(st.integers(0, 60))  # drawn first: lists alone stay short
+    for entry in draw(st.lists(entries(), min_size=size, max_size=size)):
+        transcript.append(entry)
+    extras = tuple(draw(st.lists(texts(), max_size=3)))
+    # Small caps more often: that is where the tiers compete for room.
+    cap = draw(st.one_of(st.integers(500, 2500), st.integers(500, 20_000)))
+    return Case(transcript, cap, extras)
+
+
+def context(case: Case) -> str:
+    return build_context(case.transcript, max_chars=case.max_chars, extras=case.extras, env=NO_ENV)
+
+
+def recent_lines(text: str) -> list[str]:
+    """The lines of the recent tier, without its header."""
+    assert text.count(RECENT_HEADER + "\n") == 1, text
+    return text.split(RECENT_HEADER + "\n", 1)[1].split("\n")
+
+
+# -- the properties ------------------------------------------------------------------------------
+
+
+@settings(max_examples=120)
+@given(case=cases())
+def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case: Case) -> None:
+    """The model always sees the latest prompt and the newest steps of the turn, whole and in
+    order, within the cap, whatever came before them; it never sees a tool result whose call
+    was cut away as the first step it is shown."""
+    text = context(case)
+    assert len(text) <= case.max_chars
+    entries = case.transcript.entries
+    prompts = [i for i, entry in enumerate(entries) if entry.kind == "user"]
+    rendered = [(i, render_entry(entry, Redactor(NO_ENV))) for i, entry in enumerate(entries)]
+    if not text:
+        assert not prompts and not any(line for _, line in rendered)
+        return
+    lines = recent_lines(text)
+    start = 0
+    if prompts:
+        prompt_line = rendered[prompts[-1]][1]
+        assert prompt_line is not None
+        shown = lines[0]
+        head = shown[:-1] if shown != prompt_line and shown.endswith("…") else shown
+        assert prompt_line.startswith(head) and len(head) >= min(60, len(prompt_line)), (
+            f"the latest prompt is missing or cut short: {shown!r}"
+        )
+        lines = lines[1:]
+        start = prompts[-1] + 1
+    truncated = bool(lines) and lines[0] == OMITTED
+    if truncated:
+        lines = lines[1:]
+    segment = [(i, line) for i, line in rendered[start:] if line is not None]
+    tail = segment[len(segment) - len(lines) :] if lines else []
+    assert [line for _, line in tail] == [line for line in lines if line], (
+        "the recent tier must be the newest steps, whole and in order"
+    )
+    if not truncated:
+        assert len(tail) == len(segment), "steps left out without saying so"
+    if tail and entries[tail[0][0]].kind == "tool_result":
+        first = tail[0][0]
+        name = entries[first].name
+        calls = [i for i in range(start, first) if entries[i].kind == "tool_call"]
+        assert not any(entries[i].name == name for i in calls), (
+            f"opens on a result of {name} whose call was cut away"
+        )
+
+
+@settings(max_examples=80)
+@given(case=cases())
+def test_context_never_holds_shown_recaps_or_bookkeeping(case: Case) -> None:
+    """A recap the person was shown, or the extension's bookkeeping, is never fed back to the
+    model (it would recap its own recap)."""
+    text = context(case)
+    assert RECAP_WORD not in text and META_WORD not in text
+
+
+@settings(max_examples=60)
+@given(case=cases())
+def test_context_is_deterministic(case: Case) -> None:
+    """The same session gives the same text, even rebuilt from its stored form, so the
+    fingerprint dedupe holds and an unchanged session is never drafted twice."""
+    first = context(case)
+    assert context(case) == first
+    stored = jr.Transcript.from_list(case.transcript.to_list())
+    assert build_context(stored, max_chars=case.max_chars, extras=case.extras, env=NO_ENV) == first
+
+
+@settings(max_examples=80)
+@given(case=cases())
+def test_offline_recap_is_one_plain_line_of_this_session(case: Case) -> None:
+    """The offline engine (no network) says something short and plain about any session, or
+    nothing; it never repeats a shown recap or bookkeeping, and never fails."""
+    recap = offline_recap(case.transcript, open_task=case.extras[0] if case.extras else None)
+    if recap is None:
+        return
+    assert recap == recap.strip() and 0 < len(recap) <= MAX_RECAP_CHARS
+    assert RECAP_WORD not in recap and META_WORD not in recap
+    assert recap.isprintable(), f"control characters in {recap!r}"
+
+
+# -- the sessions that broke it -------------------------------------------------------------------
+
+
+def framed_session() -> jr.Transcript:
+    """Five long prompts and a long summary: a framing of about 2,500 characters."""
+    t = jr.Transcript()
+    for n in range(5):
+        t.user(f"prompt {n}: " + "migrate the billing tables " * 40)
+        t.assistant("done")
+    t.summary("goal: migrate billing to v2 " * 40)
+    t.user("now fix the FK constraint in invoices.ts")
+    t.tool_call("read_file", {"path": "invoices.ts"})
+    return t
+
+
+@pytest.mark.parametrize("cap", [500, 1000, 2000])
+def test_a_long_framing_never_crowds_out_the_latest_prompt(cap: int) -> None:
+    text = build_context(framed_session(), max_chars=cap, env=NO_ENV)
+    assert len(text) <= cap
+    assert "User: now fix the FK constraint in invoices.ts" in text
+    assert "Tool call: read_file(path='invoices.ts')" in text
+
+
+def test_the_newest_step_is_never_cut_mid_line() -> None:
+    # The prompt line and the "omitted" marker were not counted against the budget, so the
+    # final cut took the end of the newest step.
+    t = jr.Transcript()
+    t.user("run the long agent loop " * 60)
+    for n in range(300):
+        t.tool_call("step", {"n": n})
+    text = build_context(t, max_chars=2000, env=NO_ENV)
+    assert len(text) <= 2000
+    assert text.endswith("Tool call: step(n=299)")
+    assert OMITTED in text
+
+
+def test_a_prompt_that_nearly_fills_the_cap_leaves_room_to_say_steps_were_omitted() -> None:
+    t = jr.Transcript()
+    t.user("x" * 940)  # its line fits in a 1,000-character cap, with a few characters to spare
+    for n in range(5):
+        t.tool_call("step", {"n": n})
+    text = build_context(t, max_chars=1000, env=NO_ENV)
+    assert len(text) <= 1000
+    assert text.startswith(RECENT_HEADER + "\nUser: xxx")
+    assert text.endswith("\n" + OMITTED), "the model must know the turn went on"

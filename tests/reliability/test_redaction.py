@@ -1,0 +1,712 @@
+"""No secret a person pastes reaches the model: every common kind, anywhere in any text.
+
+An attack found that most kinds of secret people really paste — database URLs with their
+password, AWS secret keys, private-key blocks, connection-string passwords, Stripe, GitLab and
+Azure keys — went to the model untouched, and that a secret straddling the point where the
+context builder cut a long text reached it nearly whole (as did one straddling the cut of a long
+entry when it was recorded). ``%recap compact-memory`` sent notes unredacted. Each kind has an
+example below, and the properties generate secrets of every kind, embed them in arbitrary text
+(JSON-quoted or not) and check that no piece of one survives, from the redactor alone and from
+``build_context`` with the secret at any offset around either cut.
+
+"Survives" means: some 8-character run of the secret's secret part is in the output, and that
+run is not in the text around the secret (it could not have come from anywhere else).
+Generated secrets contain letters and digits (and passwords a symbol) as generated credentials
+do: an all-letter value after a weak label (``sort_key``, ``Bearer`` in prose) is taken for a
+word on purpose.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from fakellm import FakeLLM
+from hypothesis import given
+from hypothesis import strategies as st
+
+import jupyter_recap as jr
+from jupyter_recap.compaction import compact_memory
+from jupyter_recap.context import ERROR_CHARS, TEXT_CHARS, TOOL_RESULT_CHARS, build_context
+from jupyter_recap.memory import MemoryStore
+from jupyter_recap.redact import REDACTED, Redactor, redact
+from jupyter_recap.transcript import MAX_ENTRY_CHARS
+
+NO_ENV: dict[str, str] = {}
+RUN = 8
+
+# -- one example per kind --------------------------------------------------------------------
+
+# (kind, text, the secret part, what must be kept)
+EXAMPLES = [
+    (
+        "postgresql url",
+        "postgresql://admin:pw@db.internal/app",
+        ":pw@",
+        "postgresql://admin:",
+    ),
+    (
+        "postgres url",
+        "DATABASE_URL=postgres://app:S3cr3t!x@10.0.0.5:5432/billing",
+        "S3cr3t",
+        "@10.0.0.5:5432/billing",
+    ),
+    (
+        "mysql url",
+        "mysql://root:hunter2@localhost:3306/shop",
+        "hunter2",
+        "mysql://root:",
+    ),
+    (
+        "mongodb+srv url",
+        "mongodb+srv://etl:Pa55word@cluster0.ab1cd.mongodb.net/db",
+        "Pa55word",
+        "mongodb+srv://etl:",
+    ),
+    (
+        "redis url without user",
+        "redis://:hunter2@cache:6379/0",
+        "hunter2",
+        "redis://:",
+    ),
+    (
+        "amqp url",
+        "amqp://guest:guestpass@rabbit:5672/",
+        "guestpass",
+        "@rabbit:5672/",
+    ),
+    (
+        "any scheme, '@' in the password",
+        "sftp://deploy:p@ss:w0rd@files.example.org/in",
+        "p@ss:w0rd",
+        "@files.example.org/in",
+    ),
+    (
+        "aws_secret_access_key",
+        "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI",
+        "aws_secret_access_key = ",
+    ),
+    (
+        "AWS_SECRET_ACCESS_KEY=",
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "K7MDENG",
+        "AWS_SECRET_ACCESS_KEY=",
+    ),
+    (
+        "PEM private key",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn\n-----END RSA PRIVATE "
+        "KEY-----\nthen",
+        "MIIEowIBAAKCAQEA",
+        "BEGIN RSA PRIVATE KEY",
+    ),
+    (
+        "PEM private key, END cut off",
+        "key.pem:\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nBG5vbmUAAAA",
+        "b3BlbnNzaC1rZXkt",
+        "BEGIN OPENSSH PRIVATE KEY",
+    ),
+    (
+        "ODBC Pwd=",
+        "Server=tcp:sql1,1433;Database=crm;Uid=sa;Pwd=x7!;Encrypt=yes",
+        "x7!",
+        "Uid=sa;Pwd=",
+    ),
+    (
+        "Password= in ADO string",
+        "Data Source=db;User ID=app;Password=abc;",
+        "abc;",
+        "User ID=app;Password=",
+    ),
+    (
+        "passwd:",
+        "passwd: s3cr",
+        "s3cr",
+        "passwd:",
+    ),
+    (
+        "Stripe sk_live",
+        "stripe.api_key = 'sk_live_51H8xYzAbCdEfGhIjKlMn0pQ'",
+        "51H8xYzAbCdE",
+        "stripe.api_key",
+    ),
+    (
+        "Stripe rk_live",
+        "rk_live_51H8abcdefghij1234567890",
+        "51H8abcdefghij",
+        "",
+    ),
+    (
+        "Stripe sk_test",
+        "using sk_test_4eC39HqLyjWDarjtT1zdp7dc for now",
+        "4eC39HqLyjWD",
+        "for now",
+    ),
+    (
+        "GitLab glpat",
+        "git clone https://oauth2:glpat-Xy12abcDEF34ghiJK567@gitlab.com/g/p.git",
+        "Xy12abcDEF34",
+        "@gitlab.com/g/p.git",
+    ),
+    (
+        "Azure AccountKey",
+        "DefaultEndpointsProtocol=https;AccountName=acct;"
+        "AccountKey=Zm9vYmFy+/YmF6cXV4MTIzNDU2Nzg5MA==;EndpointSuffix=core.windows.net",
+        "YmF6cXV4MTIz",
+        "AccountName=acct;AccountKey=",
+    ),
+    (
+        "Azure SharedAccessKey",
+        "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;"
+        "SharedAccessKey=abcDEF123ghiJKL456mno=",
+        "abcDEF123ghi",
+        "SharedAccessKeyName=Root",
+    ),
+    (
+        "Azure SAS sig=",
+        "https://acct.blob.core.windows.net/c/a.csv?sv=2022-11-02&sp=r&sig=q0Zx%2Bk8aZpL3mN7%2FeW1"
+        "%3D",
+        "q0Zx%2Bk8aZpL3",
+        "sv=2022-11-02&sp=r&sig=",
+    ),
+    (
+        "Slack webhook",
+        "https://hooks.slack.com/services/T0AB12CDE/B0FG34HIJ/aBcDeFgHiJkLmNoPqRsTuVwX",
+        "aBcDeFgHiJkL",
+        "hooks.slack.com/services/",
+    ),
+    (
+        "Slack bot token",
+        "SLACK=xoxb-123456789012-abcdefABCDEF",
+        "123456789012",
+        "",
+    ),
+    (
+        "Google OAuth ya29",
+        "access token ya29.a0AfH6SMBx1y2z3AbCdEfGhIjKlMnOp",
+        "AfH6SMBx1y2z",
+        "access token",
+    ),
+    (
+        "Google API key",
+        "key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+        "SyA1b2C3d4E5",
+        "",
+    ),
+    (
+        "npm token",
+        "//registry/:_authToken=npm_abcdEFGH1234ijklMNOP5678qrstUVWX90yz",
+        "abcdEFGH1234",
+        "",
+    ),
+    (
+        "PyPI token",
+        "TWINE_PASSWORD=pypi-AgEIcHlwaS5vcmcCJDEyMzQ1Njc4LWFiY2Q",
+        "AgEIcHlwaS5v",
+        "TWINE_PASSWORD=",
+    ),
+    (
+        "JWT",
+        "cookie: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+        "dozjgNryP4J3",
+        "cookie:",
+    ),
+    (
+        "Authorization: Basic",
+        "curl -H 'Authorization: Basic YWRtaW46aHVudGVyMg==' api",
+        "YWRtaW46aHVu",
+        "Authorization: Basic",
+    ),
+    (
+        "Bearer token",
+        "Bearer 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+        "9f8e7d6c5b4a",
+        "Bearer",
+    ),
+    (
+        "GitHub token",
+        "token = 'ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789'",
+        "AbCdEfGhIjKl",
+        "token =",
+    ),
+    (
+        "OpenAI key",
+        "OpenAI(api_key='sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8t')",
+        "Ab3dEf6hIj9k",
+        "OpenAI(api_key=",
+    ),
+    (
+        "AWS access key id",
+        "AKIAIOSFODNN7EXAMPLE is the id",
+        "IOSFODNN7EXA",
+        "is the id",
+    ),
+    (
+        "Hugging Face token",
+        "login(hf_AbCdEfGhIjKlMnOpQrStUvWxYz123456)",
+        "AbCdEfGhIjKl",
+        "login(",
+    ),
+    (
+        "JSON *_secret",
+        '{"client_secret": "Xq9-w8Ev7_rT6yU5iO4p", "client_id": "app"}',
+        "Xq9-w8Ev7_rT",
+        '"client_id": "app"',
+    ),
+    (
+        "YAML *_token",
+        "refresh_token: 1//0gAbCdEfGhIjKlMnOp",
+        "0gAbCdEfGhIj",
+        "refresh_token:",
+    ),
+    (
+        "env *_key",
+        "export STRIPE_KEY=abc123DEF456ghi789",
+        "abc123DEF456",
+        "export STRIPE_KEY=",
+    ),
+    (
+        "Python kwarg",
+        "psycopg.connect(host=h, user='app', password='hunter2 !')",
+        "hunter2",
+        "user='app'",
+    ),
+    (
+        "camelCase key",
+        "const cfg = { accessKey: 'AbCd1234EfGh5678' }",
+        "AbCd1234EfGh",
+        "accessKey:",
+    ),
+    (
+        "query ?access_token=",
+        "GET /api?access_token=abc123def456ghi789&page=2",
+        "abc123def456",
+        "&page=2",
+    ),
+    (
+        "XML element",
+        "<password>correct horse battery</password>",
+        "correct horse",
+        "<password>",
+    ),
+    (
+        "CLI flag",
+        "mlflow server --password s3cr3t-Value --port 5000",
+        "s3cr3t-Value",
+        "--port 5000",
+    ),
+    (
+        "curl -u",
+        "curl -u admin:Adm1n!Pass https://ci.local/api",
+        "Adm1n!Pass",
+        "curl -u admin:",
+    ),
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret", "kept"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
+def test_each_kind_is_redacted(kind: str, text: str, secret: str, kept: str) -> None:
+    out = redact(text, NO_ENV)
+    assert secret not in out, out
+    assert REDACTED in out and kept in out, out
+
+
+# Ordinary notebook text: code, tracebacks, prose with identifiers. Hex strings such as git
+# SHAs, digests and UUIDs are kept: a recap needs them ("fixed in 3f2a1b9"), and a bare hex
+# string has no credential shape.
+ORDINARY = [
+    "df = pd.read_csv('data/raw/invoices.csv', parse_dates=['created_at'])",
+    "df.groupby('region')['amount'].sum().sort_values(ascending=False, key=lambda s: s.abs())",
+    "Traceback (most recent call last):\n  File \"<ipython-input-3>\", line 1\nKeyError: 'region'",
+    "Fixed in commit 3f2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a; see PR #42.",
+    "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "run_id = 'b3f1c2d4-5e6f-4a7b-8c9d-0e1f2a3b4c5d'",
+    "tokenizer.pad_token = tokenizer.eos_token",
+    "inputs = tokenizer(text, max_new_tokens=256, pad_token='<|endoftext|>')",
+    "token = tokenizer(text, return_tensors='pt')",
+    "password = os.environ['DB_PASSWORD']",
+    "api_key = userdata.get('OPENAI_API_KEY')",
+    "secret_key = secrets.token_hex(32)",
+    "def connect(user: str, password: str = None) -> Connection:",
+    "conn = connect(user=user, password=password)",
+    "pip install scikit-learn sk-learn-compatible-estimators",
+    "The API uses bearer authentication over https://api.example.com/v1/items",
+    "sort_key = 'created_at'",
+    "cat: /etc/passwd: No such file or directory",
+    "See http://localhost:8888/lab/tree/notebooks/analysis.ipynb for the plots.",
+    "usage: train.py [--epochs N] [--token-budget N]",
+    "monkey = 'abc123def456'; bypass = 'x'",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_text_survives(text: str) -> None:
+    assert redact(text, NO_ENV) == text
+
+
+def test_the_exact_value_of_a_secret_looking_environment_variable_is_redacted() -> None:
+    # No shape gives these away: only the environment does (a gateway's passphrase, a DB
+    # password in DB_PASS). PWD is the working directory, not a password.
+    env = {
+        "MY_GATEWAY_TOKEN": "correct horse battery staple",
+        "DB_PASS": "Winter2024",
+        "PWD": "/home/ada/project",
+    }
+    clean = Redactor(env)
+    out = clean("ran with correct horse battery staple and Winter2024 in /home/ada/project")
+    assert "horse" not in out and "Winter2024" not in out
+    assert "/home/ada/project" in out
+
+
+def test_a_secret_straddling_the_cut_never_reaches_the_model() -> None:
+    # The attack: whitespace before a token so that the raw cut falls inside it, too early
+    # for the token's pattern to match, while the collapsed text puts the token at the start
+    # of what is sent. The first 20 of its 40 characters used to reach the model.
+    token = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    t = jr.Transcript()
+    t.user(" " * (2 * TEXT_CHARS + 200 - 20) + token + " then more words")
+    text = build_context(t, env=NO_ENV)
+    assert not _leaked([token], text, "")
+    assert "…" in text  # the model is told the prompt was cut
+
+
+def test_a_secret_cut_where_a_long_entry_is_clipped_never_reaches_the_model() -> None:
+    # A long entry keeps its head and tail when it is recorded. Cut there, the token's tail
+    # had lost its prefix and with it its shape: 30 of its 40 characters reached the model.
+    token = "ghp_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+    tail = (MAX_ENTRY_CHARS - 40) - (MAX_ENTRY_CHARS - 40) // 2
+    t = jr.Transcript()
+    t.user(" " * 5000 + token + " y" * ((tail - 30) // 2))
+    assert not _leaked([token], build_context(t, env=NO_ENV), "")
+
+
+def test_redaction_is_idempotent_on_the_examples() -> None:
+    # The session and memory stores redact what they write; the context builder redacts it
+    # again. A second pass must change nothing.
+    for _, text, _, _ in EXAMPLES:
+        once = redact(text, NO_ENV)
+        assert redact(once, NO_ENV) == once
+
+
+# -- properties --------------------------------------------------------------------------------
+
+ALNUM = string.ascii_letters + string.digits
+B64 = ALNUM + "+/"
+B64URL = ALNUM + "-_"
+SYMBOLS = "!#$%*+-@^~"
+URL_PASSWORD = ALNUM + "!$%*+-@^~.:=_"  # not / ? # (they end the authority), no quotes
+PASSWORD = ALNUM + SYMBOLS + ".:=?/_"  # unquoted: no , ; & quotes, brackets or backslash
+
+
+@dataclass
+class Sample:
+    """A text holding a secret, the secret parts in it, and the environment it needs."""
+
+    text: str
+    secrets: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@st.composite
+def credential(draw: st.DrawFn, alphabet: str, size: tuple[int, int], symbol: bool = False) -> str:
+    """A generated credential: letters and digits (and a symbol) somewhere in it."""
+    chars = list(draw(st.text(alphabet, min_size=size[0], max_size=size[1])))
+    letters = [c for c in alphabet if c.isalpha()]
+    needed = [draw(st.sampled_from(letters)), draw(st.sampled_from(string.digits))]
+    if symbol:
+        needed.append(draw(st.sampled_from(SYMBOLS)))
+    for char in needed:
+        chars.insert(draw(st.integers(0, len(chars))), char)
+    return "".join(chars)
+
+
+def one_of(draw: st.DrawFn, *options: str) -> str:
+    return draw(st.sampled_from(options))
+
+
+@st.composite
+def db_url(draw: st.DrawFn) -> Sample:
+    scheme = one_of(draw, "postgresql", "postgres", "mysql", "mongodb+srv", "redis", "amqp", "sftp")
+    user = "" if scheme == "redis" else draw(st.text(ALNUM, min_size=1, max_size=10))
+    password = draw(credential(URL_PASSWORD, (8, 30)))
+    return Sample(f"{scheme}://{user}:{password}@db.internal:5432/app", [password])
+
+
+@st.composite
+def aws_secret(draw: st.DrawFn) -> Sample:
+    secret = draw(credential(B64, (38, 38)))
+    shape = one_of(
+        draw,
+        "aws_secret_access_key = {}",
+        "AWS_SECRET_ACCESS_KEY={}",
+        '"aws_secret_access_key": "{}"',
+        "aws_secret_access_key: {}",
+    )
+    return Sample(shape.format(secret), [secret])
+
+
+@st.composite
+def pem(draw: st.DrawFn) -> Sample:
+    kind = one_of(draw, "RSA ", "EC ", "OPENSSH ", "", "ENCRYPTED ")
+    lines = draw(st.lists(credential(B64, (20, 62)), min_size=1, max_size=5))
+    end = f"\n-----END {kind}PRIVATE KEY-----" if draw(st.booleans()) else ""
+    body = "\n".join(lines)
+    return Sample(f"-----BEGIN {kind}PRIVATE KEY-----\n{body}{end}", lines)
+
+
+@st.composite
+def password(draw: st.DrawFn) -> Sample:
+    label = one_of(
+        draw, "password", "Password", "PASSWORD", "passwd", "pwd", "Pwd", "DB_PASSWORD",
+        "db_pass", "passphrase", "admin-password",
+    )  # fmt: skip
+    sep = one_of(draw, "=", ": ", " = ", ":", " => ", "==")
+    quote = one_of(draw, "", '"', "'")
+    alphabet = PASSWORD + (" " if quote else "")
+    value = draw(credential(alphabet, (6, 30), symbol=True))
+    shape = one_of(draw, "{}", "Server=db;Uid=sa;{};Encrypt=yes", '{{"{}"}}')
+    if shape == '{{"{}"}}':
+        label, sep, quote = label + '"', ": ", '"'
+    return Sample(shape.format(f"{label}{sep}{quote}{value}{quote}"), [value])
+
+
+@st.composite
+def labelled(draw: st.DrawFn) -> Sample:
+    label = one_of(
+        draw, "client_secret", "api_token", "refresh_token", "SERVICE_API_KEY", "stripe_key",
+        "encryption_key", "accessKey", "apiKey", "x-api-key", "secret", "AccountKey",
+        "SharedAccessKey", "private_key", "credentials",
+    )  # fmt: skip
+    value = draw(credential(B64URL + "+/=", (14, 48)))
+    shape = one_of(
+        draw, '"{l}": "{v}"', "{l}: {v}", "{l}={v}", "{l}='{v}'", '{l} = "{v}"', "{l}: '{v}'",
+        "Endpoint=x;{l}={v};EntityPath=q",
+    )  # fmt: skip
+    return Sample(shape.format(l=label, v=value), [value])
+
+
+@st.composite
+def prefixed(draw: st.DrawFn) -> Sample:
+    prefix, alphabet, size = draw(
+        st.sampled_from(
+            [
+                ("sk_live_", ALNUM, (24, 60)),
+                ("rk_live_", ALNUM, (24, 60)),
+                ("sk_test_", ALNUM, (24, 60)),
+                ("glpat-", B64URL, (20, 20)),
+                ("ghp_", ALNUM, (36, 36)),
+                ("github_pat_", ALNUM + "_", (60, 80)),
+                ("xoxb-", ALNUM + "-", (30, 50)),
+                ("ya29.", B64URL, (40, 120)),
+                ("AIza", B64URL, (35, 35)),
+                ("npm_", ALNUM, (36, 36)),
+                ("pypi-AgEIcHlwaS5vcmc", B64URL, (40, 90)),
+                ("hf_", ALNUM, (34, 34)),
+                ("sk-proj-", B64URL, (40, 100)),
+                ("sk-ant-api03-", B64URL, (80, 95)),
+                ("AKIA", string.ascii_uppercase + string.digits, (14, 14)),
+            ]
+        )
+    )
+    token = prefix + draw(credential(alphabet, size))
+    return Sample(token, [token])
+
+
+@st.composite
+def azure(draw: st.DrawFn) -> Sample:
+    key = draw(credential(B64, (40, 86))) + "=="
+    if draw(st.booleans()):
+        text = (
+            "DefaultEndpointsProtocol=https;AccountName=acct;"
+            f"AccountKey={key};EndpointSuffix=core.windows.net"
+        )
+        return Sample(text, [key])
+    sig = draw(credential(ALNUM + "%", (38, 60))) + "%3D"
+    return Sample(f"https://acct.blob.core.windows.net/c/b.csv?sv=2022-11-02&sig={sig}&sp=r", [sig])
+
+
+@st.composite
+def webhook(draw: st.DrawFn) -> Sample:
+    path = "/".join(draw(credential(ALNUM, (9, 24))) for _ in range(3))
+    host = one_of(draw, "https://hooks.slack.com/services/", "https://discord.com/api/webhooks/")
+    return Sample(host + path, [path])
+
+
+@st.composite
+def jwt(draw: st.DrawFn) -> Sample:
+    parts = [draw(credential(B64URL, (12, 60))) for _ in range(3)]
+    token = f"eyJ{parts[0]}.eyJ{parts[1]}.{parts[2]}"
+    return Sample(token, [token])
+
+
+@st.composite
+def header(draw: st.DrawFn) -> Sample:
+    value = draw(credential(B64URL, (16, 60)))
+    shape = one_of(
+        draw, "Authorization: Basic {}==", "Authorization: Bearer {}", "Bearer {}",
+        '"Authorization": "token {}"', "-H 'Proxy-Authorization: Basic {}'",
+    )  # fmt: skip
+    return Sample(shape.format(value), [value])
+
+
+@st.composite
+def command_line(draw: st.DrawFn) -> Sample:
+    value = draw(credential(PASSWORD, (8, 30), symbol=True))
+    if value.startswith("-"):
+        value = "p" + value  # after a flag, "-…" is the next flag (to the program, too)
+    shape = one_of(
+        draw, "--password {}", "--api-key {}", "--token={}", "curl -u admin:{} https://x",
+        "<password>{}</password>", "<client_secret>{}</client_secret>",
+    )  # fmt: skip
+    return Sample(shape.format(value), [value])
+
+
+@st.composite
+def env_value(draw: st.DrawFn) -> Sample:
+    name = one_of(draw, "MY_GATEWAY_TOKEN", "DB_PASS", "SERVICE_SECRET", "PROXY_PASSWORD")
+    value = draw(credential(ALNUM + SYMBOLS + " .,;:/", (8, 40)))
+    return Sample(value, [value], {name: value})
+
+
+KINDS = {
+    "db url": db_url(),
+    "aws secret": aws_secret(),
+    "pem": pem(),
+    "password": password(),
+    "labelled": labelled(),
+    "token shape": prefixed(),
+    "azure": azure(),
+    "webhook": webhook(),
+    "jwt": jwt(),
+    "header": header(),
+    "command line": command_line(),
+    "environment": env_value(),
+}
+
+SURROUNDING = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
+BEFORE = st.sampled_from([" ", "\n", "\t", "(", "[", "{", ", ", "; ", "> ", "`", "'", '"', ": "])
+AFTER = st.sampled_from([" ", "\n", ")", "]", "}", ",", ";", ".", "'", '"', "`", "\t", "<"])
+
+
+@st.composite
+def embedded(draw: st.DrawFn, kind: st.SearchStrategy[Sample]) -> tuple[str, Sample, str]:
+    """(text, sample, surrounding): the sample in arbitrary text, maybe JSON-quoted."""
+    sample = draw(kind)
+    before = draw(SURROUNDING) + draw(BEFORE)
+    after = draw(AFTER) + draw(SURROUNDING)
+    text = before + sample.text + after
+    surrounding = before + _blank(sample) + after
+    if draw(st.booleans()):
+        text, surrounding = json.dumps(text), json.dumps(surrounding)
+    return text, sample, surrounding
+
+
+def _blank(sample: Sample) -> str:
+    text = sample.text
+    for secret in sample.secrets:
+        text = text.replace(secret, "\0")
+    return text
+
+
+def _leaked(secrets: list[str], output: str, surrounding: str) -> list[str]:
+    runs = {s[i : i + RUN] for s in secrets for i in range(len(s) - RUN + 1)}
+    context = surrounding + REDACTED
+    return sorted(r for r in runs if r in output and r not in context)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_no_generated_secret_survives_the_redactor(kind: str, data: st.DataObject) -> None:
+    text, sample, surrounding = data.draw(embedded(KINDS[kind]))
+    out = Redactor(sample.env)(text)
+    assert not _leaked(sample.secrets, out, surrounding), out
+    assert Redactor(sample.env)(out) == out  # idempotent: the stores redact before we do
+
+
+# Entry kinds, each with its text cap: the builder redacts a head of 2 × cap + 200 characters.
+ENTRY_KINDS = {
+    "user": TEXT_CHARS,
+    "assistant": TEXT_CHARS,
+    "tool_result": TOOL_RESULT_CHARS,
+    "code error": ERROR_CHARS,
+}
+# Fillers around the secret: whitespace collapses to nothing (so text from past the raw cut
+# lands early in what is sent); a long run without whitespace or quotes makes the cut go back.
+FILLERS = st.sampled_from([" ", "\n", " \n\t ", "word ", "x", "a,b;"])
+# Where a text is cut: the head the context builder redacts (2 × cap + 200 characters), and
+# the head and the tail a long entry keeps when it is recorded (``transcript.clip``).
+CUTS = st.sampled_from(["context head", "recorded head", "recorded tail"])
+KEEP = MAX_ENTRY_CHARS - 40  # what clip keeps of a longer text: half head, half tail
+
+
+@pytest.mark.parametrize("entry_kind", ENTRY_KINDS)
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_no_generated_secret_survives_build_context_at_any_offset(
+    kind: str, entry_kind: str, data: st.DataObject
+) -> None:
+    text, sample, surrounding = data.draw(embedded(KINDS[kind]))
+    size = len(text)
+    cut = data.draw(CUTS)
+    if cut == "context head":  # short enough not to be clipped when recorded
+        head = 2 * ENTRY_KINDS[entry_kind] + 200
+        before = data.draw(st.integers(max(0, head - size - 2), head + 2))
+        after = max(0, min(2 * head, MAX_ENTRY_CHARS - before - size))
+    elif cut == "recorded head":
+        before = data.draw(st.integers(max(0, KEEP // 2 - size - 2), KEEP // 2 + 2))
+        after = MAX_ENTRY_CHARS
+    else:
+        tail = KEEP - KEEP // 2
+        before = MAX_ENTRY_CHARS
+        after = data.draw(st.integers(max(0, tail - size - 2), tail + 2))
+    pattern = data.draw(FILLERS)
+    filler = pattern * (MAX_ENTRY_CHARS // len(pattern) + 1)
+    body = filler[:before] + text + filler[:after]
+    t = jr.Transcript()
+    with mock.patch.dict(os.environ, sample.env):  # the kernel's own keys, when it records
+        if entry_kind == "user":
+            t.user(body)
+        else:
+            t.user("go on")
+            if entry_kind == "assistant":
+                t.assistant(body)
+            elif entry_kind == "tool_result":
+                t.tool_call("run", {"cmd": "cat .env"})
+                t.tool_result("run", body)
+            else:
+                t.code("connect()", error=body)
+    out = build_context(t, env=sample.env)
+    assert not _leaked(sample.secrets, out, filler + surrounding), out
+
+
+# -- %recap compact-memory ---------------------------------------------------------------------
+
+
+def test_compact_memory_sends_notes_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A note holding the value of a key set later, and notes kept from before notes were
+    # redacted on writing, are on disk as they were typed; the merge request must not carry
+    # them to the model.
+    project = tmp_path / "project"
+    project.mkdir()
+    store = MemoryStore(project)
+    for i in range(61):
+        store.remember("fact", f"note number {i}")
+    store.remember("command", "the gateway passphrase is tr0ub4dor and 3 more words")
+    merged = json.dumps([{"kind": "fact", "text": "notes 0 to 60 say the same"}])
+    with FakeLLM(text=merged) as fake:
+        monkeypatch.setenv("GATEWAY_SECRET", "tr0ub4dor and 3 more words")
+        monkeypatch.setenv("OPENAI_BASE_URL", fake.url + "/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-0123456789")
+        result = compact_memory(store, model="openai:gpt-4o-mini")
+    (request,) = fake.requests
+    sent = json.dumps(request.body)
+    assert "tr0ub4dor" not in sent and "more words" not in sent
+    assert "the gateway passphrase is [redacted]" in sent
+    assert result.changed  # the merge itself still works
