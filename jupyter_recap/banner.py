@@ -13,6 +13,8 @@ from typing import Any
 import anywidget
 from traitlets import Bool, Enum, Unicode, observe
 
+from .textutil import printable
+
 _STATIC = pathlib.Path(__file__).parent / "static"
 
 #: The states a banner can be in; ``hidden`` renders nothing.
@@ -26,8 +28,11 @@ FAILED = "recap failed"
 class RecapBanner(anywidget.AnyWidget):
     """A compact, dismissible banner holding one recap (or its drafting / failed state)."""
 
-    _esm = _STATIC / "banner.js"
-    _css = _STATIC / "banner.css"
+    # The sources as text, not as paths: for a path anywidget makes a shared FileContents and
+    # connects every instance to its ``changed`` signal for good, so no closed banner would
+    # ever be freed (about 30 KB on each ``%load_ext`` / ``%unload_ext``).
+    _esm = (_STATIC / "banner.js").read_text(encoding="utf-8")
+    _css = (_STATIC / "banner.css").read_text(encoding="utf-8")
 
     text = Unicode("", help="The recap itself; always rendered as plain text.").tag(sync=True)
     model = Unicode("", help='The engine that wrote it, e.g. "offline".').tag(sync=True)
@@ -55,17 +60,33 @@ class RecapBanner(anywidget.AnyWidget):
         self._set(state="hidden", text="", note="")
 
     def _set(self, **values: str) -> None:
-        """Apply ``values`` and reset ``dismissed``, sending one update to the front end."""
+        """Apply ``values`` and reset ``dismissed``, sending one update to the front end.
+
+        Every value is made inert first: the browser writes it with ``textContent``, which
+        would still let a bidi override reorder what is read, and :meth:`plain_text` goes to
+        terminals (``jupyter console``), which would act on escape sequences.
+        """
         with self.hold_sync():
             self.set_trait("dismissed", False)
             for name, value in values.items():
-                self.set_trait(name, value)
+                self.set_trait(name, printable(value))
 
     @observe("dismissed")
     def _on_dismissed(self, change: dict[str, Any]) -> None:
         """The dismiss button was clicked: hide the banner."""
         if change["new"]:
             self.state = "hidden"
+
+    def close(self) -> None:
+        """Close the banner and the ``Layout`` widget DOMWidget made for it.
+
+        ipywidgets closes only the widget itself; its layout keeps a comm open in the kernel
+        (and a model in the page), one more on every ``%load_ext`` / ``%unload_ext``.
+        """
+        layout = self.layout
+        super().close()
+        if layout is not None:
+            layout.close()
 
     def plain_text(self) -> str:
         """The banner as plain text (empty when hidden), for front ends without widgets."""
@@ -78,7 +99,8 @@ class RecapBanner(anywidget.AnyWidget):
             body = self.text or FAILED
         else:
             body = self.text
-        return "\n".join(line for line in (header, body, self.note) if line)
+        text = "\n".join(line for line in (header, body, self.note) if line)
+        return printable(text)  # traits set directly bypass _set
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view, with :meth:`plain_text` as the ``text/plain`` fallback."""

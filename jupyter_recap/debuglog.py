@@ -4,16 +4,25 @@ Automatic recaps must fail silently in the notebook, but a developer still needs
 diagnostics go to ``jupyter_recap.log`` in the Jupyter runtime directory (``JUPYTER_RECAP_LOG``
 names another file; ``JUPYTER_RECAP_LOG=0`` turns the file off). The logger never propagates, so
 nothing reaches stderr, which in a kernel is a cell's output.
+
+Every kernel of the person appends to the same file for as long as it runs, so the file is
+bounded: past :data:`MAX_BYTES` it is rotated once (``jupyter_recap.log.1``), whatever the
+number of kernels (a rotation racing another process's costs a few lines, never the bound).
+It is created private (0600): diagnostics name notebooks and models.
 """
 
 from __future__ import annotations
 
+import io
 import logging
+import logging.handlers
 import os
 import threading
 from pathlib import Path
 
 LOGGER_NAME = "jupyter_recap"
+#: Size at which the log is rotated; with the one rotated file, the log never passes twice this.
+MAX_BYTES = 1 << 20
 _FORMAT = "%(asctime)s [jupyter_recap] %(levelname)s %(message)s"
 _lock = threading.Lock()
 _configured = False
@@ -46,13 +55,41 @@ def get_logger() -> logging.Logger:
             if path is not None:
                 try:
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-                    handler.setFormatter(logging.Formatter(_FORMAT))
+                    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+                    handler = _PrivateRotatingHandler(
+                        path, maxBytes=MAX_BYTES, backupCount=1, encoding="utf-8", delay=True
+                    )
+                    handler.setFormatter(_InertFormatter(_FORMAT))
                 except OSError:
                     handler = logging.NullHandler()
             logger.addHandler(handler)
             _configured = True
     return logger
+
+
+class _InertFormatter(logging.Formatter):
+    """Log lines quote model ids, server answers and notebook names: people read the file in a
+    terminal, so escape sequences and control characters are removed from them too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        from .textutil import printable
+
+        return printable(super().format(record))
+
+
+class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
+    """A rotating file handler whose new files are 0600 and which never raises into a caller."""
+
+    def _open(self) -> io.TextIOWrapper:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return io.TextIOWrapper(
+            io.FileIO(fd, "a"), encoding=self.encoding, errors=self.errors, line_buffering=False
+        )
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        # A full disk or a vanished runtime directory must not print a traceback to stderr,
+        # which in a kernel is a cell's output.
+        return
 
 
 def reset() -> None:

@@ -9,7 +9,8 @@ notebook's file name; under it the last recap shown and the task list's progress
                tasks ########.... 2/3
     01931e07    2 h    1 turn   plot the churn by cohort       [churn.ipynb]
 
-Pure string work: nothing here reads the store or imports more than the standard library.
+Pure string work: nothing here reads the store or imports more than the standard library. Every
+field is passed through :func:`~jupyter_recap.textutil.printable`: the listing is for people.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from .textutil import shorten
+from .textutil import printable, shorten
 
 if TYPE_CHECKING:
     from .sessionfiles import SessionSummary
@@ -100,7 +101,9 @@ def format_sessions(
     age_width = max(len(a) for a in ages)
     turns = [f"{s.turns} turn" if s.turns == 1 else f"{s.turns} turns" for s in summaries]
     turns_width = max(len(t) for t in turns)
-    titles = [" ".join(s.title.split()) or _UNTITLED for s in summaries]
+    # Titles, recaps and notebook names are anyone's text: made inert before they are measured,
+    # so that the columns line up and nothing in them can act on the terminal.
+    titles = [" ".join(printable(s.title).split()) or _UNTITLED for s in summaries]
     title_width = max(len(t) for t in titles) if show_notebook else 0
     lines = []
     for summary, age, turn, title in zip(summaries, ages, turns, titles, strict=True):
@@ -113,13 +116,13 @@ def format_sessions(
         lines.append(line.rstrip())
         if summary.last_recap:
             # What the person was last told, so a listing answers "where was I?" by itself.
-            lines.append(f"{'':<{id_width}}  ✦ {shorten(summary.last_recap, 110)}")
+            lines.append(f"{'':<{id_width}}  ✦ {shorten(printable(summary.last_recap), 110)}")
         if summary.progress:
-            lines.append(f"{'':<{id_width}}  {summary.progress}")
+            lines.append(f"{'':<{id_width}}  {printable(summary.progress)}")
     return "\n".join(lines)
 
 
 def _notebook_name(path: str | None) -> str:
     if not path:
         return "no notebook"
-    return " ".join(os.path.basename(path.rstrip("/\\")).split()) or path
+    return " ".join(printable(os.path.basename(path.rstrip("/\\"))).split()) or printable(path)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from jupyter_recap.errors import InputError
-from jupyter_recap.textutil import shorten
+from jupyter_recap.textutil import printable, shorten
 
 STATUSES = ("pending", "in_progress", "completed", "blocked")
 MAX_TEXT = 400
@@ -141,8 +141,9 @@ def progress_line(tasks: Sequence[Task]) -> str:
 
 
 def _task_line(task: Task) -> str:
-    line = f"{MARKERS[task.status]} {task.text}"
-    return f"{line} — {task.note}" if task.note else line
+    # Task text is an agent's (model output): shown to people and agents as inert text.
+    line = f"{MARKERS[task.status]} {printable(task.text)}"
+    return f"{line} — {printable(task.note)}" if task.note else line
 
 
 def render(tasks: Sequence[Task]) -> str:

@@ -25,6 +25,7 @@ from .debuglog import get_logger
 from .framing import Framing, framing_for, memory_enabled, project_memory
 from .memory import Entry, MemoryStore
 from .tasks import Task, TaskLike, TaskList, prompt_block
+from .textutil import printable
 
 TaskListener = Callable[[tuple[Task, ...]], None]
 
@@ -146,7 +147,7 @@ def _warn_memory() -> None:
     # Called from the agent API only: code that called it explicitly is told at once. A recap
     # drafted in the background never warns into a cell; the next call here shows it.
     for message in current_state().memory.take_warnings():
-        warnings.warn(message, MemoryWarning, stacklevel=3)
+        warnings.warn(printable(message), MemoryWarning, stacklevel=3)
 
 
 def todo_write(tasks: Iterable[TaskLike]) -> list[str]:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -55,6 +55,35 @@ class LabServer:
         }
         (self.root / name).write_text(json.dumps(notebook), encoding="utf-8")
         return name
+
+
+def offline_lab(tmp: Path) -> Iterator[LabServer]:
+    """A module's lab: offline recaps, the debug log in ``tmp`` (use under a fixture)."""
+    env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
+    with running_lab(tmp, env) as server:
+        yield server
+
+
+def open_and_run(
+    browser: Any, lab: LabServer, name: str, cells: list[str], size: tuple[int, int] = (1200, 900)
+) -> Any:
+    """A new page with notebook ``name`` (made of ``cells``) open, its kernel idle, all run."""
+    lab.write_notebook(name, cells)
+    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page.goto(lab.lab_url(name), wait_until="commit")
+    # The notebook must be the current one (a restored workspace may open others first) and
+    # its kernel ready before cells can run.
+    page.wait_for_function(
+        """(name) => {
+          const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+          return w && w.context && w.context.path === name
+            && w.sessionContext.session?.kernel?.status === 'idle';
+        }""",
+        arg=name,
+        timeout=60_000,
+    )
+    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    return page
 
 
 def _free_port() -> int:

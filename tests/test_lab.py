@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from browser import needs_chromium
-from labserver import LabServer, running_lab
-from playwright.sync_api import Browser, Page, expect
+from labserver import LabServer, offline_lab, open_and_run
+from playwright.sync_api import Browser, expect
 
 pytestmark = [needs_chromium, pytest.mark.timeout(240)]
 
@@ -23,29 +22,7 @@ XSS = '%%agent\nexplain <img src=x onerror="window.pwned=1"> in the template'
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    tmp: Path = tmp_path_factory.mktemp("lab")
-    env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
-    with running_lab(tmp, env) as server:
-        yield server
-
-
-def open_and_run(browser: Browser, lab: LabServer, name: str, cells: list[str]) -> Page:
-    lab.write_notebook(name, cells)
-    page = browser.new_page(viewport={"width": 1200, "height": 900})
-    page.goto(lab.lab_url(name), wait_until="commit")
-    # The notebook must be the current one (a restored workspace may open others first) and
-    # its kernel ready before cells can run.
-    page.wait_for_function(
-        """(name) => {
-          const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-          return w && w.context && w.context.path === name
-            && w.sessionContext.session?.kernel?.status === 'idle';
-        }""",
-        arg=name,
-        timeout=60_000,
-    )
-    page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    return page
+    yield from offline_lab(tmp_path_factory.mktemp("lab"))
 
 
 @needs_chromium

@@ -18,7 +18,7 @@ import pytest
 from browser import needs_chromium
 from fakellm import FakeLLM
 from labfocus import EXT, LabPage
-from labserver import LabServer, running_lab
+from labserver import LabServer, offline_lab, running_lab
 from playwright.sync_api import Browser, expect
 
 pytestmark = [needs_chromium, pytest.mark.timeout(180)]
@@ -50,10 +50,7 @@ jr.todo_write([
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    tmp: Path = tmp_path_factory.mktemp("labfocus")
-    env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
-    with running_lab(tmp, env) as server:
-        yield server
+    yield from offline_lab(tmp_path_factory.mktemp("labfocus"))
 
 
 def prepare(

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from .._version import __version__
 from ..errors import ConfigError, NotebookError, StoreError
+from ..textutil import printable
 from .common import (
     DEFAULT_LIMIT,
     EXIT_NO_RECAP,
@@ -29,6 +30,7 @@ from .common import (
     UsageError,
     fail,
     print_json,
+    say,
 )
 from .lists import list_notes, list_sessions
 
@@ -50,7 +52,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but its errors are one ``jupyter recap: …`` line (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{PROG}: {message} (see {PROG} --help)\n")
+        # The message may quote an argument, which may hold anything: made inert like the rest.
+        self.exit(EXIT_USAGE, f"{PROG}: {printable(message)} (see {PROG} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -217,8 +220,7 @@ def _recap(
     if as_json:
         print_json({**extra, "recap": recap.text, "model": recap.model, "reason": result.reason})
     else:
-        print(recap.text)
-        print(f"— {recap.model}")
+        say(f"{recap.text}\n— {recap.model}")  # both model output: made inert
     return EXIT_OK
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import IO
+
+from ..textutil import printable
 
 PROG = "jupyter recap"
 EXIT_OK, EXIT_NO_RECAP, EXIT_USAGE = 0, 1, 2
@@ -12,17 +15,38 @@ EXIT_OK, EXIT_NO_RECAP, EXIT_USAGE = 0, 1, 2
 #: Sessions listed by ``--sessions`` unless ``--limit`` says otherwise.
 DEFAULT_LIMIT = 15
 
+# JSON escapes C0 controls itself; DEL, the C1 controls (a one-byte CSI among them) and the bidi
+# controls it would write raw, and a terminal showing the JSON would act on them.
+_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
 
 class UsageError(Exception):
     """Bad usage found after parsing; carries the one-line message."""
 
 
-def print_json(payload: dict[str, str | None]) -> None:
-    print(json.dumps(payload, ensure_ascii=False))
+def json_text(value: object) -> str:
+    """``value`` as one line of JSON that keeps every string exact and is safe to print.
+
+    Readable characters stay as they are (``ensure_ascii=False``); the controls JSON would leave
+    raw are written as ``\\uXXXX`` escapes, which decode to the same text. They can only occur
+    inside strings, so the escaping cannot change the JSON's structure.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def print_json(payload: object) -> None:
+    print(json_text(payload))
+
+
+def say(text: str, stream: IO[str] | None = None) -> None:
+    """Print text meant for a person: escapes and control characters never reach the terminal."""
+    print(printable(text), file=stream or sys.stdout)
 
 
 def fail(message: str, code: int, stream: IO[str] | None = None) -> int:
-    # One line, whatever the message holds: scripts read stderr line by line.
-    line = " ".join(message.split())
+    # One line, whatever the message holds: scripts read stderr line by line. A message can
+    # quote a model server's error text or a file name, so it is made inert as well.
+    line = " ".join(printable(message).split())
     print(f"{PROG}: {line}", file=stream or sys.stderr)
     return code

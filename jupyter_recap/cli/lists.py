@@ -6,12 +6,20 @@ Only the stores and the formatters: no IPython, traitlets, httpx or tornado on t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 
-from .common import DEFAULT_LIMIT, EXIT_NO_RECAP, EXIT_OK, PROG, UsageError, fail
+from .common import (
+    DEFAULT_LIMIT,
+    EXIT_NO_RECAP,
+    EXIT_OK,
+    PROG,
+    UsageError,
+    fail,
+    print_json,
+    say,
+)
 
 
 def list_sessions(args: argparse.Namespace) -> int:
@@ -39,7 +47,7 @@ def list_sessions(args: argparse.Namespace) -> int:
         empty = f"No sessions stored for notebooks under {under}."
     summaries = [SessionSummary.of(r) for r in records[:limit]]
     if args.json:
-        print(json.dumps([s.to_dict() for s in summaries], ensure_ascii=False))
+        print_json([s.to_dict() for s in summaries])  # the exact titles and recaps
         return EXIT_OK
     listing = format_sessions(
         summaries,
@@ -48,7 +56,7 @@ def list_sessions(args: argparse.Namespace) -> int:
         known_ids=session_ids(store.root),  # so that each prefix works as `jupyter recap ID`
         empty=empty,
     )
-    print(listing)
+    say(listing)  # titles, recaps and notebook names are anyone's text
     return EXIT_OK
 
 
@@ -64,12 +72,12 @@ def list_notes(place: str | None, *, as_json: bool) -> int:
     store = project_memory(place)
     entries = store.entries()
     for warning in store.take_warnings():
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+        say(f"{PROG}: warning: {warning}", sys.stderr)
     if as_json:
         notes = [entry.to_dict() for entry in entries]
-        print(json.dumps({"project": str(store.project_dir), "notes": notes}, ensure_ascii=False))
+        print_json({"project": str(store.project_dir), "notes": notes})
     else:
-        print(format_notes(entries, store.project_dir))
+        say(format_notes(entries, store.project_dir))
     return EXIT_OK
 
 

@@ -17,6 +17,7 @@ from ..memory import KINDS
 from ..noteslist import format_notes
 from ..providers.base import CancelToken
 from ..tasks import check, render
+from ..textutil import printable
 from ..workstate import WorkState
 
 if TYPE_CHECKING:
@@ -26,9 +27,16 @@ if TYPE_CHECKING:
 MEMORY_OFF = "project memory is turned off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
 
 
+def _say(text: str) -> None:
+    """Print one message. Notes and tasks are agents' text (model output), and a memory file can
+    hold anything: whatever is printed here is made inert, since a terminal or JupyterLab's
+    stream output would act on its escapes."""
+    print(printable(text))
+
+
 def _print_warnings(state: WorkState) -> None:
     for message in state.memory.take_warnings():
-        print(f"warning: {message}")
+        _say(f"warning: {message}")
 
 
 @magics_class
@@ -53,18 +61,18 @@ class WorkStateMagics(Magics):
         words = line.split()
         if words == ["clear"]:
             self.state.todo_write([])
-            print("todos: the task list is now empty")
+            _say("todos: the task list is now empty")
             return
         if words:
-            print(f"todos: unknown arguments {line.strip()!r}; usage: %todos [clear]")
+            _say(f"todos: unknown arguments {line.strip()!r}; usage: %todos [clear]")
             return
         tasks = self.state.tasks
         if not tasks:
-            print("todos: no task list yet (an agent writes one with jupyter_recap.todo_write)")
+            _say("todos: no task list yet (an agent writes one with jupyter_recap.todo_write)")
             return
-        print(render(tasks))
+        _say(render(tasks))
         for problem in check(tasks):
-            print(f"warning: {problem}")
+            _say(f"warning: {problem}")
 
     @line_magic
     def remember(self, line: str = "") -> None:
@@ -75,29 +83,29 @@ class WorkStateMagics(Magics):
         """
         kind, _, text = line.strip().partition(" ")
         if not kind or not text.strip():
-            print(f"remember: usage: %remember KIND TEXT (KIND is one of {', '.join(KINDS)})")
+            _say(f"remember: usage: %remember KIND TEXT (KIND is one of {', '.join(KINDS)})")
             return
         self._memory_call("remember", lambda: self._remembered(kind, text))
 
     def _remembered(self, kind: str, text: str) -> None:
         entry = self.state.remember(kind, text)
         if entry is not None:
-            print(f"remembered {entry.line}")
+            _say(f"remembered {entry.line}")
 
     @line_magic
     def recall(self, line: str = "") -> None:
         """The newest notes (at most 15) containing every one of the terms: %recall TERMS."""
         if not line.strip():
-            print("recall: usage: %recall TERMS (every term must appear)")
+            _say("recall: usage: %recall TERMS (every term must appear)")
             return
         self._memory_call("recall", lambda: self._recalled(line))
 
     def _recalled(self, terms: str) -> None:
         found = self.state.recall(terms)
         if not found:
-            print(f"recall: no note contains all of {terms.strip()!r}")
+            _say(f"recall: no note contains all of {terms.strip()!r}")
         for entry in found:
-            print(entry.line)
+            _say(entry.line)
 
     @line_magic
     def forget(self, line: str = "") -> None:
@@ -107,39 +115,39 @@ class WorkStateMagics(Magics):
         if everything:
             text = text[len("--all") :].strip()
         if not text:
-            print("forget: usage: %forget [--all] TEXT")
+            _say("forget: usage: %forget [--all] TEXT")
             return
         self._memory_call("forget", lambda: self._forgotten(text, everything))
 
     def _forgotten(self, text: str, everything: bool) -> None:
         gone = self.state.forget(text, all_matches=everything)
         if not gone:
-            print(f"forget: no note contains {text!r}")
+            _say(f"forget: no note contains {text!r}")
         for entry in gone:
-            print(f"forgot {entry.line}")
+            _say(f"forgot {entry.line}")
 
     @line_magic
     def notes(self, line: str = "") -> None:
         """Every note of this project's memory, with its kind and how often it was recalled."""
         if line.strip():
-            print("notes: usage: %notes")
+            _say("notes: usage: %notes")
             return
         self._memory_call("notes", self._listed)
 
     def _listed(self) -> None:
         store = self.state.memory
         empty = f"notes: none yet for {store.project_dir}; %remember KIND TEXT keeps one"
-        print(format_notes(store.entries(), store.project_dir, empty=empty))
+        _say(format_notes(store.entries(), store.project_dir, empty=empty))
 
     def _memory_call(self, name: str, call: Any) -> None:
         """Run a memory command: memory off, bad input or a file problem is one line."""
         if not self.state.memory_enabled:
-            print(f"{name}: {MEMORY_OFF}")
+            _say(f"{name}: {MEMORY_OFF}")
             return
         try:
             call()
         except (RecapError, OSError) as error:
-            print(f"{name}: {error}")
+            _say(f"{name}: {error}")
         _print_warnings(self.state)
 
 
@@ -149,7 +157,7 @@ def compact_memory_now(ext: RecapExtension, model: str | None) -> None:
 
     state = ext.state
     if not state.memory_enabled:
-        print(f"recap: {MEMORY_OFF}")
+        _say(f"recap: {MEMORY_OFF}")
         return
     cancel = CancelToken()
     outcome: list[CompactResult | RecapError] = []
@@ -181,10 +189,10 @@ def compact_memory_now(ext: RecapExtension, model: str | None) -> None:
         cancel.cancel()
         worker.join(5)  # the model call aborts at once; a merge already done is reported
         if not outcome:
-            print("recap: compaction cancelled; the memory is unchanged")
+            _say("recap: compaction cancelled; the memory is unchanged")
             return
     _print_warnings(state)
     if isinstance(outcome[0], RecapError):
-        print(f"recap: {outcome[0]}")
+        _say(f"recap: {outcome[0]}")
     else:
-        print(f"recap: {outcome[0].message}")
+        _say(f"recap: {outcome[0].message}")
