@@ -15,7 +15,7 @@ from ._version import __version__
 
 if TYPE_CHECKING:
     from .context import build_context
-    from .errors import InputError
+    from .errors import InputError, StoreError, StoreWriteError, UnsafeStoreError
     from .service import Recap, RecapResult, draft_recap, generate_recap
     from .tasks import Task
     from .transcript import Transcript, current
@@ -32,8 +32,11 @@ __all__ = [
     "InputError",
     "Recap",
     "RecapResult",
+    "StoreError",
+    "StoreWriteError",
     "Task",
     "Transcript",
+    "UnsafeStoreError",
     "__version__",
     "build_context",
     "current",
@@ -58,6 +61,9 @@ _LAZY = {
     "draft_recap": "service",
     "generate_recap": "service",
     "InputError": "errors",
+    "StoreError": "errors",
+    "StoreWriteError": "errors",
+    "UnsafeStoreError": "errors",
     "Task": "tasks",
     "todo_write": "workstate",
     "tasks_prompt": "workstate",

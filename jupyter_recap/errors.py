@@ -8,6 +8,8 @@
     ├── NotebookError              a notebook file that is missing or not a notebook
     ├── Cancelled                  the draft was cancelled (input arrived, extension unloaded)
     ├── StoreError                 a session id that is unknown, ambiguous or not an id
+    │   ├── UnsafeStoreError       a store directory someone else could write (refused)
+    │   └── StoreWriteError        a record or note could not be written (an OSError too)
     ├── ServerError                a jupyter_recap server answered with an error or not at all
     └── ProviderError              one model call failed; ``reason`` is a short user-facing line
         ├── ProviderUnavailable    no connection (refused, DNS, TLS)
@@ -49,6 +51,20 @@ class Cancelled(RecapError):
 
 class StoreError(RecapError):
     """A session id or prefix that is malformed, unknown or matches several sessions."""
+
+
+class UnsafeStoreError(StoreError):
+    """The store, or a directory above it, could be written by someone else: not trusted.
+
+    The message says which directory, why, and how to fix it. Nothing in it is read or written;
+    recaps go on from the live transcript.
+    """
+
+
+class StoreWriteError(StoreError, OSError):
+    """A session record or memory note could not be written (disk full, read-only, a file
+    replaced by a directory). Also an ``OSError``, so code that caught that still does; what
+    was not written is kept in memory and retried where that is possible."""
 
 
 class ServerError(RecapError):

@@ -3,8 +3,14 @@
 One JSON file per project under ``store_dir()/memory/``, named by a short sha256 of the project
 directory's absolute path. Every write is a read-modify-write under an exclusive ``flock`` on a
 sidecar ``.lock`` file, so kernels of one project writing at once lose nothing. A corrupt file is
-moved aside (``<name>.corrupt-<timestamp>``) with a warning, never dropped silently. Nothing here
-imports IPython, tornado or ipywidgets.
+moved aside (``<name>.corrupt-<timestamp>``) with a warning, never dropped silently.
+
+Notes go into an agent's system prompt, so they are read only from a store nobody else can
+write (:mod:`jupyter_recap.privatefs`): an unsafe store makes the prompt helpers return nothing,
+with a warning, and every write raise UnsafeStoreError; a file in it that is a link or not the
+person's is ignored with a warning. Notes are redacted when written (a pasted key never reaches
+the disk), and a failed write raises StoreWriteError and leaves the file as it was. Nothing
+here imports IPython, tornado or ipywidgets.
 """
 
 from __future__ import annotations
@@ -21,9 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import privatefs
 from .debuglog import get_logger
-from .errors import InputError
-from .sessionfiles import FILE_MODE, ensure_dir, store_dir, sweep_temp_files, write_atomic
+from .errors import InputError, StoreWriteError, UnsafeStoreError
+from .privatefs import IgnoredFile
+from .redact import Redactor
+from .sessionfiles import ensure_dir, json_bytes, store_dir, sweep_temp_files, write_atomic
 from .textutil import shorten
 
 KINDS = ("fact", "decision", "gotcha", "command")
@@ -140,26 +149,52 @@ class MemoryStore:
 
     def _current(self) -> list[Entry]:
         """The stored notes, shared with the cache: read them, never change them."""
-        if self.disabled:
+        if self.disabled or not self._trusted():
             return []
         # Writers replace the file atomically, so reading needs no lock; an unchanged file
         # (same inode, size and mtime) is not parsed again. Recaps read it on every draft.
         try:
-            info = self.path.stat()
+            info = os.lstat(self.path)
         except FileNotFoundError:
             return []
         key = (info.st_ino, info.st_size, info.st_mtime_ns)
         cached = self._cache
         if cached is None or cached[0] != key:
             try:
-                entries = _parse(self.path.read_bytes())
-            except FileNotFoundError:
-                return []
+                raw = self._read()
+                entries = [] if raw is None else _parse(raw)
             except ValueError:
                 with self._locked():  # moving a corrupt file aside is a write
                     entries = self._load()
             cached = self._cache = (key, entries)
         return cached[1]
+
+    def _trusted(self) -> bool:
+        """False when there is no memory yet; UnsafeStoreError when someone else could have
+        written it."""
+        try:
+            os.lstat(self.root.parent)
+        except FileNotFoundError:
+            return False
+        privatefs.check_dir(self.root.parent)  # a refused store is said even with no notes yet
+        try:
+            privatefs.check_subdir(self.root)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _read(self) -> bytes | None:
+        """The file's bytes; None when missing or not trusted (a link, someone else's)."""
+        try:
+            return privatefs.read_bytes(self.path)
+        except IgnoredFile as why:
+            self._warn(f"the project memory file was ignored: {why}")
+            return None
+
+    def _warn(self, message: str) -> None:
+        if message not in self._warnings:
+            get_logger().warning("memory: %s", message)
+            self._warnings.append(message)
 
     def top(self, n: int = TOP_N) -> list[Entry]:
         """The ``n`` notes recalled most, then most recently used or written."""
@@ -170,9 +205,18 @@ class MemoryStore:
         )
         return [dataclasses.replace(entry) for _, entry in ranked[: max(0, n)]]
 
+    def _top_or_nothing(self) -> list[Entry]:
+        """The top notes for a prompt; none (with a warning) when the store is refused, since
+        an agent must never be handed notes someone else could have planted."""
+        try:
+            return self.top(TOP_N)
+        except UnsafeStoreError as error:
+            self._warn(f"project memory not used: {error}")
+            return []
+
     def prompt_block(self) -> str:
         """The block for an agent's system prompt: the top notes and a trust-but-verify line."""
-        notes = self.top(TOP_N)
+        notes = self._top_or_nothing()
         if not notes:
             return ""
         lines = ["Project memory (notes kept from earlier sessions):"]
@@ -183,7 +227,7 @@ class MemoryStore:
         """Top notes as ``[kind] text`` lines, at most ``limit`` characters in all."""
         lines: list[str] = []
         used = 0
-        for entry in self.top(TOP_N):
+        for entry in self._top_or_nothing():
             if used + len(entry.line) <= limit:
                 lines.append(entry.line)
                 used += len(entry.line)
@@ -196,7 +240,9 @@ class MemoryStore:
         duplicate, or a full memory."""
         if self.disabled:
             return None
-        entry = Entry(check_kind(kind), check_text(text), time.time())
+        # Redacted before anything else: the note kept (and compared for duplicates) is the
+        # one that reaches the disk and, later, an agent's prompt.
+        entry = Entry(check_kind(kind), check_text(Redactor()(check_text(text))), time.time())
         key = normalise(entry.text)
 
         def add(entries: list[Entry]) -> list[Entry]:
@@ -276,8 +322,15 @@ class MemoryStore:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
-        ensure_dir(self.root)
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        """Hold the project's lock (UnsafeStoreError / StoreWriteError when it cannot be)."""
+        ensure_dir(self.root.parent)
+        privatefs.ensure_subdir(self.root)
+        try:
+            fd = privatefs.open_lock(self.lock_path)
+        except OSError as error:
+            raise StoreWriteError(
+                f"cannot lock the project memory ({self.lock_path.name}): {error.strerror or error}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -286,16 +339,22 @@ class MemoryStore:
 
     def _load(self) -> list[Entry]:
         """The stored notes (call under the lock); a corrupt file is moved aside with a warning."""
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
+        raw = self._read()
+        if raw is None:
             return []
         try:
             return _parse(raw)
         except ValueError as error:
             stamp = time.strftime("%Y%m%d-%H%M%S")
             backup = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
-            os.replace(self.path, backup)
+            try:
+                os.replace(self.path, backup)
+            except OSError as failure:
+                # Not moved aside means not replaced either: the bytes stay where they are.
+                raise StoreWriteError(
+                    f"the project memory file is corrupt ({error}) and could not be moved "
+                    f"aside: {failure.strerror or failure}"
+                ) from None
             message = (
                 f"the project memory file was corrupt ({error}); it was moved to {backup} "
                 "and a fresh memory started"
@@ -305,22 +364,27 @@ class MemoryStore:
             return []
 
     def _save(self, entries: list[Entry]) -> None:
+        clean = Redactor()  # notes written before redaction existed are redacted on the way
+        stored = [dataclasses.replace(e, text=clean(e.text)) for e in entries]
         data = {
             "version": 1,
             "project": str(self.project_dir),
-            "entries": [e.to_dict() for e in entries],
+            "entries": [e.to_dict() for e in stored],
         }
         if not self._swept:  # once per store: leftovers of writers killed mid-write
             self._swept = True
             sweep_temp_files(self.root)
-        write_atomic(self.path, json.dumps(data, ensure_ascii=False, indent=1).encode())
+        write_atomic(self.path, json_bytes(data, indent=1))
         # Coarse file times and reused inodes could make the next stat look unchanged.
         self._cache = None
 
 
 def _parse(raw: bytes) -> list[Entry]:
     """The notes of a memory file's bytes; ValueError when it is not one."""
-    data = json.loads(raw)
+    try:
+        data = json.loads(raw)
+    except RecursionError:  # absurd nesting: corrupt, like any other file that is not ours
+        raise ValueError("nested too deeply") from None
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         raise ValueError("not a memory file")
     return [Entry.from_dict(item) for item in data["entries"]]

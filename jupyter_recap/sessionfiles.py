@@ -7,13 +7,19 @@ Each session is two files in one flat directory, both private to the user (0600,
 - ``<id>.jsonl``: the transcript, one entry per line, only ever appended to.
 
 A crash in the middle of a write leaves the previous header and, at worst, a torn last line in
-the transcript, which the reader skips. Nothing here imports IPython, tornado or ipywidgets.
+the transcript, which the reader skips; a write that fails (a full disk) is cut back to the last
+whole line, so a retry never duplicates entries. Every field read back is checked: a record
+edited by hand or by someone else cannot crash a reader. Which files are trusted at all is
+:mod:`jupyter_recap.privatefs`'s rule. Nothing here imports IPython, tornado or ipywidgets.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
+import fcntl
 import json
+import math
 import os
 import re
 import secrets
@@ -23,15 +29,15 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
+from . import privatefs
 from .debuglog import get_logger
-from .errors import StoreError
+from .errors import StoreError, StoreWriteError
+from .privatefs import IgnoredFile
 from .tasks import TaskList, progress_line
 
 HOME_ENV = "JUPYTER_RECAP_HOME"
-DIR_MODE = 0o700
-FILE_MODE = 0o600
 HEADER_SUFFIX = ".json"
 ENTRIES_SUFFIX = ".jsonl"
 TITLE_CHARS = 80
@@ -51,11 +57,12 @@ def store_dir() -> Path:
 
 
 def ensure_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) and make it 0700 whatever the umask."""
-    path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-    if (path.stat().st_mode & 0o777) != DIR_MODE:
-        os.chmod(path, DIR_MODE)
-    return path
+    """Create the store (0700) if missing, then check that only the person can write it.
+
+    UnsafeStoreError when someone else could (see :mod:`jupyter_recap.privatefs`); an existing
+    directory's mode is never changed.
+    """
+    return privatefs.ensure_dir(path)
 
 
 # -- records ---------------------------------------------------------------------------------
@@ -84,25 +91,79 @@ class SessionRecord:
     last_recap: str | None = None
     """The latest recap the person was shown: what they were told, for listings and agents."""
     tasks: list[Any] = field(default_factory=list)
+    parent: str | None = None
+    """The session this one continues, when it was resumed while another kernel held it."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SessionRecord:
-        """Rebuild a header, ignoring unknown keys; raise ValueError when it is not one."""
-        known = {k: data[k] for k in _RECORD_FIELDS if k in data}
-        try:
-            record = cls(**known)
-        except TypeError as error:
-            raise ValueError(str(error)) from None
-        if not is_session_id(record.id) or not isinstance(record.updated, (int, float)):
-            raise ValueError("bad id or time")
-        return record
+    def from_dict(cls, data: object) -> SessionRecord:
+        """Rebuild a header read from disk; ValueError when it cannot be one.
+
+        The id and the times must be sound. Any other field of the wrong type (a hand edit, an
+        older or newer writer) falls back to its default with a warning: the counters are
+        recounted from the entries when the session is loaded, so nothing is lost.
+        """
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        session_id = data.get("id")
+        if not isinstance(session_id, str) or not is_session_id(session_id):
+            raise ValueError("no valid session id")
+        created, updated = data.get("created"), data.get("updated")
+        if not (_is_time(created) and _is_time(updated)):
+            raise ValueError("bad created or updated time")
+        values: dict[str, Any] = {}
+        bad: list[str] = []
+        for name, valid in _FIELD_CHECKS.items():
+            if name not in data:
+                continue
+            if valid(data[name]):
+                values[name] = data[name]
+            else:
+                bad.append(name)
+        if bad:
+            get_logger().warning(
+                "sessions: record %s: ignoring malformed %s", session_id, ", ".join(sorted(bad))
+            )
+        return cls(id=session_id, created=float(created), updated=float(updated), **values)
 
 
-_RECORD_FIELDS = tuple(SessionRecord.__dataclass_fields__)
+def _is_time(value: object) -> TypeGuard[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value >= 0
+
+
+def _is_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _is_text(value: object) -> bool:
+    return isinstance(value, str)
+
+
+def _is_optional_text(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+# Every header field but id and the times, with what a sound value looks like.
+_FIELD_CHECKS = {
+    "notebook": _is_optional_text,
+    "cwd": _is_text,
+    "kernel_id": _is_optional_text,
+    "model": _is_optional_text,
+    "title": _is_text,
+    "turns": _is_count,
+    "entries": _is_count,
+    "tokens_in": _is_count,
+    "tokens_out": _is_count,
+    "recaps": _is_count,
+    "last_recap": _is_optional_text,
+    "tasks": lambda value: isinstance(value, list),
+    "parent": _is_optional_text,
+}
 
 
 @dataclass(frozen=True)
@@ -206,23 +267,79 @@ def session_ids(root: Path) -> list[str]:
     return [n[:cut] for n in names if n.endswith(HEADER_SUFFIX) and is_session_id(n[:cut])]
 
 
-# -- writing -----------------------------------------------------------------------------------
+# -- writing ---------------------------------------------------------------------------------
+
+
+def json_bytes(value: Any, *, indent: int | None = None) -> bytes:
+    """``value`` as UTF-8 JSON that always encodes and reads back exactly.
+
+    Text from a notebook can hold lone surrogates (bytes decoded with ``surrogateescape``),
+    which UTF-8 cannot encode; they are written as ``\\udcxx`` escapes, which JSON reads back
+    as the same characters, instead of failing every write of the session from then on.
+    """
+    return json.dumps(value, ensure_ascii=False, indent=indent).encode("utf-8", "backslashreplace")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: a 0600 temp file, fsync, ``os.replace``."""
+    """Replace ``path`` with ``data``: a new 0600 temp file, fsync, ``os.replace``.
+
+    The temporary file is created exclusively and without following links, and the replace
+    swaps the directory entry (a link at ``path`` is replaced, never written through).
+    StoreWriteError when it cannot be done; ``path`` is then as it was.
+    """
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
     try:
-        os.fchmod(fd, FILE_MODE)
+        fd = _create_temp(tmp)
+    except OSError as error:
+        raise _write_error(path, error) from None
+    try:
         _write_all(fd, data)
         os.fsync(fd)
-    except BaseException:
+    except BaseException as error:
         os.close(fd)
         tmp.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise _write_error(path, error) from None
         raise
     os.close(fd)
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise _write_error(path, error) from None
+
+
+def _create_temp(tmp: Path) -> int:
+    try:
+        return privatefs.create_exclusive(tmp)
+    except FileExistsError:
+        tmp.unlink()  # our own leftover (same pid and thread, killed mid-write): take its place
+        return privatefs.create_exclusive(tmp)
+
+
+#: Failures that go away by themselves or by the person's hand (space freed, a mount made
+#: writable): what is pending is kept and retried. Any other failure (a link, a directory or
+#: someone else's file in the record's place) means the record cannot be continued at all.
+_PASSING = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EIO})
+
+
+def is_passing(error: StoreWriteError) -> bool:
+    """Whether a failed write may succeed later without the record being replaced."""
+    return error.errno in _PASSING
+
+
+def _write_error(path: Path, error: OSError) -> StoreWriteError:
+    """One line for a failed write: which file, and the system's reason."""
+    reason = error.strerror or str(error)
+    if error.errno == errno.ENOSPC:
+        reason = "the disk is full"
+    elif error.errno == errno.EISDIR:
+        reason = "a directory is in its place"
+    elif error.errno == errno.ELOOP:
+        reason = "it is a symbolic link, which the store never follows"
+    failure = StoreWriteError(f"could not write {path.name} in {path.parent}: {reason}")
+    failure.errno = error.errno
+    return failure
 
 
 #: A write's temporary file this old was left by a process killed mid-write.
@@ -249,22 +366,41 @@ def sweep_temp_files(root: Path, older_than: float = STALE_TEMP_SECONDS) -> int:
                 if item.stat(follow_symlinks=False).st_mtime < cutoff:
                     os.unlink(item.path)
                     removed += 1
-            except FileNotFoundError:
+            except OSError:
                 continue
     return removed
 
 
+class SessionInUse(StoreError):
+    """Another live kernel holds this session (its transcript file is locked)."""
+
+
 class AppendFile:
-    """An open append-only lines file; the first write after opening mends a torn last line."""
+    """An append-only lines file that one process owns while it is open.
+
+    Opening takes an exclusive, non-blocking ``flock`` on the file: the kernel that writes a
+    session holds it until it closes (or dies — the system releases it), and a second kernel
+    on the same notebook is refused (:class:`SessionInUse`) instead of interleaving its lines.
+    The first write after opening mends a torn last line; a write that fails part-way is cut
+    back to the last whole line, so the retry writes the missing tail exactly once.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
-        os.fchmod(self._fd, FILE_MODE)
-        self._mend = _ends_torn(path)
+        try:
+            self._fd = privatefs.open_for_append(path)
+        except OSError as error:
+            raise _write_error(path, error) from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = -1
+            raise SessionInUse(f"session {path.stem} is open in another kernel") from None
+        self._mend = _ends_torn(self._fd)
 
     def append(self, lines: list[bytes]) -> None:
-        """Append ``lines`` (each without its newline) in one write.
+        """Append ``lines`` (each without its newline) in one write; StoreWriteError if not.
 
         No fsync: a killed kernel loses nothing it wrote (the data is the OS's by then), and a
         power cut can only cost the newest lines, which loading tolerates (it recounts entries
@@ -273,27 +409,57 @@ class AppendFile:
         data = b"".join(line + b"\n" for line in lines)
         if self._mend:
             data = b"\n" + data
+        good = os.fstat(self._fd).st_size
         try:
             _write_all(self._fd, data)
-        except BaseException:
-            self._mend = True  # part of it may be on disk: start the next write on a new line
-            raise
+        except OSError as error:
+            # Part of it may be on disk (a full disk takes what fits): cut back to where this
+            # write began, so the file holds whole lines only and the retry duplicates nothing.
+            try:
+                os.ftruncate(self._fd, good)
+            except OSError:
+                self._mend = True  # could not cut: at least start the retry on a new line
+                get_logger().warning(
+                    "sessions: could not cut %s back after a failed write", self.path.name
+                )
+            raise _write_error(self.path, error) from None
         self._mend = False
 
+    def replaced(self) -> bool:
+        """Whether ``path`` no longer names the open file (deleted, or something else put in
+        its place): appending would then write into a file nobody can find."""
+        try:
+            now = os.lstat(self.path)
+        except FileNotFoundError:
+            return True
+        mine = os.fstat(self._fd)
+        return (now.st_dev, now.st_ino) != (mine.st_dev, mine.st_ino)
+
     def close(self) -> None:
-        """Close the file (idempotent)."""
+        """Close the file, releasing the session (idempotent)."""
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 
 
-def _ends_torn(path: Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell() == 0:
-            return False
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) != b"\n"
+def claimable(path: Path) -> bool:
+    """Whether no live kernel holds the session whose transcript is ``path`` (a quick probe)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return True  # missing (nothing written yet) or unreadable: no one holds it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)  # releases the probe's own lock
+    return True
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -305,13 +471,33 @@ def _write_all(fd: int, data: bytes) -> None:
 # -- reading -----------------------------------------------------------------------------------
 
 
+def _read(path: Path) -> bytes | None:
+    """A trusted file's bytes; None (logged) when missing, not ours, a link or unreadable."""
+    try:
+        return privatefs.read_bytes(path)
+    except IgnoredFile:
+        return None
+    except OSError as error:
+        get_logger().warning("sessions: cannot read %s: %s", path.name, error.strerror or error)
+        return None
+
+
+def _loads(raw: bytes) -> Any:
+    """JSON, with absurd nesting counted as malformed (it raises RecursionError otherwise)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def read_header(path: Path) -> dict[str, Any] | None:
     """The header at ``path``, or None (with a warning when it exists but is unreadable)."""
-    try:
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
+    raw = _read(path)
+    if raw is None:
         return None
-    except (OSError, ValueError) as error:
+    try:
+        data = _loads(raw)
+    except ValueError as error:
         get_logger().warning("sessions: skipping unreadable record %s: %s", path.name, error)
         return None
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
@@ -322,16 +508,15 @@ def read_header(path: Path) -> dict[str, Any] | None:
 
 def read_lines(path: Path) -> Iterator[dict[str, Any]]:
     """The JSON objects of a lines file; torn or corrupt lines are skipped with a warning."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = _read(path)
+    if raw is None:
         return
     bad = 0
     for line in raw.split(b"\n"):
         if not line.strip():
             continue
         try:
-            item = json.loads(line)
+            item = _loads(line)
         except ValueError:
             bad += 1
             continue

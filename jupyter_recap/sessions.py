@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import builtins
-import json
 import os
 import re
 import sys
@@ -19,21 +18,42 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import privatefs
 from . import sessionfiles as files
 from .debuglog import get_logger
-from .errors import StoreError
-from .sessionfiles import SessionRecord, SessionSummary, check_path, shorten_title
+from .errors import StoreError, StoreWriteError, UnsafeStoreError
+from .redact import Redactor
+from .sessionfiles import (
+    AppendFile,
+    SessionInUse,
+    SessionRecord,
+    SessionSummary,
+    check_path,
+    shorten_title,
+)
 from .transcript import Entry, Transcript
 
 __all__ = [
-    *("DEBOUNCE_SECONDS", "SessionRecord", "SessionStore", "SessionSummary", "SessionWriter"),
-    *("latest_for", "list_sessions", "load", "shorten_title"),
+    "DEBOUNCE_SECONDS",
+    "SessionInUse",
+    "SessionRecord",
+    "SessionStore",
+    "SessionSummary",
+    "SessionWriter",
+    "WriterStatus",
+    "latest_for",
+    "list_sessions",
+    "load",
+    "shorten_title",
 ]
 
 DEBOUNCE_SECONDS = 0.4
+#: Longest wait between two attempts to write what a failed write (a full disk) left pending.
+MAX_RETRY_SECONDS = 60.0
 
 
 class SessionStore:
@@ -41,6 +61,29 @@ class SessionStore:
 
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root) if root is not None else files.store_dir()
+
+    def exists(self) -> bool:
+        """Whether there is a store to read: False when it was never created; UnsafeStoreError
+        when someone else could have written it (nothing in it is then read)."""
+        try:
+            os.lstat(self.root)
+        except FileNotFoundError:
+            return False
+        privatefs.check_dir(self.root)
+        return True
+
+    def claim(self, session_id: str) -> AppendFile:
+        """Take ``session_id`` for this process: its transcript file, opened and locked.
+
+        SessionInUse when a live kernel holds it; the lock goes with the file (closing it, or
+        the process ending, releases it).
+        """
+        files.ensure_dir(self.root)
+        return AppendFile(self.entries_path(session_id))
+
+    def in_use(self, session_id: str) -> bool:
+        """Whether a live kernel holds ``session_id`` (a probe; :meth:`claim` is the decision)."""
+        return not files.claimable(self.entries_path(session_id))
 
     def header_path(self, session_id: str) -> Path:
         return self.root / (session_id + files.HEADER_SUFFIX)
@@ -51,6 +94,7 @@ class SessionStore:
     def resolve(self, id_or_prefix: str) -> str:
         """The one stored id starting with ``id_or_prefix``; StoreError if none or several."""
         prefix = files.check_prefix(id_or_prefix)
+        self.exists()  # UnsafeStoreError before anything in it is believed
         matches = [i for i in files.session_ids(self.root) if i.startswith(prefix)]
         if not matches:
             raise StoreError(f"no session matches {prefix!r}")
@@ -73,6 +117,8 @@ class SessionStore:
     def records(self, notebook_path: str | None = None) -> builtins.list[SessionRecord]:
         """Every readable header (of one notebook, if given), newest first; never the entries."""
         wanted = check_path(notebook_path) if notebook_path is not None else None
+        if not self.exists():
+            return []
         found = (self.header(i) for i in files.session_ids(self.root))
         records = [r for r in found if r and (wanted is None or r.notebook == wanted)]
         records.sort(key=lambda r: (r.updated, r.id), reverse=True)
@@ -92,8 +138,10 @@ class SessionStore:
         for item in files.read_lines(self.entries_path(session_id)):
             try:
                 entries.append(Entry.from_dict(item))
-            except TypeError:
-                get_logger().warning("sessions: skipping a malformed entry in %s", session_id)
+            except ValueError as error:
+                get_logger().warning(
+                    "sessions: skipping a malformed entry in %s: %s", session_id, error
+                )
         record.entries = len(entries)
         record.turns = sum(1 for e in entries if e.kind == "user")
         return record, Transcript(entries)
@@ -140,13 +188,37 @@ _SCHEDULING_KINDS = (
 )
 
 
+@dataclass(frozen=True)
+class WriterStatus:
+    """Where a session's record stands, for ``%recap save`` and ``%recap status``."""
+
+    session_id: str
+    on_disk: int
+    """Entries written to the record."""
+    pending: int
+    """Entries recorded but not written yet (waiting for the debounce, or for space)."""
+    stored: bool
+    """Whether the record exists on disk at all."""
+    error: str | None = None
+    """Why the latest write failed, when it did (the entries wait and are retried)."""
+    prompts: int = 0
+    """Prompts in the live transcript: a session without any is never written."""
+
+
 class SessionWriter:
     """Persists one live transcript as a session record, ``delay`` seconds after a burst starts.
 
     ``record`` continues a stored session (from :meth:`SessionStore.load`; its entries are on
-    disk already); otherwise a new session gets a fresh UUIDv7 id and every entry the transcript
-    already holds is written with the first flush. Writes never raise: failures are logged and
-    the entries kept for the next flush. ``writes`` counts successful writes and ``on_write``
+    disk already, and ``file`` is its claimed transcript file — claimed here when not given,
+    which raises SessionInUse if another kernel holds it). Otherwise a new session gets a fresh
+    UUIDv7 id (``parent``: the session it was forked from) and every entry the transcript
+    already holds is written with the first flush.
+
+    What is written is redacted with this process's :class:`~jupyter_recap.redact.Redactor`
+    (the kernel's own keys included), so no secret-looking text reaches the disk, and from
+    there other processes. Writes never raise: a failure is logged, the entries are kept, and
+    the write is retried with a growing pause until it succeeds; a partly written batch is cut
+    back first, so nothing is duplicated. ``writes`` counts successful writes and ``on_write``
     (if set) is called after each one.
     """
 
@@ -156,20 +228,25 @@ class SessionWriter:
         *,
         store: SessionStore | None = None,
         record: SessionRecord | None = None,
+        file: AppendFile | None = None,
         notebook: str | None = None,
         kernel_id: str | None = None,
+        parent: str | None = None,
         delay: float = DEBOUNCE_SECONDS,
     ) -> None:
         self.store = store or SessionStore()
         self.delay = delay
         self.writes = 0
         self.on_write: Callable[[int], None] | None = None
+        self.error: str | None = None
+        """Why the latest write failed (None once one succeeds)."""
         self._cond = threading.Condition()
         self._io_lock = threading.Lock()
         self._deadline: float | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._file: files.AppendFile | None = None
+        self._retry = 0.0
+        self._file: AppendFile | None = file
         if record is None:
             now = time.time()
             nb = notebook if notebook is not None else os.environ.get("JPY_SESSION_NAME") or None
@@ -180,10 +257,18 @@ class SessionWriter:
                 notebook=check_path(nb) if nb else None,
                 cwd=os.getcwd(),
                 kernel_id=kernel_id if kernel_id is not None else _kernel_id_from_argv(),
+                parent=parent,
             )
             self._on_disk = False
             self._written = 0  # every entry the transcript holds is still to be written
         else:
+            if self._file is None:
+                try:
+                    self._file = self.store.claim(record.id)  # SessionInUse: another kernel's
+                except StoreWriteError as error:
+                    if not files.is_passing(error):
+                        raise  # a link or a directory in its place: not to be continued
+                    self.error = str(error)  # read-only or full for now: claimed on a write
             self._on_disk = True
             self._written = len(transcript)  # restored from this record: on disk already
         self.record = record
@@ -200,6 +285,19 @@ class SessionWriter:
     @property
     def id(self) -> str:
         return self.record.id
+
+    def status(self) -> WriterStatus:
+        """What is on disk, what waits, and the latest failure."""
+        with self._cond:
+            written = self._written
+        return WriterStatus(
+            self.id,
+            on_disk=written,
+            pending=max(0, len(self._transcript) - written),
+            stored=self._on_disk,
+            error=self.error,
+            prompts=max(self._transcript.prompt_count, self.record.turns),
+        )
 
     def add_tokens(self, tokens_in: int = 0, tokens_out: int = 0) -> None:
         """Count tokens spent in this session (written with the next flush)."""
@@ -223,12 +321,12 @@ class SessionWriter:
         if self._deadline is None:
             self._schedule()
 
-    def _schedule(self) -> None:
+    def _schedule(self, delay: float | None = None) -> None:
         with self._cond:
             if self._closed:
                 return
             idle = self._deadline is None
-            self._deadline = time.monotonic() + self.delay
+            self._deadline = time.monotonic() + (self.delay if delay is None else delay)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="jupyter-recap-sessions", daemon=True
@@ -252,13 +350,36 @@ class SessionWriter:
             self.flush()
 
     def flush(self) -> bool:
-        """Write the pending entries and header now; False if nothing could be written."""
+        """Write the pending entries and header now; False if nothing was written.
+
+        After a failure (see :attr:`error`) the write is retried by itself, after 1 s and then
+        twice as long each time up to a minute; a refused store (UnsafeStoreError) is not
+        retried until the next activity or flush.
+        """
         with self._io_lock:
             try:
-                return self._write()
-            except Exception:  # noqa: BLE001 - persistence must never break the caller
-                get_logger().exception("sessions: could not write session %s", self.id)
+                written = self._write()
+            except Exception as error:  # noqa: BLE001 - persistence must never break the caller
+                self._failed(error)
                 return False
+        if written:
+            self.error, self._retry = None, 0.0
+        return written
+
+    def _failed(self, error: Exception) -> None:
+        message = (
+            str(error) if isinstance(error, StoreError) else f"{type(error).__name__}: {error}"
+        )
+        if message != self.error:  # one log line per distinct failure, not one per attempt
+            log = get_logger()
+            if isinstance(error, StoreError):
+                log.warning("sessions: could not write session %s: %s", self.id, message)
+            else:
+                log.exception("sessions: could not write session %s", self.id)
+        self.error = message
+        if not isinstance(error, UnsafeStoreError):
+            self._retry = min(max(1.0, self._retry * 2), MAX_RETRY_SECONDS)
+            self._schedule(self._retry)
 
     def _write(self) -> bool:
         # A session without an agent prompt is never written; the transcript counts its
@@ -271,20 +392,46 @@ class SessionWriter:
             dirty = self._dirty
         if not (batch or dirty or not self._on_disk):
             return False
+        # The environment is read at every write: a key set in the notebook a minute ago is a
+        # secret now. Redaction is idempotent, so text already redacted is left as it is.
+        clean = Redactor()
+        if self._file is not None and self._file.replaced():
+            # The transcript file was deleted or replaced behind our back: write the whole
+            # story again into a new one rather than into a file nobody can find.
+            self._file.close()
+            self._file = None
+            with self._cond:
+                self._written = 0
+            with self._transcript.locked() as entries:
+                batch = entries[:]
+            self.record.entries = self.record.turns = self.record.recaps = 0
         if batch:
             if self._file is None:
                 files.ensure_dir(self.store.root)
                 files.sweep_temp_files(self.store.root)  # once per session: leftovers of kills
-                self._file = files.AppendFile(self.store.entries_path(self.id))
-            lines = [json.dumps(e.to_dict(), ensure_ascii=False).encode() for e in batch]
+                try:
+                    self._file = self.store.claim(self.id)
+                except SessionInUse:
+                    # Another kernel took the session while we could not write: continue the
+                    # story as a new session of our own rather than interleave with it.
+                    batch = self._fork()
+                    self._file = self.store.claim(self.id)
+            items = [_scrubbed(entry, clean) for entry in batch]
+            lines = [files.json_bytes(item) for item in items]
             self._file.append(lines)
             with self._cond:
                 self._written += len(batch)
-                self._fold(batch)
+                self._fold(items)
         with self._cond:
             self.record.updated = time.time()
             self._dirty = True
-            data = json.dumps(self.record.to_dict(), ensure_ascii=False).encode()
+            header = self.record.to_dict()
+        header["tasks"] = [_scrubbed_task(task, clean) for task in header["tasks"]]
+        for key in ("title", "last_recap"):
+            if header[key]:
+                header[key] = clean(header[key])
+        data = files.json_bytes(header)
+        files.ensure_dir(self.store.root)
         files.write_atomic(self.store.header_path(self.id), data)
         with self._cond:
             self._dirty = False
@@ -294,21 +441,48 @@ class SessionWriter:
             self.on_write(self.writes)
         return True
 
-    def _fold(self, batch: list[Entry]) -> None:
+    def _fork(self) -> list[Entry]:
+        """Become a new session (``parent``: the current one) holding the whole transcript;
+        returns the entries to write."""
+        old = self.record
+        now = time.time()
+        self.record = SessionRecord(
+            id=files.uuid7(),
+            created=now,
+            updated=now,
+            notebook=old.notebook,
+            cwd=old.cwd,
+            kernel_id=old.kernel_id,
+            tasks=old.tasks,
+            parent=old.id,
+        )
+        get_logger().info(
+            "sessions: %s is held by another kernel; continuing as %s", old.id, self.id
+        )
+        with self._cond:
+            self._written = 0
+        self._on_disk = False
+        with self._transcript.locked() as entries:
+            return entries[:]
+
+    def _fold(self, items: list[dict[str, Any]]) -> None:
+        """Count what a written batch adds to the header (from the redacted text)."""
         record = self.record
-        record.entries += len(batch)
-        for entry in batch:
-            if entry.kind == "user":
+        record.entries += len(items)
+        for item in items:
+            kind = item["kind"]
+            if kind == "user":
                 record.turns += 1
-                record.title = record.title or shorten_title(entry.text)
-                record.model = entry.name or record.model
-            elif entry.kind == "recap":
+                record.title = record.title or shorten_title(item.get("text", ""))
+                record.model = item.get("name") or record.model
+            elif kind == "recap":
                 record.recaps += 1
-                record.last_recap = entry.text
+                record.last_recap = item.get("text", "")
         record.model = self._transcript.active_model or record.model
 
     def close(self) -> None:
-        """Stop following the transcript and write what is pending (idempotent)."""
+        """Stop following the transcript, write what is pending and release the session
+        (idempotent)."""
         self._unsubscribe()
         with self._cond:
             self._closed = True
@@ -322,3 +496,21 @@ class SessionWriter:
                 self._file.close()
                 self._file = None
         atexit.unregister(self._atexit)
+
+
+def _scrubbed(entry: Entry, clean: Redactor) -> dict[str, Any]:
+    """``entry`` as stored: its dict with the text and error redacted."""
+    item = entry.to_dict()
+    for key in ("text", "error"):
+        value = item.get(key)
+        if value:
+            item[key] = clean(value)
+    return item
+
+
+def _scrubbed_task(task: object, clean: Redactor) -> object:
+    if not isinstance(task, dict):
+        return task
+    return {
+        k: clean(v) if k in ("text", "note") and isinstance(v, str) else v for k, v in task.items()
+    }

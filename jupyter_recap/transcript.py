@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from .redact import redact_ends
+
 Kind = Literal[
     "user", "assistant", "tool_call", "tool_result", "code", "summary", "outcome", "recap", "meta"
 ]
@@ -33,8 +35,9 @@ def clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
     if len(text) <= limit:
         return text
     keep = max(limit - 40, 2)
-    head, tail = text[: keep // 2], text[-(keep - keep // 2) :]
-    return f"{head}\n… [{len(text) - len(head) - len(tail)} characters omitted] …\n{tail}"
+    # Redacted before the cut: a secret cut in two leaves a piece no pattern recognises later.
+    head, tail = redact_ends(text, keep // 2, keep - keep // 2)
+    return f"{head}\n… [{len(text) - keep} characters omitted] …\n{tail}"
 
 
 @dataclass(slots=True)
@@ -60,18 +63,53 @@ class Entry:
     """For ``outcome`` entries: how the agent turn ended."""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict without the empty fields."""
+        """A JSON-ready dict without the fields left at their defaults (None, no text)."""
         values = ((name, getattr(self, name)) for name in _ENTRY_FIELDS)
-        return {k: v for k, v in values if v is not None and v != ""}
+        return {k: v for k, v in values if v is not None and not (k == "text" and v == "")}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Entry:
-        """Rebuild an entry written by :meth:`to_dict`."""
+    def from_dict(cls, data: object) -> Entry:
+        """Rebuild an entry written by :meth:`to_dict`; ValueError when ``data`` is not one.
+
+        Entries come back from files anyone could have edited, so every field is checked: a
+        wrong type must become a skipped line, never a crash in whoever reads it later.
+        """
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
         known = {k: data[k] for k in _ENTRY_FIELDS if k in data}
+        if "kind" not in known:
+            raise ValueError("an entry without a kind")
+        for name, value in known.items():
+            if not _FIELD_CHECKS[name](value):
+                raise ValueError(f"bad {name!r} in a {known.get('kind')!r} entry")
         return cls(**known)
 
 
 _ENTRY_FIELDS = tuple(Entry.__dataclass_fields__)
+_KINDS = frozenset(get_args(Kind))
+_OUTCOMES = frozenset(get_args(Outcome))
+
+
+def _optional_text(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _finite_time(value: object) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return value == value and abs(value) != float("inf")  # not NaN, not infinite
+
+
+_FIELD_CHECKS: dict[str, Callable[[object], bool]] = {
+    "kind": lambda value: isinstance(value, str) and value in _KINDS,
+    "text": lambda value: isinstance(value, str),
+    "time": _finite_time,
+    "cell_id": _optional_text,
+    "name": _optional_text,
+    "error": _optional_text,
+    "count": lambda value: value is None or (type(value) is int),
+    "outcome": lambda value: value is None or (isinstance(value, str) and value in _OUTCOMES),
+}
 
 
 Listener = Callable[["Transcript", Entry], None]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -12,10 +13,11 @@ from typing import Any
 
 from ..debuglog import get_logger
 from ..engine import ShowRecap, StartDraft
-from ..errors import RecapError
+from ..errors import RecapError, StoreWriteError, UnsafeStoreError
 from ..feed import FocusFeed, find_server, kernel_id_from_connection_file
 from ..service import Recap, RecapResult, RecapStats
-from ..sessions import SessionRecord, SessionStore, SessionWriter
+from ..sessionfiles import AppendFile, is_passing
+from ..sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
 from ..settings import Recap as RecapSettings
 from ..tasks import Task, TaskList, progress_line
 from ..transcript import Transcript, current
@@ -59,6 +61,10 @@ class RecapExtension:
         self._banner: Any = None
         self.feed: FocusFeed | None = None
         self.writer: SessionWriter | None = None
+        self.feed_problem: str | None = None
+        """Why a server that started this kernel gets no focus feed from it, if that is so."""
+        self.store_problem: str | None = None
+        """Why the session store was refused at load (someone else could write it), if it was."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -88,7 +94,11 @@ class RecapExtension:
             self.resume()
 
     def detach(self) -> None:
-        """Undo :meth:`attach`: stop the timer, clear and close the banner."""
+        """Undo :meth:`attach`: stop the timer, clear and close the banner.
+
+        Also undoes an attach that failed half-way: each step is harmless when its part was
+        never set up.
+        """
         atexit.unregister(self.runner.stop)
         if self.writer is not None:
             self.writer.close()
@@ -101,7 +111,8 @@ class RecapExtension:
         if self._unsubscribe_tasks is not None:
             self._unsubscribe_tasks()
             self._unsubscribe_tasks = None
-        self.settings.unobserve(self._on_memory_setting, names=["memory"])
+        with contextlib.suppress(ValueError):  # never observed: attach failed before it
+            self.settings.unobserve(self._on_memory_setting, names=["memory"])
         manager = self.shell.magics_manager
         for magics in self.magics:
             for name in magics.magics.get("line", {}):
@@ -138,31 +149,63 @@ class RecapExtension:
         """Continue this notebook's stored session, or start a new one; True if resumed.
 
         A live transcript (the extension was reloaded) keeps its session. An empty one takes
-        the notebook's latest stored session with turns, so a kernel restart keeps the story.
+        the notebook's latest stored session with turns, so a kernel restart keeps the story —
+        unless another live kernel holds that session (two kernels on one notebook): each
+        kernel then writes a session of its own, and ``%recap resume`` can still bring the
+        other's story in.
         """
         store = SessionStore()
+        try:
+            store.exists()
+        except UnsafeStoreError as error:
+            # Nothing in it is read: planted sessions, tasks or notes must not reach a recap
+            # or an agent's prompt. Recaps go on from the live transcript.
+            self.store_problem = str(error)
+            print(f"jupyter_recap: not using stored sessions: {error}", file=sys.stderr)
+            self._start_writer(store, None, None)
+            return False
+        record: SessionRecord | None = None
+        file: AppendFile | None = None
         resumed = False
-        record = None
         try:
             if len(self.transcript) and _live_session is not None:
                 record = store.header(_live_session)
+                file = _claim_if_writable(store, record.id) if record is not None else None
             elif not len(self.transcript) and self.notebook:
                 latest = store.latest_for(self.notebook)
                 if latest is not None:
+                    file = _claim_if_writable(store, latest.id)
                     record, stored = store.load(latest.id)
                     self.transcript.restore(stored.entries)
                     self.state.restore_tasks(record.tasks)
                     resumed = True
+        except SessionInUse as error:
+            get_logger().info("sessions: %s; this kernel starts its own session", error)
+            record = None
         except RecapError as error:
             get_logger().warning("sessions: could not resume: %s", error)
-            record, resumed = None, False
-        self._start_writer(store, record)
+            if file is not None:
+                file.close()
+            record, file, resumed = None, None, False
+        self._start_writer(store, record, file)
         return resumed
 
-    def _start_writer(self, store: SessionStore, record: SessionRecord | None) -> None:
+    def _start_writer(
+        self,
+        store: SessionStore,
+        record: SessionRecord | None,
+        file: AppendFile | None,
+        *,
+        parent: str | None = None,
+    ) -> None:
         global _live_session
         self.writer = SessionWriter(
-            self.transcript, store=store, record=record, notebook=self.notebook
+            self.transcript,
+            store=store,
+            record=record,
+            file=file,
+            notebook=self.notebook,
+            parent=parent,
         )
         tasks = TaskList(self.state.tasks).to_list()
         if self.writer.record.tasks != tasks:  # e.g. a list written before the extension loaded
@@ -171,16 +214,25 @@ class RecapExtension:
         self.stats.on_tokens = self.writer.add_tokens
 
     def resume_session(self, id_or_prefix: str) -> SessionRecord:
-        """``%recap resume ID``: make that stored session this notebook's live one."""
+        """``%recap resume ID``: make that stored session this notebook's live one.
+
+        When another live kernel holds it, its story continues here as a new session of this
+        kernel's (its ``parent`` names the original), so the two never write into one file.
+        """
         store = SessionStore()
         record, stored = store.load(id_or_prefix)  # StoreError for a bad or unknown id
         if self.writer is not None:
-            self.writer.close()
+            self.writer.close()  # releases our own session, which may be the one asked for
             self.writer = None  # the restored task list belongs to the new record only
         self.runner.feed(self.engine.user_input)  # a new story: drop what was in flight
         self.transcript.restore(stored.entries)
         self.state.restore_tasks(record.tasks)
-        self._start_writer(store, record)
+        try:
+            file = _claim_if_writable(store, record.id)
+        except SessionInUse:
+            self._start_writer(store, None, None, parent=record.id)
+        else:
+            self._start_writer(store, record, file)
         return record
 
     def _start_feed(self) -> None:
@@ -196,12 +248,24 @@ class RecapExtension:
             kernel_id = None
         if kernel_id is None:
             return
+        # The kernel proves to the server which kernel it is with its connection key.
+        session = getattr(getattr(self.shell, "kernel", None), "session", None)
+        key = getattr(session, "key", b"")
+        key = key.encode() if isinstance(key, str) else key
+        if not isinstance(key, bytes) or not key:
+            self.feed_problem = (
+                "this kernel's connection key is empty, so it cannot prove to the server which "
+                "kernel it is (the idle fallback stays in charge)"
+            )
+            get_logger().info("no focus feed: %s", self.feed_problem)
+            return
         self.feed = FocusFeed(
             server,
             kernel_id,
             on_focus=lambda focused, at: self.report_focus(focused, at=at, source="browser"),
             on_input=lambda: self.runner.feed(self.engine.user_input),
             banner_model_id=self.banner.model_id,
+            key=key,
         )
         self.feed.start()
 
@@ -278,14 +342,43 @@ class RecapExtension:
         return result
 
 
-def load(shell: Any) -> RecapExtension:
-    """Load into ``shell``; a second load returns the existing extension unchanged."""
+def _claim_if_writable(store: SessionStore, session_id: str) -> AppendFile | None:
+    """Claim a stored session (SessionInUse when another kernel holds it); None when the store
+    cannot be written now (read-only, full): the session is still resumed, and its writer
+    claims it when it can."""
+    try:
+        return store.claim(session_id)
+    except StoreWriteError as error:
+        if not is_passing(error):
+            raise  # a link or a directory where the record should be: start a new session
+        get_logger().warning("sessions: %s; resuming without writing for now", error)
+        return None
+
+
+def load(shell: Any) -> RecapExtension | None:
+    """Load into ``shell``; a second load returns the existing extension unchanged.
+
+    A load that fails half-way takes back everything it registered (hooks, magics, threads,
+    the banner) and says so in one line: the notebook goes on as if it had never been loaded.
+    """
     with _instances_lock:
         existing = _instances.get(id(shell))
         if existing is not None:
             return existing
         extension = RecapExtension(shell)
-        extension.attach()
+        try:
+            extension.attach()
+        except Exception as error:  # noqa: BLE001 - never a traceback in the person's cell
+            get_logger().exception("extension: loading failed; undoing it")
+            with contextlib.suppress(Exception):
+                extension.detach()
+            print(
+                f"jupyter_recap: could not load ({type(error).__name__}: {error}); nothing of "
+                "it is active. The debug log has the details; %reload_ext jupyter_recap "
+                "tries again.",
+                file=sys.stderr,
+            )
+            return None
         _instances[id(shell)] = extension
     get_logger().info("extension loaded (%d entries in the transcript)", len(extension.transcript))
     return extension

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from ..errors import RecapError
+from ..textutil import printable
 from .statemagics import compact_memory_now
 from .status import status_report
 
@@ -82,19 +83,30 @@ class RecapMagics(Magics):
             return
         result = ext.manual(model)
         recap = result.recap
+        # The reason can quote a model server's error text, and the model id and the recap are
+        # the model's own words: printed inert (a terminal would act on their escapes).
         if recap is None:
-            print(f"recap: no recap ({result.reason})")
+            print(printable(f"recap: no recap ({result.reason})"))
         elif not ext.has_widgets:
-            print(f"✦ recap · {recap.model}\n{recap.text}")
+            print(printable(f"✦ recap · {recap.model}\n{recap.text}"))
 
     def _save(self) -> None:
         writer = self.extension.writer
         if writer is None:
             print("recap: this session is not being recorded")
-        elif writer.flush() or writer.writes:
-            print(f"recap: session {writer.id[:8]} saved ({writer.record.entries} entries)")
-        else:
+            return
+        saved = writer.flush()
+        status = writer.status()
+        short = status.session_id[:8]
+        if saved:
+            print(f"recap: session {short} saved ({status.on_disk} entries)")
+        elif status.error is not None:
+            waiting = f"; {status.pending} entries wait in memory" if status.pending else ""
+            print(f"recap: session {short} NOT saved: {status.error}{waiting}")
+        elif status.prompts == 0:
             print("recap: nothing to save yet (a session is stored once it has an agent prompt)")
+        else:
+            print(f"recap: session {short} saved ({status.on_disk} entries; already up to date)")
 
     def _sessions(self, *, all_notebooks: bool) -> None:
         from ..sessionlist import format_sessions
@@ -104,8 +116,14 @@ class RecapMagics(Magics):
         if ext.writer is not None:
             ext.writer.flush()  # list what is live too
         notebook = None if all_notebooks else ext.notebook
-        summaries = SessionStore().list(notebook, limit=15)
-        print(format_sessions(summaries, time.time()))
+        try:
+            summaries = SessionStore().list(notebook, limit=15)
+        except RecapError as error:  # a refused store: say why, list nothing from it
+            print(printable(f"recap: {error}"))  # it names paths, which hold anything
+            return
+        # Titles and recaps are anyone's text; in JupyterLab an SGR code in one would recolour
+        # the rest of this stream output, in a terminal worse.
+        print(printable(format_sessions(summaries, time.time())))
 
     def _resume(self, id_or_prefix: str) -> None:
         try:
@@ -113,7 +131,14 @@ class RecapMagics(Magics):
         except RecapError as error:
             print(f"recap: {error}")
             return
-        print(f"recap: resumed session {record.id[:8]}: {record.title}")
+        writer = self.extension.writer
+        if writer is not None and writer.record.parent == record.id:
+            print(
+                f"recap: session {record.id[:8]} is open in another kernel; its story continues "
+                f"here as new session {writer.id[:8]}"
+            )
+        else:
+            print(f"recap: resumed session {record.id[:8]}: {printable(record.title)}")
         self._manual(None)
 
 

@@ -7,8 +7,9 @@ import time
 from typing import TYPE_CHECKING
 
 from ..debuglog import log_path
-from ..errors import ConfigError
+from ..errors import ConfigError, RecapError
 from ..tasks import context_line
+from ..textutil import printable
 
 if TYPE_CHECKING:
     from .extension import RecapExtension
@@ -49,7 +50,9 @@ def status_report(ext: RecapExtension) -> str:
         lines.append(f"last try:    no recap ({ext.last_result.reason})")
     path = log_path()
     lines.append(f"debug log:   {path if path is not None else 'off'}")
-    return "\n".join(lines)
+    # Model ids, failure reasons (a server's error text), task text and paths are anyone's
+    # text: the report is printed, so it is made inert as a whole.
+    return printable("\n".join(lines))
 
 
 def _memory_line(ext: RecapExtension) -> str:
@@ -59,8 +62,8 @@ def _memory_line(ext: RecapExtension) -> str:
     store = state.memory
     try:
         count = len(store.entries())
-    except OSError as error:
-        return f"unreadable: {error}"
+    except (OSError, RecapError) as error:  # a refused store (UnsafeStoreError) is a RecapError
+        return f"not used: {error}"
     return f"{count} notes for {store.project_dir} (in {store.path})"
 
 
@@ -79,7 +82,9 @@ def _engine_lines(ext: RecapExtension) -> list[str]:
     if counters.last_shown_at is not None:
         last = f"{now - counters.last_shown_at:.0f} s ago ({counters.last_reason})"
     feed = ext.feed
-    if feed is None:
+    if feed is None and ext.feed_problem is not None:
+        server = f"no focus feed: {ext.feed_problem}"
+    elif feed is None:
         server = "no focus feed (no jupyter_recap server started this kernel)"
     elif feed.connected:
         server = f"focus feed connected to {feed.server.url} (found via {feed.server.how})"
@@ -95,6 +100,10 @@ def _engine_lines(ext: RecapExtension) -> list[str]:
             f"in {writer.store.root}"
         )
     )
+    if ext.store_problem is not None:
+        session += f"; stored sessions not used: {ext.store_problem}"
+    elif writer is not None and writer.error is not None:
+        session += f"; the latest write failed: {writer.error} (retrying)"
     return [
         f"session:     {session}",
         f"focus:       {focus}; source: {ext.focus_source}",
