@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,8 +48,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running_server(tmp: Path) -> Iterator[tuple[str, str, int]]:
-    """A ``jupyter server`` with the extension on 127.0.0.1: (URL with base URL, token, pid)."""
+def running_server(
+    tmp: Path, options: Sequence[str] = (), preexec: Callable[[], None] | None = None
+) -> Iterator[tuple[str, str, int]]:
+    """A ``jupyter server`` with the extension on 127.0.0.1: (URL with base URL, token, pid).
+
+    ``options`` are more command-line settings; ``preexec`` runs in the server's process before
+    it starts (to set resource limits).
+    """
     port, token = _free_port(), secrets.token_hex(16)
     root = tmp / "root"
     root.mkdir()
@@ -72,11 +78,14 @@ def running_server(tmp: Path) -> Iterator[tuple[str, str, int]]:
         f"--ServerApp.root_dir={root}",
         "--ServerApp.allow_root=True",
         "--ServerApp.log_level=WARN",
+        *options,
     ]
     from labserver import stop_server, wait_until_up
 
     log = (tmp / "server.log").open("w")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command, env=env, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec
+    )
     url = f"http://127.0.0.1:{port}/user/bench/"
     try:
         # Probe our own route: the server is up and the extension loaded.

@@ -4,12 +4,19 @@ The server extension collects focus reports from every browser tab and keeps a p
 feed (see docs/focus-protocol.md). A kernel consumes it here, in a background thread with httpx,
 because the shell channel is blocked while a cell runs and focus changes must arrive even then.
 No server (terminal IPython, VS Code, a bare kernel) means no feed: the idle fallback stays.
+
+The kernel authenticates with :func:`kernel_proof`: an HMAC keyed by its own ZMQ connection key
+(which the server that started it also holds) over its kernel id. It opens that kernel's routes
+and no other's, and it is never in the environment, which every subprocess of a kernel inherits.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import random
 import re
 import threading
 import time
@@ -20,13 +27,29 @@ from typing import Any
 from urllib.parse import quote
 
 from .debuglog import get_logger
-from .errors import Cancelled, ProviderAuthError, ProviderError, ProviderHTTPError
+from .errors import (
+    Cancelled,
+    ProviderAuthError,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderRateLimited,
+)
 from .providers.base import CancelToken
 
 #: Seconds the server may hold one long poll open (the protocol allows up to 30).
 POLL_SECONDS = 25.0
+#: First wait before a reconnection attempt; it doubles on each failure in a row.
+MIN_BACKOFF = 1.0
 #: Longest wait between reconnection attempts.
 MAX_BACKOFF = 30.0
+#: Least wait after the server said it holds too many polls (its ``Retry-After``, 10 s).
+RATE_LIMITED_WAIT = 10.0
+
+#: The header that carries :func:`kernel_proof`.
+KERNEL_HEADER = "X-Jupyter-Recap-Kernel"
+# A fixed label, so the proof can never be mistaken for an HMAC the key signs elsewhere (the
+# kernel's messages are signed with the same key).
+_PROOF_LABEL = b"jupyter-recap kernel feed v1\x00"
 
 _KERNEL_FILE = re.compile(r"^kernel-(?P<id>[0-9A-Za-z][0-9A-Za-z\-]*)\.json$")
 
@@ -42,12 +65,25 @@ class ServerInfo:
     """"environment" or "runtime file": how the server was found (for status)."""
 
 
+def kernel_proof(key: bytes, kernel_id: str) -> str:
+    """What kernel ``kernel_id`` sends to prove it is that kernel: HMAC-SHA256 with its key.
+
+    Both ends know the key (the kernel from its connection file, the server that started it
+    from its kernel manager) and nobody else needs to; it stays the same across restarts.
+    """
+    message = _PROOF_LABEL + kernel_id.encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
 def find_server(env: Mapping[str, str], runtime_dir: str | None = None) -> ServerInfo | None:
-    """The server that started this kernel: from the environment it handed us, else its file."""
+    """The server that started this kernel: from the environment it handed us, else its file.
+
+    The environment names the server only; the kernel authenticates with :func:`kernel_proof`.
+    The runtime file (kernels the extension did not see start) also gives the server's token.
+    """
     url = env.get("JUPYTER_RECAP_SERVER_URL", "").strip()
-    secret = env.get("JUPYTER_RECAP_SECRET", "").strip()
-    if url and secret:
-        return ServerInfo(_slash(url), {"X-Jupyter-Recap-Secret": secret}, "environment")
+    if url:
+        return ServerInfo(_slash(url), {}, "environment")
     parent = env.get("JPY_PARENT_PID", "").strip()
     if not parent.isdigit():
         return None
@@ -80,7 +116,8 @@ class FocusFeed:
     """Long-polls the server's event feed for one kernel and calls back on each event.
 
     ``on_focus(focused, at)`` gets the server's UNIX time of the change; ``on_input()`` runs when
-    the person typed in the notebook. Both run on the feed's thread.
+    the person typed in the notebook. Both run on the feed's thread. ``key`` is the kernel's
+    connection key, for :func:`kernel_proof`; without one only the server's headers are sent.
     """
 
     def __init__(
@@ -91,15 +128,21 @@ class FocusFeed:
         on_focus: Callable[[bool, float], None],
         on_input: Callable[[], None],
         banner_model_id: str | None = None,
+        key: bytes = b"",
     ) -> None:
         self.server = server
         self.kernel_id = kernel_id
+        self._headers = dict(server.headers)
+        if key:
+            self._headers[KERNEL_HEADER] = kernel_proof(key, kernel_id)
         self._on_focus = on_focus
         self._on_input = on_input
         self._banner = banner_model_id
         self._cancel = CancelToken()
         self._thread: threading.Thread | None = None
         self.connected = False
+        self.connects = 0
+        """How many times the feed (re)connected."""
         self.last_error: str | None = None
         self.state: dict[str, Any] = {}
         """The latest ``focused``, ``focus_supported``, ``execution_state``, ``idle_seconds``."""
@@ -125,14 +168,16 @@ class FocusFeed:
 
     def _run(self) -> None:
         log = get_logger()
-        seq, backoff, banner_sent = 0, 1.0, False
+        seq, backoff, banner_sent = 0, MIN_BACKOFF, False
+        fresh = True  # (re)connecting: ask for the current state, do not wait for news
         while not self._cancel.cancelled:
             try:
                 if self._banner and not banner_sent:
                     self._request("PUT", "/banner", {"model_id": self._banner}, 10.0)
                     banner_sent = True
-                # The first poll asks for the current state at once; later ones wait for news.
-                wait = POLL_SECONDS if seq else 0
+                # Whether to wait is not a matter of seq: a kernel no browser has reported on
+                # yet stays at seq 0, and polling it without waiting would spin.
+                wait = 0 if fresh else POLL_SECONDS
                 data = self._request(
                     "GET", f"/events?since={seq}&timeout={wait:g}", None, wait + 10
                 )
@@ -144,24 +189,32 @@ class FocusFeed:
                     self.stopped_because = str(error)
                     log.info("focus feed stopped: %s", error)
                     break
-                seq, backoff = self._retry(error, backoff)
+                backoff = self._retry(error, backoff)
+                seq, fresh = 0, True  # the server may have restarted and renumbered
                 continue
             except ProviderError as error:
-                seq, backoff = self._retry(error, backoff)
+                backoff = self._retry(error, backoff)
+                seq, fresh = 0, True
                 continue
             if not self.connected:
                 log.info("focus feed connected to %s", self.server.url)
-            self.connected, self.last_error, backoff = True, None, 1.0
-            seq = self._handle(data, seq)
+                self.connects += 1
+            self.connected, self.last_error, backoff = True, None, MIN_BACKOFF
+            seq, fresh = self._handle(data, seq, fresh), False
         self.connected = False
 
-    def _retry(self, error: ProviderError, backoff: float) -> tuple[int, float]:
+    def _retry(self, error: ProviderError, backoff: float) -> float:
+        """Wait before the next attempt; the backoff for the one after."""
         if self.connected or self.last_error is None:
             get_logger().info("focus feed lost (%s); retrying", error)
         self.connected, self.last_error = False, str(error)
-        self._cancel.wait(backoff)
-        # Restart from the current state: the server may have restarted and renumbered.
-        return 0, min(backoff * 2, MAX_BACKOFF)
+        wait = backoff
+        if isinstance(error, ProviderRateLimited):
+            # The server holds all the polls it will: come back after its Retry-After, spread
+            # out so that the kernels it refused together do not return together.
+            wait = max(backoff, RATE_LIMITED_WAIT) * random.uniform(1.0, 1.5)
+        self._cancel.wait(wait)
+        return min(backoff * 2, MAX_BACKOFF)
 
     def _request(
         self, method: str, path: str, body: dict[str, Any] | None, timeout: float
@@ -171,19 +224,19 @@ class FocusFeed:
         return request_json(
             method,
             self.base + path,
-            headers=dict(self.server.headers),
+            headers=dict(self._headers),
             body=body,
             timeout=timeout,
             cancel=self._cancel,
             provider_id="jupyter server",
         )
 
-    def _handle(self, data: dict[str, Any], seq: int) -> int:
+    def _handle(self, data: dict[str, Any], seq: int, fresh: bool) -> int:
         new_seq = data.get("seq")
         if not isinstance(new_seq, int):
             return seq
         if new_seq < seq:
-            seq = 0  # the server restarted and numbers its events afresh
+            fresh = True  # the server restarted and numbers its events afresh
         events = data.get("events")
         events = events if isinstance(events, list) else []
         self.state = {
@@ -191,7 +244,7 @@ class FocusFeed:
             for key in ("focused", "focus_supported", "execution_state", "idle_seconds")
         }
         self.state["received_at"] = time.time()
-        if seq == 0:
+        if fresh:
             # (Re)connected: old events are history, not news. Take the current state, dated by
             # the last focus change the server saw, so an absence that began earlier still
             # counts from when it began.

@@ -30,6 +30,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403 - the fixtures, by nam
 _FIXTURE_TYPE = type(_plugin.jp_fetch)
 __all__ = [name for name, value in vars(_plugin).items() if isinstance(value, _FIXTURE_TYPE)]
 __all__ += ["api", "asynctest", "jp_server_config", "recap_config", "recap_environment", "store"]
+__all__ += ["kernel_id", "recap", "start_kernel"]
 
 API = ("jupyter-recap", "api")
 
@@ -116,3 +117,21 @@ def api(jp_fetch: Any) -> Any:
         return response.code, json.loads(response.body)
 
     return call
+
+
+@pytest.fixture
+def recap(jp_serverapp: Any) -> Any:
+    """The server extension's ``RecapServer`` (its hub, polls and settings)."""
+    return jp_serverapp.web_app.settings["jupyter_recap"]
+
+
+def start_kernel(jp_fetch: Any, loop: Any) -> str:
+    """A real kernel started through the REST API; its id."""
+    response = loop.run_until_complete(jp_fetch("api", "kernels", method="POST", body="{}"))
+    return str(json.loads(response.body)["id"])
+
+
+@pytest.fixture
+def kernel_id(jp_fetch: Any, jp_asyncio_loop: Any) -> str:
+    """A real kernel started through the REST API (pytest-jupyter runs no async fixtures)."""
+    return start_kernel(jp_fetch, jp_asyncio_loop)

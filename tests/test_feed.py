@@ -12,20 +12,33 @@ from typing import Any
 
 import pytest
 
-from jupyter_recap.feed import FocusFeed, ServerInfo, find_server, kernel_id_from_connection_file
+from jupyter_recap.feed import (
+    KERNEL_HEADER,
+    FocusFeed,
+    ServerInfo,
+    find_server,
+    kernel_id_from_connection_file,
+    kernel_proof,
+)
 
 KERNEL = "4f1a2b3c-0000-4000-8000-000000000001"
+KEY = b"3f9c2a1e-connection-key"
 
 
 def test_server_from_the_environment() -> None:
-    env = {
-        "JUPYTER_RECAP_SERVER_URL": "http://127.0.0.1:8888/user/al",
-        "JUPYTER_RECAP_SECRET": "s3",
-    }
+    env = {"JUPYTER_RECAP_SERVER_URL": "http://127.0.0.1:8888/user/al"}
     server = find_server(env)
-    assert server == ServerInfo(
-        "http://127.0.0.1:8888/user/al/", {"X-Jupyter-Recap-Secret": "s3"}, "environment"
-    )
+    # The environment names the server only: no credential travels in it.
+    assert server == ServerInfo("http://127.0.0.1:8888/user/al/", {}, "environment")
+
+
+def test_the_kernel_proof_is_bound_to_key_and_kernel() -> None:
+    proof = kernel_proof(KEY, KERNEL)
+    assert len(proof) == 64 and int(proof, 16) >= 0  # hex SHA-256
+    assert kernel_proof(KEY, KERNEL) == proof
+    assert kernel_proof(KEY, KERNEL.replace("1", "2")) != proof
+    assert kernel_proof(b"another-key", KERNEL) != proof
+    assert KEY.decode() not in proof
 
 
 def test_server_from_the_runtime_file(tmp_path: Path) -> None:
@@ -42,7 +55,13 @@ def test_server_from_the_runtime_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "env",
-    [{}, {"JPY_PARENT_PID": "not-a-pid"}, {"JPY_PARENT_PID": "1"}, {"JUPYTER_RECAP_SECRET": "x"}],
+    [
+        {},
+        {"JPY_PARENT_PID": "not-a-pid"},
+        {"JPY_PARENT_PID": "1"},
+        {"JUPYTER_RECAP_SECRET": "x"},  # what older versions handed down: not a server
+        {"JUPYTER_RECAP_SERVER_URL": "  "},
+    ],
 )
 def test_no_server(env: dict[str, str], tmp_path: Path) -> None:
     assert find_server(env, runtime_dir=str(tmp_path)) is None
@@ -104,10 +123,11 @@ def fake_feed() -> Iterator[FakeFeed]:
 def run_feed(fake: FakeFeed, **kwargs: Any) -> tuple[FocusFeed, list[Any]]:
     calls: list[Any] = []
     feed = FocusFeed(
-        ServerInfo(fake.url, {"X-Jupyter-Recap-Secret": "s3"}, "environment"),
+        ServerInfo(fake.url, {}, "environment"),
         KERNEL,
         on_focus=lambda focused, at: calls.append(("focus", focused, at)),
         on_input=lambda: calls.append(("input",)),
+        key=KEY,
         **kwargs,
     )
     feed.start()
@@ -156,7 +176,8 @@ def test_events_reach_the_callbacks(fake_feed: FakeFeed) -> None:
     assert calls == [("focus", True, 1000.0), ("focus", False, 2000.0), ("input",)]
     put, first, second = fake_feed.requests[:3]
     assert put[:2] == ("PUT", f"/base/jupyter-recap/api/kernels/{KERNEL}/banner")
-    assert put[3] == {"model_id": "model-1"} and put[2]["X-Jupyter-Recap-Secret"] == "s3"
+    assert put[3] == {"model_id": "model-1"}
+    assert all(r[2][KERNEL_HEADER] == kernel_proof(KEY, KERNEL) for r in (put, first, second))
     assert first[1].endswith("/events?since=0&timeout=0")  # the current state, at once
     assert second[1].endswith("/events?since=1&timeout=25")
     assert feed.state["execution_state"] == "idle"

@@ -25,27 +25,14 @@ from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for thi
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
 
+from jupyter_recap.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.focushub import FocusHub
 from jupyter_recap.server import SECRET_ENV, URL_ENV, kernel_facing_url
-from jupyter_recap.server.handlers import SECRET_HEADER
 from jupyter_recap.server.watcher import ExecutionWatcher, next_state
 
 API = ("jupyter-recap", "api")
 NO_AUTH = {"Authorization": ""}
 FAST_HEARTBEAT = {"heartbeat_timeout": 0.3, "reconcile_interval": 0.1}
-
-
-@pytest.fixture
-def recap(jp_serverapp: Any) -> Any:
-    return jp_serverapp.web_app.settings["jupyter_recap"]
-
-
-@pytest.fixture
-def kernel_id(jp_fetch: Any, jp_asyncio_loop: Any) -> str:
-    """A real kernel started through the REST API (pytest-jupyter runs no async fixtures)."""
-    start = jp_fetch("api", "kernels", method="POST", body=json.dumps({}))
-    response = jp_asyncio_loop.run_until_complete(start)
-    return str(json.loads(response.body)["id"])
 
 
 def focus(kernel: str, focused: bool, client: str = "tab1", path: str = "a.ipynb") -> Any:
@@ -215,6 +202,12 @@ async def test_unknown_kernels_are_404(api: Any, kernel_id: str) -> None:
 # -- authentication -------------------------------------------------------------------------
 
 
+def kernel_headers(recap: Any, kernel_id: str) -> dict[str, str]:
+    """What the kernel itself sends: the proof made with its own connection key."""
+    key = recap.kernel_manager.get_kernel(kernel_id).session.key
+    return {KERNEL_HEADER: kernel_proof(key, kernel_id)}
+
+
 def every_route(kernel: str) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     return [
         (("capabilities",), {}),
@@ -231,18 +224,19 @@ async def test_every_route_needs_authentication(api: Any, kernel_id: str) -> Non
     for parts, kwargs in every_route(kernel_id):
         code, answer = await api(*parts, headers=dict(NO_AUTH), **kwargs)
         assert (code, list(answer)) == (403, ["message"]), parts
-        wrong = {**NO_AUTH, SECRET_HEADER: "not-the-secret"}
+        wrong = {**NO_AUTH, KERNEL_HEADER: "not-the-proof"}
         assert (await api(*parts, headers=wrong, **kwargs))[0] == 403, parts
         token = {"Authorization": "token not-the-token"}
         assert (await api(*parts, headers=token, **kwargs))[0] == 403, parts
 
 
 @asynctest
-async def test_the_secret_opens_kernel_routes_only(api: Any, kernel_id: str, recap: Any) -> None:
-    assert os.environ[SECRET_ENV] == recap.secret
-    secret = {**NO_AUTH, SECRET_HEADER: recap.secret}
+async def test_the_kernel_proof_opens_kernel_routes_only(
+    api: Any, kernel_id: str, recap: Any
+) -> None:
+    proof = {**NO_AUTH, **kernel_headers(recap, kernel_id)}
     for parts, kwargs in every_route(kernel_id):
-        code, _ = await api(*parts, headers=dict(secret), **kwargs)
+        code, _ = await api(*parts, headers=dict(proof), **kwargs)
         kernel_route = parts[-1] in ("banner", "events")
         assert code == (200 if kernel_route else 403), parts
 
@@ -251,7 +245,7 @@ async def test_the_secret_opens_kernel_routes_only(api: Any, kernel_id: str, rec
 async def test_browser_posts_keep_xsrf_protection(
     jp_fetch: Any, api: Any, kernel_id: str, jp_serverapp: Any, recap: Any
 ) -> None:
-    """A cookie-authenticated POST needs the XSRF header; the kernel's secret PUT does not."""
+    """A cookie-authenticated POST needs the XSRF header; the kernel's proven PUT does not."""
     page = await jp_fetch("login", headers=dict(NO_AUTH))
     jar: SimpleCookie = SimpleCookie()
     for header in page.headers.get_list("Set-Cookie"):
@@ -280,7 +274,7 @@ async def test_browser_posts_keep_xsrf_protection(
     assert (await api("focus", **post(body, headers=dict(browser))))[0] == 403
     with_xsrf = {**browser, "X-XSRFToken": xsrf}
     assert (await api("focus", **post(body, headers=with_xsrf)))[0] == 200
-    kernel = {**NO_AUTH, SECRET_HEADER: recap.secret}  # no cookie, no XSRF header
+    kernel = {**NO_AUTH, **kernel_headers(recap, kernel_id)}  # no cookie, no XSRF header
     code, _ = await api("kernels", kernel_id, "banner", **put({"model_id": "m"}, headers=kernel))
     assert code == 200
 
@@ -433,10 +427,12 @@ async def until_idle(ws: Any, msg_id: str, timeout: float = 30) -> list[dict[str
 
 SELF_CHECK = """
 import json, os, time, urllib.request
+from jupyter_recap.feed import KERNEL_HEADER, kernel_proof
 url = os.environ["JUPYTER_RECAP_SERVER_URL"]
+proof = kernel_proof(get_ipython().kernel.session.key, "{kernel_id}")
 request = urllib.request.Request(
     url + "jupyter-recap/api/kernels/{kernel_id}/events?timeout=0",
-    headers={{"X-Jupyter-Recap-Secret": os.environ["JUPYTER_RECAP_SECRET"]}},
+    headers={{KERNEL_HEADER: proof}},
 )
 opener = urllib.request.build_opener(urllib.request.ProxyHandler({{}}))
 # The busy status travels on IOPub and may trail this request by a few ms: ask until it is in.
@@ -506,7 +502,7 @@ def test_a_missed_start_is_settled_from_the_servers_own_view() -> None:
 async def test_execution_state_and_idle_seconds_follow_cells(
     api: Any, jp_ws_fetch: Any, jp_base_url: str, kernel_id: str
 ) -> None:
-    """A real kernel calls the feed with the inherited URL and secret while its cell runs."""
+    """A real kernel calls the feed with the inherited URL and its proof while its cell runs."""
     ws = await jp_ws_fetch("api", "kernels", kernel_id, "channels")
     session = Session()
     try:
@@ -595,8 +591,8 @@ async def test_our_routes_do_not_count_as_server_activity(
     await api("kernels", kernel_id)
     await api("kernels", kernel_id, "banner", **put({"model_id": "m"}))
     await api("kernels", kernel_id, "events", **events())
-    secret = {**NO_AUTH, SECRET_HEADER: recap.secret}
-    await api("kernels", kernel_id, "events", **events(since=1, headers=secret))
+    proof = {**NO_AUTH, **kernel_headers(recap, kernel_id)}
+    await api("kernels", kernel_id, "events", **events(since=1, headers=proof))
     assert settings["api_last_activity"] == before
     await jp_fetch("api", "kernels")
     assert settings["api_last_activity"] > before  # the measurement itself works
@@ -625,5 +621,4 @@ def test_kernel_facing_url(ip: str, connection_url: str, expected: str) -> None:
 async def test_the_environment_names_this_server(jp_serverapp: Any, recap: Any) -> None:
     assert os.environ[URL_ENV] == recap.url
     assert recap.url == f"http://localhost:{jp_serverapp.port}/a%40b/"
-    assert os.environ[SECRET_ENV] == recap.secret
-    assert len(recap.secret) >= 32
+    assert SECRET_ENV not in os.environ  # kernels prove who they are with their own key

@@ -41,7 +41,9 @@ _ERROR_BODY_LIMIT = 64_000
 #: Longest excerpt of a server's error message quoted in one of our messages.
 _EXCERPT_CHARS = 120
 #: Headers whose values are secrets and must never appear in a message.
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key", "x-jupyter-recap-secret"})
+_SECRET_HEADERS = frozenset(
+    {"authorization", "x-api-key", "api-key", "x-jupyter-recap-secret", "x-jupyter-recap-kernel"}
+)
 
 
 class _Abort:

@@ -2,8 +2,9 @@
 
 Loading it creates one :class:`RecapServer` (settings ``c.RecapServer.*`` in
 ``jupyter_server_config.py``), registers the routes of docs/focus-protocol.md, and exports
-``JUPYTER_RECAP_SERVER_URL`` and ``JUPYTER_RECAP_SECRET`` into the server's environment, which
-every kernel started afterwards inherits. A periodic reconcile expires silent browser tabs,
+``JUPYTER_RECAP_SERVER_URL`` into the server's environment, which every kernel started
+afterwards inherits. No credential travels that way: a kernel proves which kernel it is with its
+own connection key (see :mod:`.handlers`). A periodic reconcile expires silent browser tabs,
 watches new kernels and drops the state of kernels that were shut down or culled; kernel start,
 restart and shutdown events make those changes at once.
 """
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from tornado.ioloop import PeriodicCallback
@@ -21,11 +22,14 @@ from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
 from ..focushub import FocusHub
-from .handlers import Signals, routes
+from .handlers import routes
+from .polls import LongPolls
 from .watcher import ExecutionWatcher
 
 URL_ENV = "JUPYTER_RECAP_SERVER_URL"
 SECRET_ENV = "JUPYTER_RECAP_SECRET"
+"""Where earlier versions handed every kernel one server-wide secret; removed at export, so a
+kernel never inherits one (e.g. from an outer server this one was started under)."""
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
 
 log = logging.getLogger(__name__)
@@ -52,10 +56,32 @@ class RecapServer(LoggingConfigurable):
         30.0, help="Longest a kernel's event long poll is held open, in seconds."
     ).tag(config=True)
 
+    max_polls_per_kernel = Int(
+        2,
+        help="""Waiting event long polls held per kernel. A kernel's feed holds one; one more
+        than this answers the kernel's oldest waiting poll at once, so a kernel that reconnects
+        while its old connection is still half-open is never locked out.""",
+    ).tag(config=True)
+
+    max_polls = Int(
+        128,
+        help="""Waiting event long polls held by this server in all. Each holds a socket (a
+        file descriptor); beyond this, a poll that would wait gets HTTP 429 with Retry-After
+        and the kernel tries again later. Keep it well below the process's descriptor limit
+        (often 1024).""",
+    ).tag(config=True)
+
     max_clients_per_kernel = Int(
         64,
         help="""Browser (tab, notebook) pairs remembered per kernel; beyond it the one heard
         from least recently is dropped.""",
+    ).tag(config=True)
+
+    max_recap_drafts = Int(
+        4,
+        help="""Session recaps (POST sessions/{id}/recap) drafted at the same time; more get
+        HTTP 429. Drafts run on threads of their own, so slow model calls never hold up the
+        threads the server uses for files and kernels.""",
     ).tag(config=True)
 
     reconcile_interval = Float(
@@ -68,14 +94,20 @@ class RecapServer(LoggingConfigurable):
         super().__init__(parent=serverapp, **kwargs)
         self.serverapp = serverapp
         self.kernel_manager = serverapp.kernel_manager
-        self.signals = Signals()
+        self.polls = LongPolls(per_kernel=self.max_polls_per_kernel, total=self.max_polls)
         self.hub = FocusHub(
             heartbeat_timeout=self.heartbeat_timeout,
             max_clients=self.max_clients_per_kernel,
-            notify=self.signals.notify,
+            notify=self.polls.notify,
         )
         self.watcher = ExecutionWatcher(self.kernel_manager, self.hub)
-        self.secret = secrets.token_urlsafe(32)
+        # Not the loop's default executor: jupyter_server saves notebooks on that one, and a
+        # few minute-long model calls would queue every save behind them.
+        self.drafts = ThreadPoolExecutor(
+            max_workers=max(1, self.max_recap_drafts), thread_name_prefix="jupyter-recap-draft"
+        )
+        self.drafting = 0
+        """Session recaps being drafted now (at most ``max_recap_drafts``)."""
         self.url = ""
         self._periodic: PeriodicCallback | None = None
 
@@ -101,12 +133,13 @@ class RecapServer(LoggingConfigurable):
         if event_logger is not None:
             event_logger.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
         self.watcher.close()
+        self.drafts.shutdown(wait=False, cancel_futures=True)
 
     def export_environment(self) -> None:
-        """Put the server's URL and the secret where kernels started from now on find them."""
+        """Put the server's URL where kernels started from now on find it."""
         self.url = kernel_facing_url(self.serverapp)
         os.environ[URL_ENV] = self.url
-        os.environ[SECRET_ENV] = self.secret
+        os.environ.pop(SECRET_ENV, None)
 
     # -- keeping up with kernels -------------------------------------------------------------
 
@@ -161,8 +194,11 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     """Create the hub, register the routes, export the environment for kernels."""
     recap = RecapServer(serverapp)
     web_app = serverapp.web_app
-    web_app.settings["jupyter_recap"] = recap
     web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
+    # Published only once the routes exist: the start hook exports the server's address to
+    # kernels when it finds this, and a half-loaded extension must not send them to routes
+    # that are not there.
+    web_app.settings["jupyter_recap"] = recap
     recap.start()
     serverapp.log.info("jupyter_recap: focus hub loaded")
 

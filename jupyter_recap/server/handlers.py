@@ -1,10 +1,12 @@
 """The HTTP routes of docs/focus-protocol.md: thin tornado handlers over the focus hub.
 
 Browser routes use the server's own authentication (cookie + XSRF header, or a token). Kernel
-routes also accept the per-server secret in ``X-Jupyter-Recap-Secret``: kernels are children of
-this server and inherit it through their environment, which matters where the server has no
-token to share (JupyterHub). Every error is answered as ``{"message": "..."}`` by
-:meth:`RecapHandler.write_error`, the one place where failures become status codes.
+routes also accept a kernel's proof of identity in ``X-Jupyter-Recap-Kernel``: an HMAC keyed by
+that kernel's own ZMQ connection key over its id (:func:`~jupyter_recap.feed.kernel_proof`).
+It opens the routes of the kernel named in the URL and nothing else, and needs no token, which
+matters where the server has none to share (JupyterHub). Every error is answered as
+``{"message": "..."}`` by :meth:`RecapHandler.write_error`, the one place where failures become
+status codes.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import logging
 import math
 from http.client import responses
 from typing import TYPE_CHECKING, Any
@@ -24,6 +27,9 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .._version import __version__
+from ..feed import KERNEL_HEADER, kernel_proof
+from ..textutil import printable, shorten
+from .polls import Poll, PollsFull
 
 if TYPE_CHECKING:
     from jupyter_server.auth.authorizer import Authorizer
@@ -32,37 +38,29 @@ if TYPE_CHECKING:
     from . import RecapServer
 
 AUTH_RESOURCE = "jupyter_recap"
-SECRET_HEADER = "X-Jupyter-Recap-Secret"
 FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions"]
 DEFAULT_POLL_TIMEOUT = 25.0
+RETRY_AFTER_SECONDS = 10
+"""``Retry-After`` of a poll refused because the server holds its limit of waiting polls."""
+
+#: Longest accepted value of a string field the hub remembers, so a kernel's state stays small
+#: (64 tabs x these is the most one kernel can hold). Kernel ids and widget model ids are
+#: 32-36 characters, tab ids UUIDs; paths are capped like PATH_MAX.
+FIELD_LIMITS = {"kernel_id": 256, "client_id": 256, "model_id": 256, "path": 4096}
+#: How much of a caller's id an error message quotes.
+_SHOWN_ID = 80
 
 _KERNEL_ID = r"(?P<kernel_id>[^/]+)"
 
-
-class Signals:
-    """Wakes the long polls waiting on a kernel; the hub calls :meth:`notify` on each event.
-
-    Only ever used from the server's event loop, so a plain dict of ``asyncio.Event`` is enough:
-    each notify sets the kernel's current event and the next waiter gets a fresh one.
-    """
-
-    def __init__(self) -> None:
-        self._events: dict[str, asyncio.Event] = {}
-
-    def waiter(self, kernel_id: str) -> asyncio.Event:
-        return self._events.setdefault(kernel_id, asyncio.Event())
-
-    def notify(self, kernel_id: str) -> None:
-        event = self._events.pop(kernel_id, None)
-        if event is not None:
-            event.set()
+log = logging.getLogger(__name__)
 
 
-class _KernelSecretAuthorizer:
-    """Allows a secret-authenticated kernel our own resource and nothing else.
+class _KernelProofAuthorizer:
+    """Allows a kernel that proved its identity our own resource and nothing else.
 
     The server's authorizer knows only its own users (JupyterHub's checks hub scopes), so it is
-    not asked about the synthetic kernel user; holding the secret is the authorization.
+    not asked about the synthetic kernel user; the proof, checked against the kernel id in the
+    URL, is the authorization.
     """
 
     def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
@@ -70,7 +68,12 @@ class _KernelSecretAuthorizer:
 
 
 _KERNEL_USER = User(username="jupyter-recap-kernel", display_name="jupyter_recap kernel")
-_KERNEL_AUTHORIZER = _KernelSecretAuthorizer()
+_KERNEL_AUTHORIZER = _KernelProofAuthorizer()
+
+
+def shown(value: str) -> str:
+    """A caller-supplied id as an error message may quote it: printable, one line, short."""
+    return shorten(printable(value), _SHOWN_ID) or "''"
 
 
 class RecapHandler(APIHandler):
@@ -96,13 +99,16 @@ class RecapHandler(APIHandler):
         error = exc_info[1] if exc_info else None
         if isinstance(error, web.HTTPError) and error.log_message:
             message = error.log_message % error.args if error.args else error.log_message
+        if status_code == 429:
+            # Set here: send_error clears every header set before the error was raised.
+            self.set_header("Retry-After", str(RETRY_AFTER_SECONDS))
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"message": " ".join(str(message).split())}))
+        self.finish(json.dumps({"message": " ".join(printable(str(message)).split())}))
 
     def require_kernel(self, kernel_id: str) -> None:
         """404 unless ``kernel_id`` is a running kernel of this server."""
         if kernel_id not in self.kernel_manager:
-            raise web.HTTPError(404, "%s", f"no running kernel {kernel_id}")
+            raise web.HTTPError(404, "%s", f"no running kernel {shown(kernel_id)}")
         self.recap.ensure_watched(kernel_id)
 
     def json_body(self, fields: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +119,9 @@ class RecapHandler(APIHandler):
             raise web.HTTPError(413, "%s", f"the body is larger than {limit} bytes")
         try:
             body = json.loads(self.request.body)
+        except RecursionError:
+            # json.loads recurses once per level: "[" * 10_000 fits in 16 KiB and would be a 500.
+            raise web.HTTPError(400, "the body is nested too deeply") from None
         except ValueError:
             raise web.HTTPError(400, "the body is not JSON") from None
         if not isinstance(body, dict):
@@ -124,6 +133,9 @@ class RecapHandler(APIHandler):
             # bool is an int in Python; a JSON true must not pass for a number or vice versa
             if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
                 raise web.HTTPError(400, "%s", f"field {name!r} has the wrong type")
+            cap = FIELD_LIMITS.get(name)
+            if cap is not None and isinstance(value, str) and len(value) > cap:
+                raise web.HTTPError(400, "%s", f"field {name!r} is longer than {cap} characters")
         return body
 
     def number_argument(self, name: str, default: float) -> float:
@@ -143,28 +155,49 @@ class RecapHandler(APIHandler):
 
 
 class KernelRouteHandler(RecapHandler):
-    """Routes a kernel calls: the server's auth OR the secret header."""
+    """Routes a kernel calls: the server's auth OR that kernel's proof of identity."""
 
-    _secret_authenticated = False
+    _kernel_authenticated = False
 
     async def prepare(self) -> None:  # type: ignore[override]
-        secret = self.request.headers.get(SECRET_HEADER)
-        expected = self.recap.secret
-        if secret and expected and hmac.compare_digest(secret.encode(), expected.encode()):
-            # Kernels are not browsers: no cookie, so no XSRF and no login redirect. Setting the
-            # user here is what ``@web.authenticated`` then checks.
-            self._secret_authenticated = True
+        if self._proves_kernel():
+            # A kernel is no browser: no cookie, so no XSRF token and no login redirect. But a
+            # browser page that learnt a proof must not use it, so host and origin still count.
+            if not self.check_host():
+                self.current_user = self._jupyter_current_user = None
+                raise web.HTTPError(403)
+            # Setting the user here is what ``@web.authenticated`` then checks.
+            self._kernel_authenticated = True
             self.current_user = self._jupyter_current_user = _KERNEL_USER
+            if not self.check_origin():
+                raise web.HTTPError(404)
             return
         await super().prepare()
 
+    def _proves_kernel(self) -> bool:
+        """Whether the request carries the proof of the kernel named in its URL."""
+        proof = self.request.headers.get(KERNEL_HEADER)
+        kernel_id = self.path_kwargs.get("kernel_id")
+        if not proof or not kernel_id:
+            return False
+        if kernel_id not in self.kernel_manager:
+            return False  # not a kernel of this server: nothing to check the proof against
+        kernel = self.kernel_manager.get_kernel(kernel_id)
+        key = getattr(getattr(kernel, "session", None), "key", None)
+        if not isinstance(key, bytes) or not key:
+            # Anyone can compute an HMAC with an empty key: such a kernel cannot prove anything.
+            log.debug("jupyter_recap: kernel %s has no connection key; proof refused", kernel_id)
+            return False
+        expected = kernel_proof(key, kernel_id).encode()
+        return hmac.compare_digest(proof.encode("latin-1", "replace"), expected)
+
     def check_xsrf_cookie(self) -> None:
-        if not self._secret_authenticated:
+        if not self._kernel_authenticated:
             super().check_xsrf_cookie()
 
     @property
     def authorizer(self) -> Authorizer:
-        if self._secret_authenticated:
+        if self._kernel_authenticated:
             return _KERNEL_AUTHORIZER  # type: ignore[return-value]
         return super().authorizer
 
@@ -236,39 +269,58 @@ class EventsHandler(KernelRouteHandler):
     """``GET kernels/{id}/events?since=&timeout=``: the kernel's feed, as a long poll."""
 
     _gone = False
-    _kernel_id = ""
+    _poll: Poll | None = None
 
     @web.authenticated
     @authorized
     async def get(self, kernel_id: str) -> None:
         self.require_kernel(kernel_id)
-        self._kernel_id = kernel_id
         since = self.number_argument("since", 0)
         if since != int(since):
             raise web.HTTPError(400, "since must be an integer")
         timeout = min(
             self.number_argument("timeout", DEFAULT_POLL_TIMEOUT), self.recap.max_poll_timeout
         )
+        feed = self.hub.events_since(kernel_id, int(since))
+        if feed.events or feed.restarted or timeout <= 0:
+            self.reply(feed.to_json())  # no wait, so no slot: the state is always readable
+            return
+        polls = self.recap.polls
+        try:
+            poll = self._poll = polls.enter(kernel_id)
+        except PollsFull:
+            message = (
+                f"this server already holds its limit of {polls.total} waiting polls; "
+                f"retry in {RETRY_AFTER_SECONDS} s"
+            )
+            raise web.HTTPError(429, "%s", message) from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while True:
-            feed = self.hub.events_since(kernel_id, int(since))
-            remaining = deadline - loop.time()
-            if feed.events or feed.restarted or remaining <= 0 or self._gone:
-                break
-            # Taken right after reading the feed, with no await between: no event can slip by.
-            waiter = self.recap.signals.waiter(kernel_id)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(waiter.wait(), remaining)
-            self.require_kernel(kernel_id)  # shut down meanwhile: 404
+        try:
+            while True:
+                # Cleared right before reading the feed, with no await between: no notify
+                # can slip by unseen.
+                poll.event.clear()
+                feed = self.hub.events_since(kernel_id, int(since))
+                remaining = deadline - loop.time()
+                if feed.events or feed.restarted or remaining <= 0 or poll.evicted or self._gone:
+                    break
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(poll.event.wait(), remaining)
+                self.require_kernel(kernel_id)  # shut down meanwhile: 404
+        finally:
+            polls.leave(poll)
         if not self._gone:
             self.reply(feed.to_json())
 
     def on_connection_close(self) -> None:
-        # The kernel hung up (extension unloaded, kernel shutting down): stop waiting for it.
+        # The kernel hung up (extension unloaded, kernel shutting down, network gone): stop
+        # waiting for it and give its slot back now, not at its timeout.
         self._gone = True
-        if self._kernel_id:
-            self.recap.signals.notify(self._kernel_id)
+        if self._poll is not None:
+            self.recap.polls.leave(self._poll)
+            self._poll.event.set()
+        super().on_connection_close()
 
 
 def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:

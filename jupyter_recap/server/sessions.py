@@ -3,12 +3,15 @@
 ``GET jupyter-recap/api/sessions?notebook=&limit=`` lists summaries newest first.
 ``POST jupyter-recap/api/sessions/{id}/recap`` drafts a recap of one stored session with the same
 :func:`~jupyter_recap.service.draft_recap` the magics and the CLI use, off the IOLoop; a client
-that hangs up cancels the model call. The store is the default one (``JUPYTER_RECAP_HOME``).
+that hangs up cancels the model call. At most ``RecapServer.max_recap_drafts`` drafts run at
+once, on threads of their own; more get 429. The store is the default one
+(``JUPYTER_RECAP_HOME``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
@@ -16,12 +19,12 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .. import sessionfiles as files
-from ..errors import StoreError
+from ..errors import StoreError, UnsafeStoreError
 from ..framing import record_framing
 from ..providers.base import CancelToken
 from ..service import RecapResult, draft_recap
 from ..sessions import SessionStore
-from .handlers import RecapHandler
+from .handlers import RETRY_AFTER_SECONDS, RecapHandler
 
 if TYPE_CHECKING:
     from ..sessionfiles import SessionRecord
@@ -33,17 +36,27 @@ MAX_LIMIT = 1000
 SESSION_ID = r"(?P<session_id>[^/]+)"
 
 
+def _trusted_store() -> SessionStore:
+    """The default store, or HTTP 500 saying why it is refused (someone else could write it)."""
+    store = SessionStore()
+    try:
+        store.exists()
+    except UnsafeStoreError as error:
+        raise web.HTTPError(500, "%s", f"stored sessions are not used: {error}") from None
+    return store
+
+
 def _list(notebook: str | None, limit: int) -> list[dict[str, Any]]:
-    return [s.to_dict() for s in SessionStore().list(notebook, limit)]
+    return [s.to_dict() for s in _trusted_store().list(notebook, limit)]
 
 
 def _load(id_or_prefix: str) -> tuple[SessionRecord, Transcript]:
     """The session, or HTTP 400 (not an id, ambiguous) / 404 (no such session)."""
-    store = SessionStore()
     try:
         prefix = files.check_prefix(id_or_prefix)
     except StoreError as error:
         raise web.HTTPError(400, "%s", str(error)) from None
+    store = _trusted_store()
     matches = [i for i in files.session_ids(store.root) if i.startswith(prefix)]
     if not matches:
         raise web.HTTPError(404, "%s", f"no session matches {prefix!r}")
@@ -91,21 +104,18 @@ class SessionRecapHandler(RecapHandler):
     @authorized
     async def post(self, session_id: str) -> None:
         model = self._model_override()
-        record, transcript = await asyncio.to_thread(_load, session_id)
-        settings = self.recap_settings()
-        framing = await asyncio.to_thread(record_framing, record, enabled=bool(settings.memory))
-        token = self._cancel = CancelToken()
-        if self._gone:  # hung up while the session was loading
-            token.cancel()
-        result: RecapResult = await asyncio.to_thread(
-            draft_recap,
-            transcript,
-            model=model,
-            settings=settings,
-            trigger="http",
-            cancel=token,
-            framing=framing,
-        )
+        recap = self.recap
+        if recap.drafting >= recap.max_recap_drafts:
+            message = (
+                f"this server is already drafting {recap.drafting} recaps; "
+                f"retry in {RETRY_AFTER_SECONDS} s"
+            )
+            raise web.HTTPError(429, "%s", message)
+        recap.drafting += 1
+        try:
+            result, record = await self._draft(session_id, model)
+        finally:
+            recap.drafting -= 1
         if self._gone:
             return
         self.reply(
@@ -116,6 +126,29 @@ class SessionRecapHandler(RecapHandler):
                 "reason": result.reason,
             }
         )
+
+    async def _draft(self, session_id: str, model: str | None) -> tuple[RecapResult, SessionRecord]:
+        loop = asyncio.get_running_loop()
+        pool = self.recap.drafts
+        record, transcript = await loop.run_in_executor(pool, _load, session_id)
+        settings = self.recap_settings()
+        framing = await loop.run_in_executor(
+            pool, functools.partial(record_framing, record, enabled=bool(settings.memory))
+        )
+        token = self._cancel = CancelToken()
+        if self._gone:  # hung up while the session was loading
+            token.cancel()
+        draft = functools.partial(
+            draft_recap,
+            transcript,
+            model=model,
+            settings=settings,
+            trigger="http",
+            cancel=token,
+            framing=framing,
+        )
+        result: RecapResult = await loop.run_in_executor(pool, draft)
+        return result, record
 
     def _model_override(self) -> str | None:
         if not self.request.body.strip():
