@@ -442,21 +442,6 @@ class AppendFile:
             self._fd = -1
 
 
-def claimable(path: Path) -> bool:
-    """Whether no live kernel holds the session whose transcript is ``path`` (a quick probe)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return True  # missing (nothing written yet) or unreadable: no one holds it
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False
-    finally:
-        os.close(fd)  # releases the probe's own lock
-    return True
-
-
 def _ends_torn(fd: int) -> bool:
     size = os.fstat(fd).st_size
     return size > 0 and os.pread(fd, 1, size - 1) != b"\n"

@@ -81,10 +81,6 @@ class SessionStore:
         files.ensure_dir(self.root)
         return AppendFile(self.entries_path(session_id))
 
-    def in_use(self, session_id: str) -> bool:
-        """Whether a live kernel holds ``session_id`` (a probe; :meth:`claim` is the decision)."""
-        return not files.claimable(self.entries_path(session_id))
-
     def header_path(self, session_id: str) -> Path:
         return self.root / (session_id + files.HEADER_SUFFIX)
 
