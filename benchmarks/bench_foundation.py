@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_foundation.py            # full run (about a minute)
     .venv/bin/python benchmarks/bench_foundation.py --quick    # smaller N, for a smoke check
+    .venv/bin/python benchmarks/bench_foundation.py --rounds 25  # a steadier overhead ratio
 
 Figures are medians of several rounds taken in this one process, and the recording overhead is a
 ratio against the same shell without the extension, so a busy machine shifts both sides alike.
@@ -277,8 +278,15 @@ print(time.perf_counter() - t)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        metavar="N",
+        help="rounds of the recording overhead (default 7; more steadies it on a busy machine)",
+    )
     args = parser.parse_args()
     cells, rounds = (300, 3) if args.quick else (2000, 7)
+    rounds = args.rounds or rounds
     sizes = [10, 1_000, 10_000] if args.quick else [10, 1_000, 100_000]
 
     plain, loaded = recording_overhead(cells, rounds)

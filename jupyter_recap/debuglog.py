@@ -20,6 +20,8 @@ import os
 import threading
 from pathlib import Path
 
+from .textutil import printable
+
 LOGGER_NAME = "jupyter_recap"
 #: Size at which the log is rotated; with the one rotated file, the log never passes twice this.
 MAX_BYTES = 1 << 20
@@ -72,8 +74,6 @@ class _InertFormatter(logging.Formatter):
     terminal, so escape sequences and control characters are removed from them too."""
 
     def format(self, record: logging.LogRecord) -> str:
-        from .textutil import printable
-
         return printable(super().format(record))
 
 

@@ -19,7 +19,6 @@ import dataclasses
 import errno
 import fcntl
 import json
-import math
 import os
 import re
 import secrets
@@ -36,6 +35,7 @@ from .debuglog import get_logger
 from .errors import StoreError, StoreWriteError
 from .privatefs import IgnoredFile
 from .tasks import TaskList, progress_line
+from .transcript import is_finite_number, is_optional_text
 
 HOME_ENV = "JUPYTER_RECAP_HOME"
 HEADER_SUFFIX = ".json"
@@ -131,9 +131,7 @@ class SessionRecord:
 
 
 def _is_time(value: object) -> TypeGuard[float]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return False
-    return math.isfinite(value) and value >= 0
+    return is_finite_number(value) and value >= 0
 
 
 def _is_count(value: object) -> bool:
@@ -144,25 +142,21 @@ def _is_text(value: object) -> bool:
     return isinstance(value, str)
 
 
-def _is_optional_text(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
 # Every header field but id and the times, with what a sound value looks like.
 _FIELD_CHECKS = {
-    "notebook": _is_optional_text,
+    "notebook": is_optional_text,
     "cwd": _is_text,
-    "kernel_id": _is_optional_text,
-    "model": _is_optional_text,
+    "kernel_id": is_optional_text,
+    "model": is_optional_text,
     "title": _is_text,
     "turns": _is_count,
     "entries": _is_count,
     "tokens_in": _is_count,
     "tokens_out": _is_count,
     "recaps": _is_count,
-    "last_recap": _is_optional_text,
+    "last_recap": is_optional_text,
     "tasks": lambda value: isinstance(value, list),
-    "parent": _is_optional_text,
+    "parent": is_optional_text,
 }
 
 

@@ -81,6 +81,18 @@ class SessionStore:
         files.ensure_dir(self.root)
         return AppendFile(self.entries_path(session_id))
 
+    def claim_if_writable(self, session_id: str) -> AppendFile | None:
+        """:meth:`claim`, or None when the store cannot be written now (read-only, full): the
+        session can still be resumed, and its writer claims it once it can write. A failure
+        that will not pass (a link or a directory where the record should be) is raised."""
+        try:
+            return self.claim(session_id)
+        except StoreWriteError as error:
+            if not files.is_passing(error):
+                raise
+            get_logger().warning("sessions: %s; resuming without writing for now", error)
+            return None
+
     def header_path(self, session_id: str) -> Path:
         return self.root / (session_id + files.HEADER_SUFFIX)
 
@@ -258,13 +270,8 @@ class SessionWriter:
             self._on_disk = False
             self._written = 0  # every entry the transcript holds is still to be written
         else:
-            if self._file is None:
-                try:
-                    self._file = self.store.claim(record.id)  # SessionInUse: another kernel's
-                except StoreWriteError as error:
-                    if not files.is_passing(error):
-                        raise  # a link or a directory in its place: not to be continued
-                    self.error = str(error)  # read-only or full for now: claimed on a write
+            if self._file is None:  # SessionInUse: another kernel's
+                self._file = self.store.claim_if_writable(record.id)
             self._on_disk = True
             self._written = len(transcript)  # restored from this record: on disk already
         self.record = record

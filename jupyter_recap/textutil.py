@@ -28,14 +28,18 @@ def first_line(text: str) -> str:
 # Terminal escape sequences (CSI ``ESC [ … final`` and OSC ``ESC ] … BEL|ST``) are removed whole,
 # so that no half of one is left to show as stray text; any other control character goes alone.
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)|\x1b[@-_]")
-# C0 and C1 controls (but tab and newline) and the bidi embedding, override and isolate marks,
-# which can reorder what a reader sees ("Trojan Source").
-_INVISIBLE = {
-    **{c: None for c in range(0x20) if c not in (0x09, 0x0A)},
-    0x7F: None,
-    **{c: None for c in range(0x80, 0xA0)},
-    **{c: None for c in (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))},
-}
+#: The characters :func:`printable` removes: C0 and C1 controls (but tab and newline), DEL, and
+#: the bidi embedding, override and isolate marks, which can reorder what a reader sees
+#: ("Trojan Source").
+UNSAFE_CHARS = frozenset(
+    chr(c)
+    for c in (
+        *(c for c in range(0x20) if c not in (0x09, 0x0A)),
+        *range(0x7F, 0xA0),
+        *(0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)),
+    )
+)
+_INVISIBLE = dict.fromkeys(map(ord, UNSAFE_CHARS))
 
 
 def printable(text: str) -> str:

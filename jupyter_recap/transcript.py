@@ -7,12 +7,13 @@ summary are) so that building a recap context never walks the whole history.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeGuard, get_args
 
 from .redact import redact_ends
 
@@ -90,23 +91,25 @@ _KINDS = frozenset(get_args(Kind))
 _OUTCOMES = frozenset(get_args(Outcome))
 
 
-def _optional_text(value: object) -> bool:
+def is_optional_text(value: object) -> bool:
+    """Whether ``value`` read from a file is text or null."""
     return value is None or isinstance(value, str)
 
 
-def _finite_time(value: object) -> bool:
+def is_finite_number(value: object) -> TypeGuard[float]:
+    """Whether ``value`` read from a file is a number (not a bool, not NaN, not infinite)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    return value == value and abs(value) != float("inf")  # not NaN, not infinite
+    return math.isfinite(value)
 
 
 _FIELD_CHECKS: dict[str, Callable[[object], bool]] = {
     "kind": lambda value: isinstance(value, str) and value in _KINDS,
     "text": lambda value: isinstance(value, str),
-    "time": _finite_time,
-    "cell_id": _optional_text,
-    "name": _optional_text,
-    "error": _optional_text,
+    "time": is_finite_number,
+    "cell_id": is_optional_text,
+    "name": is_optional_text,
+    "error": is_optional_text,
     "count": lambda value: value is None or (type(value) is int),
     "outcome": lambda value: value is None or (isinstance(value, str) and value in _OUTCOMES),
 }

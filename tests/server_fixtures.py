@@ -30,7 +30,7 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403 - the fixtures, by nam
 _FIXTURE_TYPE = type(_plugin.jp_fetch)
 __all__ = [name for name, value in vars(_plugin).items() if isinstance(value, _FIXTURE_TYPE)]
 __all__ += ["api", "asynctest", "jp_server_config", "recap_config", "recap_environment", "store"]
-__all__ += ["kernel_id", "recap", "start_kernel"]
+__all__ += ["kernel_id", "recap", "recap_fetch", "start_kernel"]
 
 API = ("jupyter-recap", "api")
 
@@ -135,3 +135,28 @@ def start_kernel(jp_fetch: Any, loop: Any) -> str:
 def kernel_id(jp_fetch: Any, jp_asyncio_loop: Any) -> str:
     """A real kernel started through the REST API (pytest-jupyter runs no async fixtures)."""
     return start_kernel(jp_fetch, jp_asyncio_loop)
+
+
+@pytest.fixture
+def recap_fetch(http_server_client: Any, jp_base_url: str) -> Any:
+    """``await recap_fetch(method, route, headers=…, body=…)`` → the response of a jupyter-recap
+    route, never raising: no credentials unless given; a body is sent as JSON (POST and PUT
+    send ``{}`` when none is given)."""
+    from tornado.httpclient import HTTPResponse
+
+    async def fetch(
+        method: str, route: str, *, headers: dict[str, str] | None = None, body: Any = None
+    ) -> HTTPResponse:
+        if body is None and method in ("POST", "PUT"):
+            body = {}
+        response: HTTPResponse = await http_server_client.fetch(
+            f"{jp_base_url}{'/'.join(API)}/{route}",
+            method=method,
+            body=None if body is None else json.dumps(body),
+            headers=headers or {},
+            raise_error=False,
+            request_timeout=60,
+        )
+        return response
+
+    return fetch

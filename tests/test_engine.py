@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 import pytest
+from enginefakes import Settings
 
 from jupyter_recap.engine import (
     Action,
@@ -47,17 +48,6 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
-
-
-@dataclass
-class Settings:
-    """The engine's TriggerSettings, with the documented defaults."""
-
-    auto: bool = True
-    away_seconds: float = 90
-    post_turn_seconds: float = 3
-    idle_seconds: float = 120
-    during_active: bool = False
 
 
 @dataclass

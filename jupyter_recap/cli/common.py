@@ -7,7 +7,7 @@ import re
 import sys
 from typing import IO
 
-from ..textutil import printable
+from ..textutil import UNSAFE_CHARS, printable
 
 PROG = "jupyter recap"
 EXIT_OK, EXIT_NO_RECAP, EXIT_USAGE = 0, 1, 2
@@ -17,7 +17,9 @@ DEFAULT_LIMIT = 15
 
 # JSON escapes C0 controls itself; DEL, the C1 controls (a one-byte CSI among them) and the bidi
 # controls it would write raw, and a terminal showing the JSON would act on them.
-_UNSAFE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_IN_JSON = re.compile(
+    "[" + "".join(re.escape(c) for c in sorted(UNSAFE_CHARS) if c >= "\x7f") + "]"
+)
 
 
 class UsageError(Exception):

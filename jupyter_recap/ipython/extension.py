@@ -13,10 +13,10 @@ from typing import Any
 
 from ..debuglog import get_logger
 from ..engine import ShowRecap, StartDraft
-from ..errors import RecapError, StoreWriteError, UnsafeStoreError
+from ..errors import RecapError, UnsafeStoreError
 from ..feed import FocusFeed, find_server, kernel_id_from_connection_file
 from ..service import Recap, RecapResult, RecapStats
-from ..sessionfiles import AppendFile, is_passing
+from ..sessionfiles import AppendFile
 from ..sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
 from ..settings import Recap as RecapSettings
 from ..tasks import Task, TaskList, progress_line
@@ -170,11 +170,11 @@ class RecapExtension:
         try:
             if len(self.transcript) and _live_session is not None:
                 record = store.header(_live_session)
-                file = _claim_if_writable(store, record.id) if record is not None else None
+                file = store.claim_if_writable(record.id) if record is not None else None
             elif not len(self.transcript) and self.notebook:
                 latest = store.latest_for(self.notebook)
                 if latest is not None:
-                    file = _claim_if_writable(store, latest.id)
+                    file = store.claim_if_writable(latest.id)
                     record, stored = store.load(latest.id)
                     self.transcript.restore(stored.entries)
                     self.state.restore_tasks(record.tasks)
@@ -228,7 +228,7 @@ class RecapExtension:
         self.transcript.restore(stored.entries)
         self.state.restore_tasks(record.tasks)
         try:
-            file = _claim_if_writable(store, record.id)
+            file = store.claim_if_writable(record.id)
         except SessionInUse:
             self._start_writer(store, None, None, parent=record.id)
         else:
@@ -340,19 +340,6 @@ class RecapExtension:
         if result.recap is None and self.has_widgets and job is not None:
             self.banner.fail(result.reason, model=result.model or "")
         return result
-
-
-def _claim_if_writable(store: SessionStore, session_id: str) -> AppendFile | None:
-    """Claim a stored session (SessionInUse when another kernel holds it); None when the store
-    cannot be written now (read-only, full): the session is still resumed, and its writer
-    claims it when it can."""
-    try:
-        return store.claim(session_id)
-    except StoreWriteError as error:
-        if not is_passing(error):
-            raise  # a link or a directory where the record should be: start a new session
-        get_logger().warning("sessions: %s; resuming without writing for now", error)
-        return None
 
 
 def load(shell: Any) -> RecapExtension | None:

@@ -22,7 +22,6 @@ from kernelutil import ROOT, TESTS, execute, stream_text
 from labserver import LabServer, running_lab
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest, start_kernel
-from tornado.httpclient import HTTPResponse
 
 from jupyter_recap.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.server import SECRET_ENV, URL_ENV
@@ -37,25 +36,11 @@ def kernels(jp_fetch: Any, jp_asyncio_loop: Any) -> tuple[str, str]:
 
 
 @pytest.fixture
-def http(http_server_client: Any, jp_base_url: str) -> Any:
+def http(recap_fetch: Any) -> Any:
     """``await http(method, route, headers, body)`` without the server's token, never raising."""
-
-    async def fetch(
-        method: str, route: str, headers: dict[str, str], body: Any = None
-    ) -> HTTPResponse:
-        if body is None and method in ("POST", "PUT"):
-            body = {}
-        response: HTTPResponse = await http_server_client.fetch(
-            f"{jp_base_url}jupyter-recap/api/{route}",
-            method=method,
-            body=None if body is None else json.dumps(body),
-            headers=headers,
-            raise_error=False,
-            request_timeout=30,
-        )
-        return response
-
-    return fetch
+    return lambda method, route, headers, body=None: recap_fetch(
+        method, route, headers=headers, body=body
+    )
 
 
 def proof_of(recap: Any, kernel_id: str) -> dict[str, str]:

@@ -25,22 +25,10 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def http(http_server_client: Any, jp_base_url: str, jp_serverapp: Any) -> Any:
+def http(recap_fetch: Any, jp_serverapp: Any) -> Any:
     """``await http(method, "kernels/…/events?…", body)`` → the response, never raising."""
     token = {"Authorization": f"token {jp_serverapp.identity_provider.token}"}
-
-    async def fetch(method: str, route: str, body: Any = None) -> HTTPResponse:
-        response: HTTPResponse = await http_server_client.fetch(
-            f"{jp_base_url}jupyter-recap/api/{route}",
-            method=method,
-            body=None if body is None else json.dumps(body),
-            headers=token,
-            raise_error=False,
-            request_timeout=60,
-        )
-        return response
-
-    return fetch
+    return lambda method, route, body=None: recap_fetch(method, route, headers=token, body=body)
 
 
 def poll(http: Any, kernel_id: str, since: int = 0, timeout: float = 30) -> Any:

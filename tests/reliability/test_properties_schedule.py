@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from enginefakes import Settings
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -37,17 +38,6 @@ MODEL = "fake-model"
 TEXTS = st.sampled_from(["A", "B", "C"])  # few texts, so that equal answers come up
 ANSWERS = ["A", "B", None, "A", "C"]
 """What drafts answering at once say, by draft id (None: the draft failed)."""
-
-
-@dataclass
-class Settings:
-    """The engine's TriggerSettings (the ``Recap`` traits it reads)."""
-
-    auto: bool = True
-    away_seconds: float = 90
-    post_turn_seconds: float = 3
-    idle_seconds: float = 120
-    during_active: bool = False
 
 
 @dataclass
