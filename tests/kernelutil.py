@@ -16,9 +16,8 @@ TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 
 
-@contextmanager
-def running_kernel(env: dict[str, str] | None = None) -> Iterator[Any]:
-    """A started kernel's client; the kernel is shut down afterwards."""
+def start_kernel(env: dict[str, str] | None = None) -> tuple[Any, Any]:
+    """A started kernel's manager (for interrupts) and client; stop it with :func:`stop`."""
     kernel_env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))
     }
@@ -26,17 +25,33 @@ def running_kernel(env: dict[str, str] | None = None) -> Iterator[Any]:
     kernel_env["JUPYTER_RECAP_HOME"] = tempfile.mkdtemp(prefix="recap-home-")
     kernel_env.update(env or {})
     kernel_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
-    km, kc = start_new_kernel(kernel_name="python3", env=kernel_env, cwd=str(ROOT))
+    return start_new_kernel(kernel_name="python3", env=kernel_env, cwd=str(ROOT))  # type: ignore[no-any-return]
+
+
+def stop(km: Any, kc: Any) -> None:
+    """Shut down a kernel from :func:`start_kernel`."""
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+@contextmanager
+def running_kernel(env: dict[str, str] | None = None) -> Iterator[Any]:
+    """A started kernel's client; the kernel is shut down afterwards."""
+    km, kc = start_kernel(env)
     try:
         yield kc
     finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+        stop(km, kc)
 
 
-def execute(kc: Any, code: str, timeout: float = 60) -> list[dict[str, Any]]:
-    """Run ``code`` and return every IOPub message of that execution, up to idle."""
-    msg_id = kc.execute(code)
+def execute(
+    kc: Any, code: str, timeout: float = 60, *, store_history: bool = True
+) -> list[dict[str, Any]]:
+    """Run ``code`` and return every IOPub message of that execution, up to idle.
+
+    ``store_history=False`` runs it the way frontends run their own requests: not recorded.
+    """
+    msg_id = kc.execute(code, store_history=store_history)
     messages: list[dict[str, Any]] = []
     while True:
         try:

@@ -1,0 +1,174 @@
+"""Run real agent frameworks in a real kernel against the fake LLM server, and read the result.
+
+::
+
+    with FakeLLM() as fake, agent_kernel(fake) as kc:
+        fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("Sunny."))
+        run(kc, "result = await Runner.run(agent, 'weather in Paris?')")
+        turns = entries(kc)          # the live transcript, as dicts
+        request = recap_request(kc, fake)   # what %recap sent to the model
+
+The kernel talks to nothing but 127.0.0.1: every provider variable points at the fake server
+and a dead proxy catches anything else, so a framework that tries to phone home fails fast
+instead of reaching the internet.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import kernelutil
+from fakellm import FakeLLM
+from kernelutil import running_kernel, stream_text
+
+#: The model id recaps use in these tests; agent calls use other names.
+RECAP_MODEL = "recap-model"
+
+
+def kernel_env(fake: FakeLLM) -> dict[str, str]:
+    """Environment of a kernel whose every model client reaches only ``fake``."""
+    dead = "http://127.0.0.1:9"
+    return {
+        "OPENAI_API_KEY": "sk-test-capture",
+        "OPENAI_BASE_URL": f"{fake.url}/v1",
+        "ANTHROPIC_API_KEY": "sk-ant-test-capture",
+        "ANTHROPIC_BASE_URL": fake.url,
+        "JUPYTER_RECAP_MODEL": f"openai:{RECAP_MODEL}",
+        "JUPYTER_RECAP_AUTO": "0",
+        "HTTP_PROXY": dead,
+        "HTTPS_PROXY": dead,
+        "ALL_PROXY": dead,
+        "NO_PROXY": "127.0.0.1,localhost",
+        "HF_HUB_OFFLINE": "1",
+        "OTEL_TRACES_EXPORTER": "none",
+        "OTEL_METRICS_EXPORTER": "none",
+        "OTEL_LOGS_EXPORTER": "none",
+        "LANGCHAIN_TRACING_V2": "false",
+        "LANGSMITH_TRACING": "false",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+
+
+@contextmanager
+def agent_kernel(
+    fake: FakeLLM, env: dict[str, str] | None = None, *, load: bool = True
+) -> Iterator[Any]:
+    """A real kernel set up for agent capture tests (jupyter_recap loaded unless ``load``)."""
+    with running_kernel({**kernel_env(fake), **(env or {})}) as kc:
+        if load:
+            run(kc, "%load_ext jupyter_recap")
+        yield kc
+
+
+def execute(
+    kc: Any, code: str, *, store_history: bool = True, timeout: float = 90
+) -> list[dict[str, Any]]:
+    """Every IOPub message of one execution (``store_history=False``: not recorded)."""
+    return kernelutil.execute(kc, code, timeout, store_history=store_history)
+
+
+def start_agent_kernel(
+    fake: FakeLLM, env: dict[str, str] | None = None, *, load: bool = True
+) -> tuple[Any, Any]:
+    """Like :func:`agent_kernel`, with the manager too (for interrupts); stop with
+    ``kernelutil.stop(km, kc)``."""
+    km, kc = kernelutil.start_kernel({**kernel_env(fake), **(env or {})})
+    if load:
+        run(kc, "%load_ext jupyter_recap")
+    return km, kc
+
+
+def errors(messages: list[dict[str, Any]]) -> list[str]:
+    """``ename: evalue`` of each error message."""
+    return [
+        f"{m['content']['ename']}: {m['content']['evalue']}"
+        for m in messages
+        if m["msg_type"] == "error"
+    ]
+
+
+def run(kc: Any, code: str, *, expect_error: bool = False) -> list[dict[str, Any]]:
+    """Run a recorded cell; fails the test on an unexpected error (or a missing one)."""
+    messages = execute(kc, code)
+    found = errors(messages)
+    if expect_error:
+        assert found, f"expected an error from {code!r}"
+    else:
+        assert not found, f"{code!r} failed: {found}\n{stream_text(messages, 'stderr')}"
+    return messages
+
+
+def peek(kc: Any, expression: str) -> Any:
+    """Evaluate ``expression`` in the kernel without recording it; its value via JSON."""
+    code = f"import json as _j; print(_j.dumps({expression}, default=str))"
+    messages = execute(kc, code, store_history=False)
+    assert not errors(messages), errors(messages)
+    return json.loads(stream_text(messages))
+
+
+def entries(kc: Any) -> list[dict[str, Any]]:
+    """The kernel's live transcript, entry by entry."""
+    return peek(kc, "__import__('jupyter_recap').current().to_list()")  # type: ignore[no-any-return]
+
+
+def turn_entries(kc: Any) -> list[dict[str, Any]]:
+    """The entries of agent turns only (no ordinary cells)."""
+    return [e for e in entries(kc) if e["kind"] != "code"]
+
+
+def recap_request(kc: Any, fake: FakeLLM) -> str:
+    """Run ``%recap`` and return the text of the request it sent to the model."""
+    before = len(fake.requests)
+    run(kc, "%recap")
+    sent = [
+        r
+        for r in fake.requests[before:]
+        if isinstance(r.body, dict) and r.body.get("model") == RECAP_MODEL
+    ]
+    assert sent, f"%recap sent nothing to the fake model: {fake.requests[before:]}"
+    return json.dumps(sent[-1].body["messages"], ensure_ascii=False)
+
+
+def status(kc: Any) -> str:
+    """The text of ``%recap status``."""
+    return stream_text(run(kc, "%recap status"))
+
+
+def capture_warnings(messages: list[dict[str, Any]]) -> list[str]:
+    """The capture warning lines a cell printed (a source that turned itself off)."""
+    return [line for line in stream_text(messages, "stderr").splitlines() if "capture" in line]
+
+
+def wait_idle(kc: Any, msg_id: str, timeout: float = 30) -> None:
+    """Wait for the execution ``msg_id`` (started with ``kc.execute``) to end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = kc.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            continue
+        if (
+            msg["parent_header"].get("msg_id") == msg_id
+            and msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle"
+        ):
+            return
+    raise AssertionError("the interrupted cell never went idle")
+
+
+def refuses_unknown_api(fake: FakeLLM, source: str, module: str) -> list[str]:
+    """Load the extension over an empty stand-in for ``module`` (a version whose extension
+    point moved); returns the one warning and ``%recap status``'s line for ``source``."""
+    km, kc = start_agent_kernel(fake, load=False)
+    try:
+        run(kc, f"import sys, types\nsys.modules[{module!r}] = types.ModuleType({module!r})")
+        warning = capture_warnings(run(kc, "%load_ext jupyter_recap"))
+        line = [ln for ln in status(kc).splitlines() if source in ln]
+        return [*warning, *line]
+    finally:
+        kernelutil.stop(km, kc)
