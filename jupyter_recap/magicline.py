@@ -138,3 +138,58 @@ def is_recap_only_cell(source: str) -> bool:
             continue
         return False
     return found
+
+
+# jupyter-ai's %ai line magic: subcommands that ask the model something (v2 "error", v3 "fix"),
+# and those that only manage jupyter-ai itself.
+AI_LINE_ASKS = frozenset({"error", "fix"})
+_AI_LINE_MANAGES = frozenset(
+    {"help", "list", "alias", "dealias", "register", "delete", "update", "version", "reset"}
+)
+
+
+def parse_ai_line(source: str) -> AgentCell | None:
+    """The ``%ai`` line magic of a one-line cell, when it addresses a model.
+
+    ``%ai error`` / ``%ai fix`` ask the model about the latest error; ``%ai MODEL …`` tries to
+    prompt a model from the line (jupyter-ai answers that with an error telling to use ``%%ai``,
+    which is worth recording as a failed turn). ``%ai list``, ``%ai help`` and the other
+    management subcommands are ordinary cells.
+    """
+    lines = [line.strip() for line in source.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("#")]
+    if len(lines) != 1 or not lines[0].startswith("%ai") or lines[0].startswith("%%"):
+        return None
+    if lines[0].endswith("?"):
+        return None  # IPython reads a trailing "?" as a help request, not as the magic
+    rest = lines[0][3:]
+    if rest and not rest[0].isspace():
+        return None  # %aifoo is another magic
+    args = rest.strip()
+    tokens = _tokens(args)
+    if not tokens or tokens[0] in _AI_LINE_MANAGES or tokens[0].startswith("-"):
+        return None
+    if tokens[0] in AI_LINE_ASKS:
+        model, fmt = _model_and_format(" ".join(tokens[1:]))
+        return AgentCell(magic="ai", args=args, body="", model=model, format=fmt)
+    model, fmt = _model_and_format(args)
+    body = " ".join(tokens[1:]) if model == tokens[0] else ""
+    return AgentCell(magic="ai", args=args, body=body, model=model, format=fmt)
+
+
+def ai_line_prompt(agent: AgentCell, latest_error: str | None) -> str:
+    """The prompt of a ``%ai`` line: its text, or for ``error``/``fix`` what jupyter-ai asks.
+
+    The live kernel passes jupyter-ai's stored traceback, a saved notebook the failed cell's
+    error line; both get jupyter-ai's own wording so that the two agree.
+    """
+    if agent.body:
+        return agent.body
+    command = agent.args.split()[0] if agent.args.split() else ""
+    if command not in AI_LINE_ASKS:
+        return f"%ai {agent.args}".strip()
+    if latest_error is None:
+        return f"%ai {command}: explain the latest error (none recorded)"
+    if command == "fix":
+        return f"Explain the following error and propose a fix:\n\n{latest_error}"
+    return f"Explain the following error:\n\n{latest_error}"

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from .errors import NotebookError
-from .magicline import is_recap_only_cell, parse_agent_cell
+from .magicline import ai_line_prompt, is_recap_only_cell, parse_agent_cell, parse_ai_line
 from .transcript import Outcome, Transcript
 
 #: What jupyter-ai shows instead of the reply for ``%%ai -f code``: the code goes into a new cell.
@@ -64,6 +64,7 @@ def read_notebook(
     magics = tuple(agent_magics)
     transcript = Transcript()
     consumed: set[int] = set()
+    latest_error: str | None = None  # what a later "%ai error" / "%ai fix" asks about
     for index, cell in enumerate(cells):
         if index in consumed or cell.get("cell_type") != "code":
             continue  # markdown and raw cells are the person's notes, not activity
@@ -73,7 +74,10 @@ def read_notebook(
         cell_id = _str_or_none(cell.get("id"))
         outputs = _read_outputs(cell.get("outputs"))
         agent = parse_agent_cell(source, magics)
+        if agent is None and "%ai" in source:
+            agent = parse_ai_line(source)
         if agent is None and outputs.model is None:
+            latest_error = outputs.error or latest_error
             if record_code_cells:
                 count = cell.get("execution_count")
                 transcript.code(
@@ -87,6 +91,8 @@ def read_notebook(
         # so it wins over what the magic line says.
         model = outputs.model or (agent.model if agent else None)
         prompt = agent.body if agent else source.strip()
+        if agent is not None and not agent.body:
+            prompt = ai_line_prompt(agent, latest_error)  # "%ai error": about the latest failure
         transcript.user(prompt, model=model, cell_id=cell_id)
         reply = outputs.text
         # A returned str is saved as its repr, quotes included: 'Error calling language model: …'

@@ -13,6 +13,7 @@ from traitlets.config import Configurable
 
 _FALSE = {"0", "false", "no", "off"}
 MEMORY_ENV = "JUPYTER_RECAP_MEMORY"
+CAPTURE_ENV = "JUPYTER_RECAP_CAPTURE"
 
 
 def env_flag(name: str, fallback: bool) -> bool:
@@ -85,6 +86,30 @@ class Recap(Configurable):
         included; add your own agent magics here.""",
     ).tag(config=True)
 
+    capture = List(
+        Unicode(),
+        help="""Agent frameworks whose runs are recorded as agent turns, from plain cells and with
+        no wiring: "openai-agents", "pydantic-ai", "langchain" (LangChain and LangGraph),
+        "smolagents", "opentelemetry" (GenAI spans of any instrumented library) and "jupyter-ai"
+        (its `%ai` line magic), or "all". Each is installed when its framework is first
+        imported. Defaults to all; JUPYTER_RECAP_CAPTURE=0 in the environment turns capture off,
+        and a comma-separated list there chooses sources.""",
+    ).tag(config=True)
+
+    @default("capture")
+    def _capture_default(self) -> list[str]:
+        value = os.environ.get(CAPTURE_ENV)
+        if value is None or not value.strip():
+            return ["all"]
+        if value.strip().lower() in _FALSE:
+            return []
+        from .capture.manager import SOURCE_NAMES
+
+        names = [name.strip().lower() for name in value.split(",") if name.strip()]
+        # A typo in the environment must not stop the extension from loading: it is dropped
+        # (and %recap status shows which sources are on).
+        return [name for name in names if name == "all" or name in SOURCE_NAMES]
+
     record_code_cells = Bool(
         True,
         help="""Also record ordinary cells (the head of their source and whether they failed) as
@@ -125,3 +150,17 @@ class Recap(Configurable):
         if isinstance(value, int) and value < 1000:
             raise TraitError("Recap.max_context_chars must be at least 1000")
         return value
+
+    @validate("capture")
+    def _known_sources(self, proposal: dict[str, object]) -> object:
+        from .capture.manager import SOURCE_NAMES
+
+        value = proposal["value"]
+        names = [str(name).strip().lower() for name in value] if isinstance(value, list) else []
+        unknown = [name for name in names if name and name != "all" and name not in SOURCE_NAMES]
+        if unknown:
+            raise TraitError(
+                f"Recap.capture: unknown source {unknown[0]!r} "
+                f"(known: all, {', '.join(SOURCE_NAMES)})"
+            )
+        return names

@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..capture.manager import Capture
+from ..capture.runs import RunHub
 from ..debuglog import get_logger
 from ..engine import ShowRecap, StartDraft
 from ..errors import RecapError, UnsafeStoreError
@@ -48,7 +50,11 @@ class RecapExtension:
         self.last_result: RecapResult | None = None
         self.focus_source = "none"
         """Where focus reports come from; "none" means the idle fallback is in charge."""
-        self.recorder = Recorder(shell, self.transcript, self.settings)
+        self.hub = RunHub(lambda: self.transcript, on_start=self._run_started)
+        """Agent runs captured from plain cells become turns through this."""
+        self.capture = Capture(self.hub)
+        self.recorder = Recorder(shell, self.transcript, self.settings, self.hub)
+        self.recorder.ai_lines = lambda: self.capture.source("jupyter-ai") is not None
         self.magics = [RecapMagics(shell, extension=self), WorkStateMagics(shell, extension=self)]
         self.runner = TriggerRunner(
             self.transcript,
@@ -75,6 +81,8 @@ class RecapExtension:
         self.recorder.events.on_input.append(self.runner.user_input)
         self.recorder.events.on_cell_end.append(self.runner.cell_ended)
         self.recorder.attach()
+        self.capture.start(self.settings.capture)
+        self.settings.observe(self._on_capture_setting, names=["capture"])
         for magics in self.magics:
             self.shell.register_magics(magics)
         self.state.memory_enabled = bool(self.settings.memory)
@@ -107,6 +115,9 @@ class RecapExtension:
             self.feed.stop()
             self.feed = None
         self.runner.stop()
+        self.capture.stop()
+        with contextlib.suppress(ValueError):  # never observed: attach failed before it
+            self.settings.unobserve(self._on_capture_setting, names=["capture"])
         self.recorder.detach()
         if self._unsubscribe_tasks is not None:
             self._unsubscribe_tasks()
@@ -310,6 +321,14 @@ class RecapExtension:
         if banner is not None and banner.state == "shown":
             with contextlib.suppress(Exception):  # the comm may already be gone at shutdown
                 banner.note = progress_line(tasks)
+
+    def _on_capture_setting(self, change: Any) -> None:
+        self.capture.restart(change["new"])
+
+    def _run_started(self) -> None:
+        # A captured run writes its prompt once it knows it (often with the first model call);
+        # the schedule must treat the turn as running from its very start.
+        self.runner.feed(self.runner.engine.turn_started)
 
     def _on_memory_setting(self, change: Any) -> None:
         self.state.memory_enabled = bool(change["new"])

@@ -12,8 +12,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..capture.jupyter_ai import latest_error
+from ..capture.runs import CellMark, RunHub
 from ..debuglog import get_logger
-from ..magicline import AgentCell, is_recap_only_cell, parse_agent_cell
+from ..magicline import (
+    AgentCell,
+    ai_line_prompt,
+    is_recap_only_cell,
+    parse_agent_cell,
+    parse_ai_line,
+)
 from ..transcript import Outcome, Transcript, describe_error
 from .capture import OutputTap, text_of_bundle
 
@@ -37,13 +45,20 @@ class _Run:
     cell_id: str | None
     agent: AgentCell | None
     tap: OutputTap | None
+    mark: CellMark | None
 
 
 class Recorder:
     """Records this shell's cells into ``transcript``; register with :meth:`attach`."""
 
-    def __init__(self, shell: Any, transcript: Transcript, settings: Any) -> None:
+    def __init__(
+        self, shell: Any, transcript: Transcript, settings: Any, hub: RunHub | None = None
+    ) -> None:
         self.shell = shell
+        self.hub = hub
+        """Where captured agent runs learn which cell they belong to (None: no capture)."""
+        self.ai_lines: Callable[[], bool] = lambda: False
+        """Whether jupyter-ai's ``%ai`` line magic counts as an agent turn (its source is on)."""
         self.transcript = transcript
         self.settings = settings
         self.events = CellEvents()
@@ -82,6 +97,8 @@ class Recorder:
                 self.shell.events.unregister(name, callback)
         if self._run is not None and self._run.tap is not None:
             self._run.tap.stop()
+        if self._run is not None and self.hub is not None:
+            self.hub.cell_ended(self._run.mark, None)
         self._run = None
 
     # -- hooks -----------------------------------------------------------------------------
@@ -101,6 +118,8 @@ class Recorder:
                 if is_recap_only_cell(raw):
                     return
                 agent = parse_agent_cell(raw, self._agent_magics)
+                if agent is None and self.ai_lines():
+                    agent = parse_ai_line(raw)
             elif not raw or raw.isspace():
                 return
             for callback in self.events.on_input:
@@ -110,8 +129,12 @@ class Recorder:
                 tap = OutputTap(self.shell)
                 tap.start()
                 model = agent.model or self._default_agent_model()
-                self.transcript.user(agent.body, model=model, cell_id=info.cell_id)
-            self._run = _Run(raw, info.cell_id, agent, tap)
+                prompt = agent.body or self._line_prompt(agent)
+                self.transcript.user(prompt, model=model, cell_id=info.cell_id)
+            mark = None
+            if self.hub is not None:
+                mark = self.hub.cell_started(info.cell_id, owned=agent is not None)
+            self._run = _Run(raw, info.cell_id, agent, tap, mark)
         except Exception:  # noqa: BLE001 - recording must never break a cell
             get_logger().exception("recorder failed before a cell")
             self._run = None
@@ -122,9 +145,14 @@ class Recorder:
         if run is None:
             return
         try:
+            error = result.error_before_exec or result.error_in_exec
+            # Runs captured from the cell wrote their own turns (a failed one waited for this
+            # moment to learn how the cell ended); the cell's source would only repeat them.
+            captured = 0
+            if self.hub is not None and run.mark is not None:
+                captured = self.hub.cell_ended(run.mark, error)
             if run.agent is None:
-                if self._record_code:
-                    error = result.error_before_exec or result.error_in_exec
+                if self._record_code and not captured:
                     self.transcript.code(
                         run.source,
                         error=describe_error(error) if error is not None else None,
@@ -155,8 +183,15 @@ class Recorder:
         elif reply.lstrip().startswith(_V3_FAILURE):
             outcome, detail = "errored", reply.strip().splitlines()[0]
         self.transcript.outcome(outcome, detail, cell_id=run.cell_id)
+        if run.agent is not None and run.agent.magic == "ai" and self.hub is not None:
+            self.hub.count("jupyter-ai")
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _line_prompt(self, agent: AgentCell) -> str:
+        """What a ``%ai`` line asks (``%ai error``: about jupyter-ai's latest stored error)."""
+        count = getattr(self.shell, "execution_count", 0)
+        return ai_line_prompt(agent, latest_error(getattr(self.shell, "user_ns", {}), count))
 
     def _reply_text(self, run: _Run, result: Any) -> str:
         tap = run.tap

@@ -37,6 +37,7 @@ def status_report(ext: RecapExtension) -> str:
         f"{settings.post_turn_seconds:g} s, idle fallback {settings.idle_seconds:g} s)",
         *_engine_lines(ext),
         f"transcript:  {len(ext.transcript)} entries, {ext.transcript.completed_turns} agent turns",
+        f"capture:     {_capture_line(ext)}",
         f"tasks:       {context_line(ext.state.tasks, 200) or 'no task list'}",
         f"memory:      {_memory_line(ext)}",
         f"calls:       {stats.calls} made, {ext.engine.counters.saved_by_dedupe} saved by "
@@ -53,6 +54,15 @@ def status_report(ext: RecapExtension) -> str:
     # Model ids, failure reasons (a server's error text), task text and paths are anyone's
     # text: the report is printed, so it is made inert as a whole.
     return printable("\n".join(lines))
+
+
+def _capture_line(ext: RecapExtension) -> str:
+    lines = ext.capture.lines()
+    if not ext.settings.capture:
+        return "off (Recap.capture = [] or JUPYTER_RECAP_CAPTURE=0)"
+    if not lines:
+        return "no supported agent framework installed"
+    return "; ".join(lines)
 
 
 def _memory_line(ext: RecapExtension) -> str:

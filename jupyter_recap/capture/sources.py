@@ -1,0 +1,207 @@
+"""Capture sources: one per framework, each installed when its framework is first imported.
+
+A source knows one framework's public extension point (a tracing processor, a callback
+handler, an instrumentation hook) and turns what it reports into :class:`~.runs.AgentRun`
+calls. Sources are cheap to have: nothing is imported until the person imports the framework
+(a post-import hook), so a framework that is not installed, or not used, costs nothing.
+
+A source that meets something it does not understand (an API that moved, a callback that
+raises) turns itself off with one warning line; the framework and the cell carry on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import importlib.util
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterable
+from types import ModuleType
+from typing import Any, ClassVar, Literal, TypeVar
+
+from ..debuglog import get_logger
+from ..textutil import printable
+from .runs import RunHub
+
+State = Literal["waiting", "active", "off", "failed", "missing"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class CaptureWarning(UserWarning):
+    """A capture source turned itself off (shown once, never raised)."""
+
+
+class Source:
+    """Base class of a capture source; subclasses set the class attributes and :meth:`install`."""
+
+    name: ClassVar[str]
+    """What ``Recap.capture`` and ``%recap status`` call it, e.g. ``"openai-agents"``."""
+    module: ClassVar[str]
+    """The import that brings the framework in (the source installs right after it)."""
+    distribution: ClassVar[str]
+    """The package whose version is reported."""
+    also_modules: ClassVar[tuple[str, ...]] = ()
+    """Other imports that bring the framework in (another generation of it)."""
+
+    def __init__(self, hub: RunHub) -> None:
+        self.hub = hub
+        self.state: State = "waiting"
+        self.reason = ""
+        self._lock = threading.Lock()
+
+    # -- what subclasses implement ----------------------------------------------------------
+
+    def install(self, module: ModuleType) -> None:
+        """Register with the framework; raise if its API is not the one this source knows."""
+        raise NotImplementedError
+
+    def uninstall(self) -> None:
+        """Undo :meth:`install` where the framework allows it (callbacks check :attr:`on`)."""
+
+    # -- shared -----------------------------------------------------------------------------
+
+    @property
+    def on(self) -> bool:
+        """Whether callbacks should record (checked first thing in every callback)."""
+        return self.state == "active"
+
+    @property
+    def turns(self) -> int:
+        """Top-level turns this source recorded."""
+        return self.hub.turns.get(self.name, 0)
+
+    def version(self) -> str | None:
+        """The installed framework version, if known."""
+        try:
+            return importlib.metadata.version(self.distribution)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    def activate(self, module: ModuleType) -> None:
+        """Install into the imported framework; a failure turns the source off with a warning."""
+        with self._lock:
+            if self.state != "waiting":
+                return
+            self.state = "active"
+        try:
+            self.install(module)
+        except Exception as error:  # noqa: BLE001 - an API we do not know: stand aside
+            self.fail(f"does not understand this version ({type(error).__name__}: {error})")
+
+    def fail(self, reason: str) -> None:
+        """Turn off for the rest of the session, with one warning line."""
+        with self._lock:
+            if self.state in ("failed", "off"):
+                return
+            self.state = "failed"
+            self.reason = printable(reason)[:300]
+        version = self.version()
+        label = f"{self.name} {version}" if version else self.name
+        message = (
+            f"jupyter_recap: capture of {label} is off: {self.reason}; "
+            "its runs are recorded as ordinary cells"
+        )
+        get_logger().warning(message)
+        try:
+            self.uninstall()
+        except Exception:  # noqa: BLE001
+            get_logger().exception("capture: uninstalling %s failed", self.name)
+        # A turn this source had open would otherwise stay "running" for ever.
+        self.hub.close_runs(self.name, f"capture stopped: {self.reason}")
+        # Warnings configured as errors must not turn this notice into a failure of the cell.
+        with contextlib.suppress(Warning):
+            warnings.warn(message, CaptureWarning, stacklevel=2)
+
+    def guarded(self, function: F) -> F:
+        """Wrap a framework callback: off means a no-op, and an exception means :meth:`fail`."""
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if self.state != "active":
+                return None
+            try:
+                return function(*args, **kwargs)
+            except Exception as error:  # noqa: BLE001 - never into the framework
+                get_logger().exception("capture: %s callback failed", self.name)
+                self.fail(f"a callback failed ({type(error).__name__}: {error})")
+                return None
+
+        call.__name__ = getattr(function, "__name__", "callback")
+        call.__doc__ = function.__doc__
+        return call  # type: ignore[return-value]
+
+    def describe(self) -> str:
+        """One line for ``%recap status``."""
+        version = self.version()
+        label = f"{self.name} {version}" if version else self.name
+        if self.state == "active":
+            return f"{label}: on, {self.turns} turn{'s' if self.turns != 1 else ''} recorded"
+        if self.state == "waiting":
+            return f"{label}: on once {self.module} is imported"
+        if self.state == "failed":
+            return f"{label}: off ({self.reason})"
+        return f"{label}: off"
+
+
+# -- post-import hooks ---------------------------------------------------------------------
+
+_subscribers: dict[str, list[Callable[[ModuleType], None]]] = {}
+_hooked: set[str] = set()
+_hooks_lock = threading.Lock()
+
+
+def when_imported(name: str, callback: Callable[[ModuleType], None]) -> Callable[[], None]:
+    """Call ``callback(module)`` once ``name`` is imported (now, if it already is).
+
+    Returns a function that cancels the callback. wrapt's post-import hooks do the watching (one
+    per module name for the life of the process; they cannot be removed, so they dispatch to
+    whoever subscribes now).
+    """
+    module = sys.modules.get(name)
+    if module is not None:
+        callback(module)
+        return lambda: None
+    with _hooks_lock:
+        _subscribers.setdefault(name, []).append(callback)
+        first = name not in _hooked
+        _hooked.add(name)
+    if first:
+        import wrapt
+
+        wrapt.register_post_import_hook(_dispatch, name)
+
+    def cancel() -> None:
+        with _hooks_lock:
+            callbacks = _subscribers.get(name, [])
+            if callback in callbacks:
+                callbacks.remove(callback)
+
+    return cancel
+
+
+def _dispatch(module: ModuleType) -> None:
+    with _hooks_lock:
+        callbacks = list(_subscribers.get(module.__name__, ()))
+    for callback in callbacks:
+        try:
+            callback(module)
+        except Exception:  # noqa: BLE001 - an import must never fail because of us
+            get_logger().exception("capture: post-import hook for %s failed", module.__name__)
+
+
+def is_installed(module: str) -> bool:
+    """Whether ``module`` could be imported, without importing it."""
+    if module in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def chosen(names: Iterable[str], known: Iterable[str]) -> set[str]:
+    """The source names ``Recap.capture`` selects (``"all"`` = every known one)."""
+    wanted = {name.strip().lower() for name in names if name.strip()}
+    known_set = set(known)
+    return known_set if "all" in wanted else wanted & known_set

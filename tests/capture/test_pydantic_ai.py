@@ -1,0 +1,320 @@
+"""pydantic-ai runs started from plain cells become agent turns (real kernel, fake LLM server).
+
+The source gives ``Agent.instrument_all`` a private tracer provider whose processor reads the
+GenAI spans pydantic-ai emits (``invoke_agent``, ``chat``, ``execute_tool``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from collections.abc import Iterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+from capturekit import (
+    entries,
+    errors,
+    execute,
+    kernel_env,
+    peek,
+    recap_request,
+    run,
+    start_agent_kernel,
+    status,
+)
+from fakellm import FakeLLM, answer, hang, tool_calls
+from kernelutil import stop, stream_text
+
+pytest.importorskip("pydantic_ai")
+
+pytestmark = pytest.mark.timeout(180)
+
+
+SETUP = """
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url={url!r}, api_key="sk-x"))
+agent = Agent(model, name="weather_agent", instructions="Be brief.")
+
+@agent.tool_plain
+def get_weather(city: str) -> str:
+    if city == "Oslo":
+        raise ValueError("no data for Oslo")
+    return f"sunny in {{city}}"
+
+researcher = Agent(model, name="researcher")
+
+@researcher.tool_plain
+def search(query: str) -> str:
+    return f"found {{query}}"
+
+@agent.tool_plain
+async def ask_researcher(question: str) -> str:
+    return (await researcher.run(question)).output
+
+# The kernel's event loop is running: run_sync works from a worker thread (or nest_asyncio).
+from concurrent.futures import ThreadPoolExecutor
+
+def run_sync(agent, prompt):
+    return ThreadPoolExecutor(1).submit(agent.run_sync, prompt).result()
+"""
+
+
+@pytest.fixture(scope="module")
+def kernel(fake: FakeLLM) -> Iterator[tuple[Any, Any]]:
+    """(km, kc) of a kernel with jupyter_recap loaded and the agents defined."""
+    km, kc = start_agent_kernel(fake)
+    try:
+        run(kc, SETUP.format(url=fake.url + "/v1"))
+        yield km, kc
+    finally:
+        stop(km, kc)
+
+
+def new_entries(kc: Any, before: int) -> list[dict[str, Any]]:
+    return [e for e in entries(kc)[before:] if e["kind"] != "code"]
+
+
+def raised(messages: list[dict[str, Any]], text: str) -> bool:
+    """Whether the cell failed with ``text`` (IPython sometimes prints a plain traceback for
+    exceptions raised in pydantic-ai's worker threads instead of sending an error message)."""
+    return any(text in found for found in errors(messages)) or text in stream_text(
+        messages, "stderr"
+    )
+
+
+def brief(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(kind, name, text, error, outcome) of each entry, for readable asserts."""
+    return [
+        (e["kind"], e.get("name"), e.get("text"), e.get("error"), e.get("outcome")) for e in items
+    ]
+
+
+def test_run_sync_with_a_tool_is_one_turn(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
+    _, kc = kernel
+    before = len(entries(kc))
+    fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("It is sunny in Paris."))
+    out = stream_text(run(kc, "print(run_sync(agent, 'What is the weather in Paris?').output)"))
+    assert out == "It is sunny in Paris.\n"
+    assert brief(new_entries(kc, before)) == [
+        ("user", "openai:gpt-4o-mini", "What is the weather in Paris?", None, None),
+        ("tool_call", "get_weather", "city='Paris'", None, None),
+        ("tool_result", "get_weather", "sunny in Paris", None, None),
+        ("assistant", None, "It is sunny in Paris.", None, None),
+        ("outcome", None, None, None, "ok"),
+    ]
+    assert peek(kc, "__import__('jupyter_recap').current().active_model") == ("openai:gpt-4o-mini")
+    sent = recap_request(kc, fake)
+    for text in ("What is the weather in Paris?", "get_weather", "sunny in Paris", "Paris."):
+        assert text in sent
+    assert "pydantic-ai" in status(kc) and "1 turn recorded" in status(kc)
+
+
+def test_async_run_and_stream_are_turns(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
+    _, kc = kernel
+    before = len(entries(kc))
+    fake.respond(tool_calls(("get_weather", {"city": "Rome"})), answer("Rome is warm."))
+    run(kc, "result = await agent.run('Weather in Rome?')\nprint(result.output)")
+    fake.respond(answer("Streamed hello."))
+    code = (
+        "async with agent.run_stream('Say hello') as streamed:\n"
+        "    parts = [p async for p in streamed.stream_text()]\n"
+        "print(parts[-1])"
+    )
+    assert stream_text(run(kc, code)) == "Streamed hello.\n"
+    assert brief(new_entries(kc, before)) == [
+        ("user", "openai:gpt-4o-mini", "Weather in Rome?", None, None),
+        ("tool_call", "get_weather", "city='Rome'", None, None),
+        ("tool_result", "get_weather", "sunny in Rome", None, None),
+        ("assistant", None, "Rome is warm.", None, None),
+        ("outcome", None, None, None, "ok"),
+        ("user", "openai:gpt-4o-mini", "Say hello", None, None),
+        ("assistant", None, "Streamed hello.", None, None),
+        ("outcome", None, None, None, "ok"),
+    ]
+
+
+def test_nested_agent_is_one_turn_and_two_runs_two(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
+    _, kc = kernel
+    before = len(entries(kc))
+    fake.respond(
+        tool_calls(("ask_researcher", {"question": "cats"})),
+        tool_calls(("search", {"query": "cats"})),
+        answer("Cats are nice."),
+        answer("The researcher says cats are nice."),
+        answer("First."),
+        answer("Second."),
+    )
+    run(kc, "run_sync(agent, 'Tell me about cats')")
+    run(kc, "a = run_sync(agent, 'one').output\nb = run_sync(agent, 'two').output")
+    assert brief(new_entries(kc, before)) == [
+        ("user", "openai:gpt-4o-mini", "Tell me about cats", None, None),
+        ("tool_call", "ask_researcher", "question='cats'", None, None),
+        ("tool_call", "researcher", "cats", None, None),
+        ("tool_call", "researcher.search", "query='cats'", None, None),
+        ("tool_result", "researcher.search", "found cats", None, None),
+        ("tool_result", "researcher", "Cats are nice.", None, None),
+        ("tool_result", "ask_researcher", "Cats are nice.", None, None),
+        ("assistant", None, "The researcher says cats are nice.", None, None),
+        ("outcome", None, None, None, "ok"),
+        ("user", "openai:gpt-4o-mini", "one", None, None),
+        ("assistant", None, "First.", None, None),
+        ("outcome", None, None, None, "ok"),
+        ("user", "openai:gpt-4o-mini", "two", None, None),
+        ("assistant", None, "Second.", None, None),
+        ("outcome", None, None, None, "ok"),
+    ]
+
+
+def test_failing_tool_and_failing_agent_are_errored(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
+    _, kc = kernel
+    before = len(entries(kc))
+    fake.respond(tool_calls(("get_weather", {"city": "Oslo"})))
+    messages = execute(kc, "run_sync(agent, 'Weather in Oslo?')")
+    assert raised(messages, "ValueError: no data for Oslo")
+    turn = new_entries(kc, before)
+    assert brief(turn) == [
+        ("user", "openai:gpt-4o-mini", "Weather in Oslo?", None, None),
+        ("tool_call", "get_weather", "city='Oslo'", None, None),
+        ("tool_result", "get_weather", None, "ValueError: no data for Oslo", None),
+        ("outcome", None, None, "ValueError: no data for Oslo", "errored"),
+    ]
+    # the model call itself fails: the agent raises
+    before = len(entries(kc))
+    from fakellm import status as http_status
+
+    fake.respond(http_status(400, "bad request"))
+    assert raised(execute(kc, "run_sync(agent, 'Will fail')"), "bad request")
+    turn = new_entries(kc, before)
+    assert [e["kind"] for e in turn] == ["user", "outcome"]
+    assert turn[-1]["outcome"] == "errored" and "bad request" in turn[-1]["error"]
+
+
+def test_interrupted_run_is_aborted(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
+    km, kc = kernel
+    before = len(entries(kc))
+    fake.respond(hang())
+    seen = len(fake.requests)
+    msg_id = kc.execute("run_sync(agent, 'This will hang')")
+    assert fake.wait_for_requests(seen + 1, timeout=30)
+    time.sleep(0.3)
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=30)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=30)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "KeyboardInterrupt"
+    turn = new_entries(kc, before)
+    # The prompt is on the model span only once the model answered: an interrupt before that
+    # leaves the run's placeholder (the agent's name).
+    assert turn[0]["kind"] == "user" and turn[0]["text"] in (
+        "This will hang",
+        "(weather_agent run)",
+    )
+    assert turn[-1]["kind"] == "outcome" and turn[-1]["outcome"] == "aborted", turn
+
+
+def test_background_run_is_one_turn(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
+    _, kc = kernel
+    before = len(entries(kc))
+    fake.respond(tool_calls(("get_weather", {"city": "Lima"})), answer("Lima is grey."))
+    run(kc, "import asyncio\ntask = asyncio.ensure_future(agent.run('Weather in Lima?'))")
+    run(kc, "await task\nprint(task.result().output)")
+    turn = new_entries(kc, before)
+    assert brief(turn) == [
+        ("user", "openai:gpt-4o-mini", "Weather in Lima?", None, None),
+        ("tool_call", "get_weather", "city='Lima'", None, None),
+        ("tool_result", "get_weather", "sunny in Lima", None, None),
+        ("assistant", None, "Lima is grey.", None, None),
+        ("outcome", None, None, None, "ok"),
+    ]
+    assert len({e.get("cell_id") for e in turn}) == 1
+
+
+def test_output_unchanged_by_the_extension() -> None:
+    """The cell's printed result is the same with and without jupyter_recap."""
+    with FakeLLM() as fake:
+        compare_outputs(fake)
+
+
+def compare_outputs(fake: FakeLLM) -> None:
+    code = SETUP.format(url=fake.url + "/v1") + (
+        "r = run_sync(agent, 'Weather in Paris?')\n"
+        "print(repr(r.output), [type(m).__name__ for m in r.all_messages()])"
+    )
+    outputs = []
+    for load in (False, True):
+        env = {**kernel_env(fake)}
+        from capturekit import agent_kernel
+
+        with agent_kernel(fake, env, load=load) as kc:
+            fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("Sunny."))
+            outputs.append(stream_text(run(kc, code)))
+            if load:
+                assert [e["kind"] for e in entries(kc)][-1] == "outcome"
+    assert outputs[0] == outputs[1]
+    assert "'Sunny.'" in outputs[0]
+
+
+# -- in-process: version drift and failing callbacks ----------------------------------------
+
+
+def test_unknown_api_turns_the_source_off_with_one_warning() -> None:
+    from jupyter_recap.capture.pydantic_ai import PydanticAISource
+    from jupyter_recap.capture.runs import RunHub
+    from jupyter_recap.capture.sources import CaptureWarning
+    from jupyter_recap.transcript import Transcript
+
+    source = PydanticAISource(RunHub(Transcript))
+    fake_module = ModuleType("pydantic_ai")
+    fake_module.Agent = type("Agent", (), {})  # type: ignore[attr-defined]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        source.activate(fake_module)
+    assert source.state == "failed"
+    assert [w.category for w in caught] == [CaptureWarning]
+    assert "instrument_all" in str(caught[0].message)
+    assert source.describe().startswith("pydantic-ai") and "off (" in source.describe()
+
+
+def test_version_drift_in_the_kernel_shows_in_status(fake: FakeLLM) -> None:
+    from capturekit import agent_kernel
+
+    with agent_kernel(fake) as kc:
+        code = (
+            "import types, warnings\n"
+            "ext = __import__('jupyter_recap').ipython.extension\n"
+            "src = [s for s in __import__('gc').get_objects()"
+            " if type(s).__name__ == 'PydanticAISource'][0]\n"
+            "src.state = 'waiting'\n"
+            "src.activate(types.SimpleNamespace(Agent=object))\n"
+        )
+        messages = execute(kc, code)
+        assert stream_text(messages, "stderr").count("capture of pydantic-ai") == 1
+        assert "pydantic-ai" in status(kc) and "off (does not understand" in status(kc)
+
+
+def test_failing_callback_never_breaks_the_run(fake: FakeLLM) -> None:
+    from capturekit import agent_kernel
+
+    with agent_kernel(fake) as kc:
+        run(kc, SETUP.format(url=fake.url + "/v1"))
+        run(
+            kc,
+            "src = [s for s in __import__('gc').get_objects()"
+            " if type(s).__name__ == 'PydanticAISource'][0]\n"
+            "def boom(*a, **k):\n    raise RuntimeError('boom')\n"
+            "src.tracker._model_end = boom",
+        )
+        fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("Sunny."))
+        messages = execute(kc, "print(run_sync(agent, 'Weather in Paris?').output)")
+        assert stream_text(messages) == "Sunny.\n"
+        assert not [m for m in messages if m["msg_type"] == "error"]
+        assert stream_text(messages, "stderr").count("capture of pydantic-ai") == 1
+        assert "off (a callback failed (RuntimeError: boom))" in status(kc)
+        json.dumps(entries(kc))  # the transcript is still readable

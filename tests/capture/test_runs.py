@@ -1,0 +1,246 @@
+"""The capture core in a real IPython shell: runs become turns the way a person would expect."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from types import ModuleType
+from typing import Any
+
+import pytest
+from traitlets import TraitError
+
+import jupyter_recap as jr
+from jupyter_recap.capture.runs import RAW_LIMIT
+from jupyter_recap.capture.sources import CaptureWarning, Source
+from jupyter_recap.ipython.extension import extension_for
+from jupyter_recap.settings import Recap
+from jupyter_recap.transcript import MAX_ENTRY_CHARS
+
+
+@pytest.fixture
+def ext(shell: Any) -> Any:
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    extension = extension_for(shell)
+    shell.user_ns["hub"] = extension.hub
+    return extension
+
+
+def cell(shell: Any, source: str) -> Any:
+    return shell.run_cell(source, store_history=True)
+
+
+def shape(entries: list[Any]) -> list[tuple[str, str | None]]:
+    return [(e.kind, e.name) for e in entries]
+
+
+def test_a_run_with_a_nested_agent_is_one_turn_named_by_agent(shell: Any, ext: Any) -> None:
+    cell(
+        shell,
+        "r = hub.start('test', prompt='fix the loader', agent='coder')\n"
+        "r.set_model('openai:gpt-4o-mini')\n"
+        "r.tool_call('read_file', '{\"path\": \"loader.py\"}')\n"
+        "r.tool_result('read_file', 'def load(): ...')\n"
+        "inner = hub.start('test', prompt='find the CSV docs', agent='researcher')\n"
+        "inner.tool_call('search', {'q': 'csv dialect'})\n"
+        "inner.tool_result('search', 'RFC 4180')\n"
+        "inner.finish(reply='RFC 4180 says quotes double')\n"
+        "r.finish(reply='Fixed the quoting in the loader.')\n",
+    )
+    entries = jr.current().entries
+    assert shape(entries) == [
+        ("user", "openai:gpt-4o-mini"),
+        ("tool_call", "read_file"),
+        ("tool_result", "read_file"),
+        ("tool_call", "researcher"),
+        ("tool_call", "researcher.search"),
+        ("tool_result", "researcher.search"),
+        ("tool_result", "researcher"),
+        ("assistant", None),
+        ("outcome", None),
+    ]
+    assert entries[1].text == "path='loader.py'"
+    assert entries[3].text == "find the CSV docs"
+    assert entries[-2].text == "Fixed the quoting in the loader."
+    assert entries[-1].outcome == "ok"
+    assert jr.current().active_model == "openai:gpt-4o-mini"
+    assert ext.hub.turns == {"test": 1}
+
+
+def test_two_runs_in_one_cell_are_two_turns_and_the_cell_is_not_repeated(
+    shell: Any, ext: Any
+) -> None:
+    cell(
+        shell,
+        "for task in ('load', 'plot'):\n"
+        "    r = hub.start('test', prompt=task, model='openai:m')\n"
+        "    r.finish(reply=task + ' done')\n",
+    )
+    kinds = [e.kind for e in jr.current()]
+    assert kinds == ["user", "assistant", "outcome"] * 2  # no "code" entry for the cell
+    assert jr.current().completed_turns == 2
+
+
+@pytest.mark.parametrize(
+    ("raised", "outcome", "detail"),
+    [
+        ("KeyboardInterrupt()", "aborted", None),
+        ("ValueError('bad schema')", "errored", "ValueError: bad schema"),
+    ],
+)
+def test_a_failed_run_takes_its_outcome_from_the_cell(
+    shell: Any, ext: Any, raised: str, outcome: str, detail: str | None
+) -> None:
+    cell(shell, f"r = hub.start('test', prompt='migrate')\nr.finish()\nraise {raised}")
+    last = jr.current().entries[-1]
+    assert (last.kind, last.outcome, last.error) == ("outcome", outcome, detail)
+
+
+def test_a_failure_the_cell_caught_keeps_the_sources_reason(shell: Any, ext: Any) -> None:
+    cell(shell, "r = hub.start('test', prompt='migrate')\nr.finish('RateLimit: slow down')")
+    last = jr.current().entries[-1]
+    assert (last.outcome, last.error) == ("errored", "RateLimit: slow down")
+
+
+def test_a_background_run_is_one_turn_and_a_turn_in_progress_meanwhile(
+    shell: Any, ext: Any
+) -> None:
+    cell(
+        shell,
+        "import threading\n"
+        "gate = threading.Event()\n"
+        "def work(run):\n"
+        "    gate.wait(5)\n"
+        "    run.tool_call('fetch', {'url': 'data.csv'})\n"
+        "    run.finish(reply='fetched 3 files')\n"
+        "r = hub.start('test', prompt='fetch everything', model='openai:m')\n"
+        "threading.Thread(target=work, args=(r,)).start()\n",
+    )
+    assert ext.engine.turn_running  # the schedule waits for the turn
+    cell(shell, "x = 1")  # the person goes on working meanwhile
+    shell.user_ns["gate"].set()
+    deadline = time.monotonic() + 5
+    while jr.current().completed_turns == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    entries = jr.current().entries
+    assert [e.kind for e in entries] == ["user", "code", "tool_call", "assistant", "outcome"]
+    assert entries[-1].outcome == "ok" and not ext.engine.turn_running
+
+
+def test_huge_values_are_cut_before_they_are_formatted(shell: Any, ext: Any) -> None:
+    started = time.perf_counter()
+    cell(
+        shell,
+        "r = hub.start('test', prompt='scan')\n"
+        "r.tool_call('load', {'rows': list(range(1_000_000))})\n"
+        "r.tool_result('load', 'x' * 50_000_000)\n"
+        "r.finish(reply='y' * 20_000_000)\n",
+    )
+    assert time.perf_counter() - started < 5
+    for entry in jr.current():
+        assert len(entry.text) <= MAX_ENTRY_CHARS
+    assert RAW_LIMIT < 50_000_000
+
+
+def test_capture_setting_names_sources_and_rejects_unknown_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Recap().capture == ["all"]
+    monkeypatch.setenv("JUPYTER_RECAP_CAPTURE", "0")
+    assert Recap().capture == []
+    monkeypatch.setenv("JUPYTER_RECAP_CAPTURE", "LangChain, smolagents, nonsense")
+    assert Recap().capture == ["langchain", "smolagents"]
+    with pytest.raises(TraitError, match="unknown source 'crewai'"):
+        Recap(capture=["crewai"])
+
+
+def test_turning_capture_off_stops_recording_runs(shell: Any, ext: Any) -> None:
+    assert "openai-agents" in ext.capture.sources
+    shell.run_line_magic("config", "Recap.capture = []")
+    assert all(s.state == "off" for s in ext.capture.sources.values())
+    shell.run_line_magic("config", "Recap.capture = ['all']")
+    assert ext.capture.sources["openai-agents"].state in ("waiting", "active")
+
+
+class _Fragile(Source):
+    name = "fragile"
+    module = "fragile_framework"
+    distribution = "fragile-framework"
+
+    def install(self, module: ModuleType) -> None:
+        self.callback = self.guarded(self._on_event)
+        module.hooks.append(self.callback)  # AttributeError on a version without hooks
+
+    def _on_event(self, value: int) -> int:
+        return 10 // value
+
+
+def test_a_source_that_meets_an_unknown_api_turns_off_with_one_warning(ext: Any) -> None:
+    source = _Fragile(ext.hub)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        source.activate(ModuleType("fragile_framework"))  # no "hooks": a version we don't know
+        source.activate(ModuleType("fragile_framework"))
+    assert source.state == "failed"
+    assert [w.category for w in caught] == [CaptureWarning]
+    assert "capture of fragile is off: does not understand this version" in str(caught[0].message)
+    assert "fragile: off (does not understand this version" in source.describe()
+
+
+def test_a_failing_callback_turns_the_source_off_and_returns_to_the_framework(ext: Any) -> None:
+    source = _Fragile(ext.hub)
+    module = ModuleType("fragile_framework")
+    module.hooks = []  # type: ignore[attr-defined]
+    source.activate(module)
+    assert source.callback(5) == 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert source.callback(0) is None  # ZeroDivisionError stays with us
+        assert source.callback(5) is None  # off from now on
+    assert source.state == "failed" and len(caught) == 1
+
+
+def test_a_source_installs_when_its_framework_is_imported_later(
+    ext: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "late_framework.py").write_text("hooks = []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class Late(_Fragile):
+        name = "late"
+        module = "late_framework"
+
+    from jupyter_recap.capture.sources import when_imported
+
+    source = Late(ext.hub)
+    cancel = when_imported("late_framework", source.activate)
+    assert source.state == "waiting"
+    import late_framework  # type: ignore[import-not-found]
+
+    assert source.state == "active" and late_framework.hooks == [source.callback]
+    cancel()
+
+
+def test_status_lists_the_sources(shell: Any, ext: Any, capsys: Any) -> None:
+    threading.Thread(target=lambda: None).start()
+    shell.run_line_magic("recap", "status")
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("capture:"))
+    assert "openai-agents 0.20" in line and "langchain" in line
+
+
+def test_runs_inside_an_agent_magic_cell_are_not_recorded_twice(shell: Any, ext: Any) -> None:
+    from agentmagic import install
+
+    agent = install(shell)
+
+    def behaviour(prompt: str) -> str:
+        # the magic's own machinery is a framework run (jupyter-ai calls LangChain)
+        shell.user_ns["hub"].start("langchain", prompt=prompt).finish(reply="inner")
+        return "The logs show two failed uploads."
+
+    agent.script.append(behaviour)
+    cell(shell, "%%agent\nsummarise the logs")
+    assert [e.kind for e in jr.current()] == ["user", "assistant", "outcome"]
+    assert ext.hub.turns == {}
