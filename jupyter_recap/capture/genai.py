@@ -391,6 +391,8 @@ class _Loop:
     open_spans: int = 0
     idle_cells: int = 0
     """Cells that ended since the loop's last call (a loop nobody continues ends after one)."""
+    raw_input: str | None = None
+    """The latest call's input messages as the instrumentation wrote them (JSON text)."""
 
 
 def _key(span: Any) -> tuple[int, int]:
@@ -660,6 +662,14 @@ class GenAITracker:
         loop = self._loop_spans.pop(span_id)
         loop.open_spans -= 1
         loop.idle_cells = 0
+        raw = attributes.get("gen_ai.input.messages")
+        tail = _new_messages(loop.raw_input, raw) if logged is None else None
+        loop.raw_input = raw if isinstance(raw, str) else None
+        if tail is not None:
+            # Each call of a loop resends the whole conversation: when its text continues the
+            # previous call's, only the new messages are read (a long loop stays linear).
+            self._loop_step(loop, span, attributes, tail)
+            return
         content = self._content(span, attributes, logged)
         keys = [item.key() for item in content.input]
         if loop.conversation and keys[: len(loop.conversation)] != loop.conversation:
@@ -681,6 +691,22 @@ class GenAITracker:
         error = span_error(span)
         if error is not None or not loop.pending:
             self._end_loop(loop, error)  # an answer (or a failure) ends the turn
+
+    def _loop_step(self, loop: _Loop, span: Any, attributes: Mapping[str, Any], new: str) -> None:
+        """A call that continues the loop's conversation, of which ``new`` holds the new part."""
+        content = Content(input=messages(new))
+        content.add_attributes(attributes, inputs=False)
+        run = loop.run
+        self._settle_calls(run, loop.pending, content.input, False)
+        for call in content.calls:
+            loop.pending[call.id or call.name] = call
+        # The key list is only needed when a call's text does not continue the previous one.
+        loop.conversation = []
+        if content.reply:
+            run.reply(content.reply)
+        error = span_error(span)
+        if error is not None or not loop.pending:
+            self._end_loop(loop, error)
 
     def _end_loop(self, loop: _Loop, error: str | BaseException | None) -> None:
         self._flush_calls(loop.run, loop.pending)
@@ -756,6 +782,21 @@ class GenAITracker:
             self._traces.pop(trace_id, None)
 
 
+def _new_messages(previous: str | None, current: Any) -> str | None:
+    """The messages ``current`` adds after ``previous`` (both JSON lists as text), as a JSON
+    list; None when ``current`` does not start with ``previous``'s messages."""
+    if not isinstance(previous, str) or not isinstance(current, str):
+        return None
+    head = previous.rstrip()
+    if not head.endswith("]") or len(current) <= len(head):
+        return None
+    head = head[:-1].rstrip()
+    if head == "[" or not current.startswith(head):
+        return None
+    rest = current[len(head) :].lstrip()
+    return "[" + rest[1:] if rest.startswith(",") else None
+
+
 def _agent(attributes: Mapping[str, Any]) -> str | None:
     name = attributes.get("gen_ai.agent.name") or attributes.get("agent_name")
     return str(name)[:200] if name else None
@@ -788,17 +829,19 @@ def span_processor(tracker: GenAITracker, guard: Callable[[Any], Any]) -> Any:
     """An SDK ``SpanProcessor`` feeding ``tracker``; ``guard`` wraps each callback."""
     from opentelemetry.sdk.trace import SpanProcessor
 
-    on_start = guard(tracker.on_start)
-    on_end = guard(tracker.on_end)
-
     class GenAISpanProcessor(SpanProcessor):
         """jupyter_recap: GenAI spans become agent turns (never raises)."""
 
+        def feed(self, tracker: GenAITracker, guard: Callable[[Any], Any]) -> None:
+            """Hand the spans to ``tracker`` from now on (a provider keeps its processors)."""
+            self._on_start = guard(tracker.on_start)
+            self._on_end = guard(tracker.on_end)
+
         def on_start(self, span: Any, parent_context: Any = None) -> None:
-            on_start(span)
+            self._on_start(span)
 
         def on_end(self, span: Any) -> None:
-            on_end(span)
+            self._on_end(span)
 
         def shutdown(self) -> None:
             pass
@@ -806,20 +849,24 @@ def span_processor(tracker: GenAITracker, guard: Callable[[Any], Any]) -> Any:
         def force_flush(self, timeout_millis: int = 30000) -> bool:
             return True
 
-    return GenAISpanProcessor()
+    processor = GenAISpanProcessor()
+    processor.feed(tracker, guard)
+    return processor
 
 
 def log_processor(tracker: GenAITracker, guard: Callable[[Any], Any]) -> Any:
     """An SDK ``LogRecordProcessor`` feeding GenAI content events to ``tracker``."""
     from opentelemetry.sdk._logs import LogRecordProcessor
 
-    on_log = guard(tracker.on_log)
-
     class GenAILogProcessor(LogRecordProcessor):
         """jupyter_recap: GenAI content events, matched to their spans (never raises)."""
 
+        def feed(self, tracker: GenAITracker, guard: Callable[[Any], Any]) -> None:
+            """Hand the events to ``tracker`` from now on (a provider keeps its processors)."""
+            self._on_log = guard(tracker.on_log)
+
         def on_emit(self, log_record: Any) -> None:
-            on_log(log_record)
+            self._on_log(log_record)
 
         emit = on_emit  # older SDKs
 
@@ -829,4 +876,6 @@ def log_processor(tracker: GenAITracker, guard: Callable[[Any], Any]) -> Any:
         def force_flush(self, timeout_millis: int = 30000) -> bool:
             return True
 
-    return GenAILogProcessor()
+    processor = GenAILogProcessor()
+    processor.feed(tracker, guard)
+    return processor

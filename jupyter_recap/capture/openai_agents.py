@@ -185,6 +185,8 @@ class OpenAIAgentsSource(Source):
         for method in ("on_trace_start", "on_trace_end", "on_span_start", "on_span_end"):
             if not hasattr(base, method):
                 raise AttributeError(f"TracingProcessor.{method} not found")
+        # Added again after a reload: the SDK can neither remove a processor nor say whether
+        # the person's set_trace_processors() dropped ours; an old one is a guarded no-op.
         self.processor = _processor_class(base)(self)
         add(self.processor)
 
@@ -364,9 +366,10 @@ class OpenAIAgentsSource(Source):
             run.set_model(name)
         if info.nested:
             return  # an inner agent's answer reaches the turn as its tool's result
-        prompt = last_user_text(messages)
-        if prompt:
-            run.set_prompt(prompt)
+        if run.prompt is None:  # the first call's input; later calls resend the whole history
+            prompt = last_user_text(messages)
+            if prompt:
+                run.set_prompt(prompt)
         if span.error:
             return
         if reply.strip():

@@ -18,6 +18,7 @@ the older 1.x / legacy spelling.)
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -100,12 +101,9 @@ class OpenTelemetrySource(Source):
     def _join(self, tracer_provider: Any, logger_provider: Any) -> None:
         assert self._sdk is not None
         # Not set yet (a proxy) or not the SDK's: nothing we can join.
-        if isinstance(tracer_provider, self._sdk.TracerProvider) and not any(
-            known is tracer_provider for known in self._providers
-        ):
-            tracer_provider.add_span_processor(self._span_processor)
-            self._providers.append(tracer_provider)
-        if logger_provider is None or any(known is logger_provider for known in self._providers):
+        if isinstance(tracer_provider, self._sdk.TracerProvider):
+            self._attach(tracer_provider, "add_span_processor", self._span_processor)
+        if logger_provider is None:
             return
         try:
             from opentelemetry.sdk import _logs as sdk_logs
@@ -115,8 +113,21 @@ class OpenTelemetrySource(Source):
             return
         if self._log_processor is None:
             self._log_processor = log_processor(self.tracker, self.guarded)
-        logger_provider.add_log_record_processor(self._log_processor)
-        self._providers.append(logger_provider)
+        self._attach(logger_provider, "add_log_record_processor", self._log_processor)
+
+    def _attach(self, provider: Any, add: str, processor: Any) -> None:
+        """Give ``provider`` our processor, once per process: an SDK provider cannot drop one,
+        so after a reload (or a new ``Recap.capture``) the one it has is fed to this source."""
+        if any(known is provider for known in self._providers):
+            return
+        self._providers.append(provider)
+        joined = _joined.setdefault(add, weakref.WeakKeyDictionary())
+        existing = joined.get(provider)
+        if existing is not None:
+            existing.feed(self.tracker, self.guarded)
+            return
+        getattr(provider, add)(processor)
+        joined[provider] = processor
 
     def after_cell(self) -> None:
         """A cell ended: runs it left open end with it if it failed (see ``GenAITracker``)."""
@@ -130,6 +141,10 @@ class OpenTelemetrySource(Source):
         # Processors cannot be removed from an SDK provider: ours stay, as no-ops (guarded).
         self._cancel_hooks()
         self._cancel_hooks = _nothing
+
+
+#: The processors given to each provider, by the method that added them (once per process).
+_joined: dict[str, weakref.WeakKeyDictionary[Any, Any]] = {}
 
 
 def _nothing() -> None:
