@@ -15,6 +15,7 @@ instead of reaching the internet.
 
 from __future__ import annotations
 
+import ast
 import json
 import queue
 import time
@@ -103,12 +104,26 @@ def run(kc: Any, code: str, *, expect_error: bool = False) -> list[dict[str, Any
     return messages
 
 
-def peek(kc: Any, expression: str) -> Any:
-    """Evaluate ``expression`` in the kernel without recording it; its value via JSON."""
-    code = f"import json as _j; print(_j.dumps({expression}, default=str))"
-    messages = execute(kc, code, store_history=False)
-    assert not errors(messages), errors(messages)
-    return json.loads(stream_text(messages))
+def peek(kc: Any, expression: str, timeout: float = 60) -> Any:
+    """Evaluate ``expression`` in the kernel without recording it; its value via JSON.
+
+    It travels as a user expression in the execute reply, not as printed output: printed output
+    is flushed by the kernel's own schedule, and right after an interrupt on a loaded machine it
+    could arrive after the execution was reported idle.
+    """
+    msg_id = kc.execute(
+        "",
+        silent=True,
+        store_history=False,
+        user_expressions={"value": f"__import__('json').dumps({expression}, default=str)"},
+    )
+    while True:
+        reply = kc.get_shell_msg(timeout=timeout)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            break
+    found = reply["content"]["user_expressions"]["value"]
+    assert found.get("status") == "ok", found
+    return json.loads(ast.literal_eval(found["data"]["text/plain"]))
 
 
 def entries(kc: Any) -> list[dict[str, Any]]:

@@ -62,7 +62,8 @@ def _capture_line(ext: RecapExtension) -> str:
         return "off (Recap.capture = [] or JUPYTER_RECAP_CAPTURE=0)"
     if not lines:
         return "no supported agent framework installed"
-    return "; ".join(lines)
+    # One source per line, aligned under the first: several frameworks are often installed.
+    return "\n             ".join(lines)
 
 
 def _memory_line(ext: RecapExtension) -> str:

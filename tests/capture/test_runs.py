@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 import warnings
 from types import ModuleType
@@ -223,11 +222,13 @@ def test_a_source_installs_when_its_framework_is_imported_later(
 
 
 def test_status_lists_the_sources(shell: Any, ext: Any, capsys: Any) -> None:
-    threading.Thread(target=lambda: None).start()
     shell.run_line_magic("recap", "status")
-    out = capsys.readouterr().out
-    line = next(line for line in out.splitlines() if line.startswith("capture:"))
-    assert "openai-agents 0.20" in line and "langchain" in line
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("capture:"))
+    assert lines[start].startswith("capture:     openai-agents 0.20")
+    # one source per line, aligned under the first, before the next heading
+    assert lines[start + 1].startswith(" " * 13 + "pydantic-ai")
+    assert any(line.strip().startswith("langchain") for line in lines[start : start + 6])
 
 
 def test_runs_inside_an_agent_magic_cell_are_not_recorded_twice(shell: Any, ext: Any) -> None:
