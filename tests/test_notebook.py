@@ -437,3 +437,41 @@ def test_demo_notebook_tells_a_complete_story() -> None:
     last_reply = [e for e in transcript if e.kind == "assistant"][-1]
     assert "Next: " in last_reply.text
     assert "invoices.ts" in transcript.entries[0].text + last_reply.text
+
+
+def test_ai_error_line_is_a_turn_about_the_latest_failure(tmp_path: Path) -> None:
+    failing = agent_cell(
+        "print(df2)",
+        [
+            {
+                "output_type": "error",
+                "ename": "NameError",
+                "evalue": "name 'df2' is not defined",
+                "traceback": [],
+            }
+        ],
+        execution_count=3,
+        id="c1",
+    )
+    asked = agent_cell(
+        "%ai error openai-chat:gpt-4o-mini",
+        [
+            display(
+                {"text/markdown": "df2 was never defined; the cell above assigns df."},
+                {"jupyter_ai": {"provider_id": "openai-chat", "model_id": "gpt-4o-mini"}},
+            )
+        ],
+        execution_count=4,
+        id="c2",
+    )
+    listing = agent_cell("%ai list", [], execution_count=5, id="c3")
+    path = write_notebook(tmp_path / "ai-line.ipynb", [failing, asked, listing])
+    transcript = read_notebook(path)
+    turn = by_cell(transcript, "c2")
+    # the same wording as the live kernel's: jupyter-ai's own request about the failure
+    assert (
+        turn["user"].text == "Explain the following error:\n\nNameError: name 'df2' is not defined"
+    )
+    assert turn["user"].name == "openai-chat:gpt-4o-mini"
+    assert "never defined" in turn["assistant"].text and turn["outcome"].outcome == "ok"
+    assert [e.kind for e in transcript if e.cell_id == "c3"] == ["code"]  # management: a cell
