@@ -507,14 +507,22 @@ async def test_execution_state_and_idle_seconds_follow_cells(
     session = Session()
     try:
         # The watcher subscribes to the kernel's IOPub asynchronously; a status sent before
-        # the subscription took effect is never seen. Run empty cells until one has been.
+        # the subscription took effect is never seen. Run short cells until the watcher has
+        # seen one busy: "idle" alone proves nothing, as it may be taken over from
+        # jupyter_server's own tracking before our subscription receives anything.
         for _ in range(50):
-            warm_id, raw = ws_message(session, "execute_request", {"code": "", "silent": False})
+            warm = {"code": "import time; time.sleep(0.3)", "silent": False}
+            warm_id, raw = ws_message(session, "execute_request", warm)
             await ws.write_message(raw)
+            seen_busy = False
+            for _ in range(10):
+                await asyncio.sleep(0.02)
+                if (await api("kernels", kernel_id))[1]["execution_state"] == "busy":
+                    seen_busy = True
+                    break
             await until_idle(ws, warm_id)
-            if (await api("kernels", kernel_id))[1]["execution_state"] == "idle":
+            if seen_busy:
                 break
-            await asyncio.sleep(0.1)
         code = SELF_CHECK.format(kernel_id=kernel_id)
         msg_id, raw = ws_message(session, "execute_request", {"code": code, "silent": False})
         await ws.write_message(raw)
