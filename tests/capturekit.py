@@ -19,7 +19,7 @@ import ast
 import json
 import queue
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -187,3 +187,36 @@ def refuses_unknown_api(fake: FakeLLM, source: str, module: str) -> list[str]:
         return [*warning, *line]
     finally:
         kernelutil.stop(km, kc)
+
+
+#: The person's usual OpenTelemetry setup: an SDK provider, the openai client instrumented.
+OTEL_SETUP = """
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+trace.set_tracer_provider(TracerProvider())
+OpenAIInstrumentor().instrument()
+"""
+
+
+def new_entries(kc: Any, before: int) -> list[dict[str, Any]]:
+    """The turn entries (not ordinary cells) written since the transcript had ``before``."""
+    return [e for e in entries(kc)[before:] if e["kind"] != "code"]
+
+
+def brief(items: Iterable[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(kind, name, text, error, outcome) of each entry, for readable asserts."""
+    return [
+        (e["kind"], e.get("name"), e.get("text"), e.get("error"), e.get("outcome")) for e in items
+    ]
+
+
+def wait_outcome(kc: Any, before: int, timeout: float = 20) -> list[dict[str, Any]]:
+    """The entries since ``before`` once one is an outcome (a run that ends in the background)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = entries(kc)[before:]
+        if any(e["kind"] == "outcome" for e in found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)

@@ -9,7 +9,6 @@ is nothing to register with jupyter-ai: the source only follows whether it was l
 
 from __future__ import annotations
 
-import importlib.metadata
 from types import ModuleType
 from typing import Any
 
@@ -25,18 +24,10 @@ class JupyterAISource(Source):
     module = "jupyter_ai_magics"
     also_modules = (V3_MODULE,)
     distribution = "jupyter-ai-magics"
+    also_distributions = ("jupyter-ai-magic-commands",)
 
     def install(self, module: ModuleType) -> None:
         """Nothing to hook: the recorder asks :attr:`on` before treating ``%ai`` as a turn."""
-
-    def version(self) -> str | None:
-        """The v2 package's version, else the v3 magics package's."""
-        for name in (self.distribution, "jupyter-ai-magic-commands"):
-            try:
-                return importlib.metadata.version(name)
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        return None
 
 
 def latest_error(user_ns: dict[str, Any], before: int) -> str | None:

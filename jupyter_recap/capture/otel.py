@@ -41,8 +41,6 @@ class OpenTelemetrySource(Source):
         self._sdk: ModuleType | None = None
         self._span_processor: Any = None
         self._log_processor: Any = None
-        self._providers: list[Any] = []
-        """Providers we added to (so a provider is never given two processors)."""
         self._cancel_hooks: Callable[[], None] = _nothing
         self._get_tracer_provider: Callable[[], Any] = _nothing
         self._get_logger_provider: Callable[[], Any] = _nothing
@@ -118,9 +116,6 @@ class OpenTelemetrySource(Source):
     def _attach(self, provider: Any, add: str, processor: Any) -> None:
         """Give ``provider`` our processor, once per process: an SDK provider cannot drop one,
         so after a reload (or a new ``Recap.capture``) the one it has is fed to this source."""
-        if any(known is provider for known in self._providers):
-            return
-        self._providers.append(provider)
         joined = _joined.setdefault(add, weakref.WeakKeyDictionary())
         existing = joined.get(provider)
         if existing is not None:

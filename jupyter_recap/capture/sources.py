@@ -42,6 +42,8 @@ class Source:
     """The import that brings the framework in (the source installs right after it)."""
     distribution: ClassVar[str]
     """The package whose version is reported."""
+    also_distributions: ClassVar[tuple[str, ...]] = ()
+    """Packages that bring the framework otherwise (another generation of it)."""
     also_modules: ClassVar[tuple[str, ...]] = ()
     """Other imports that bring the framework in (another generation of it)."""
 
@@ -73,11 +75,13 @@ class Source:
         return self.hub.turns.get(self.name, 0)
 
     def version(self) -> str | None:
-        """The installed framework version, if known."""
-        try:
-            return importlib.metadata.version(self.distribution)
-        except importlib.metadata.PackageNotFoundError:
-            return None
+        """The installed framework version, if known (the first package found)."""
+        for name in (self.distribution, *self.also_distributions):
+            try:
+                return importlib.metadata.version(name)
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        return None
 
     def activate(self, module: ModuleType) -> None:
         """Install into the imported framework; a failure turns the source off with a warning."""

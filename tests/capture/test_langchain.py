@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 from capturekit import (
+    OTEL_SETUP,
+    brief,
     capture_warnings,
     entries,
     errors,
     execute,
+    new_entries,
     peek,
     recap_request,
     refuses_unknown_api,
@@ -20,6 +23,7 @@ from capturekit import (
     start_agent_kernel,
     status,
     wait_idle,
+    wait_outcome,
 )
 from fakellm import FakeLLM, answer, hang, slow, tool_calls
 from fakellm import status as http_status
@@ -81,40 +85,19 @@ def kc(kernel: tuple[Any, Any], fake: FakeLLM) -> Any:
     return kernel[1]
 
 
-def _new(kc: Any, before: int) -> list[dict[str, Any]]:
-    return entries(kc)[before:]
-
-
-def _lines(found: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    return [
-        (e["kind"], e.get("name"), e.get("text"), e.get("error"), e.get("outcome"))
-        for e in found
-        if e["kind"] != "code"
-    ]
-
-
-def _wait_outcome(kc: Any, before: int, timeout: float = 20) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = _new(kc, before)
-        if any(e["kind"] == "outcome" for e in found) or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
-
-
 def test_invoke_is_one_turn_with_tools_reply_and_model(kc: Any, fake: FakeLLM) -> None:
     fake.respond(*WEATHER)
     before = len(entries(kc))
     out = stream_text(run(kc, INVOKE))
     assert out.startswith("It is sunny in Paris.")
-    assert _lines(_new(kc, before)) == [
+    assert brief(new_entries(kc, before)) == [
         ("user", "openai:gpt-4o-mini", "weather in Paris?", None, None),
         ("tool_call", "get_weather", "city='Paris'", None, None),
         ("tool_result", "get_weather", "sunny in Paris", None, None),
         ("assistant", None, "It is sunny in Paris.", None, None),
         ("outcome", None, None, None, "ok"),
     ]
-    assert all(e["kind"] != "code" for e in _new(kc, before))  # no duplicate code entry
+    assert all(e["kind"] != "code" for e in entries(kc)[before:])  # no duplicate code entry
     assert peek(kc, "__import__('jupyter_recap').current().active_model") == "openai:gpt-4o-mini"
     request = recap_request(kc, fake)
     for text in ("weather in Paris?", "get_weather", "Paris", "sunny in Paris", "It is sunny"):
@@ -126,7 +109,7 @@ def test_ainvoke_and_stream_values(kc: Any, fake: FakeLLM) -> None:
     fake.respond(*WEATHER)
     before = len(entries(kc))
     run(kc, 'result = await agent.ainvoke({"messages": [("user", "async Paris?")]})')
-    found = _lines(_new(kc, before))
+    found = brief(new_entries(kc, before))
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "async Paris?")
     assert ("tool_call", "get_weather", "city='Paris'", None, None) in found
     assert found[-2:] == [
@@ -140,7 +123,7 @@ def test_ainvoke_and_stream_values(kc: Any, fake: FakeLLM) -> None:
         'for chunk in agent.stream({"messages": [("user", "streamed Paris?")]},'
         ' stream_mode="values"):\n    last = chunk',
     )
-    found = _lines(_new(kc, before))
+    found = brief(new_entries(kc, before))
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "streamed Paris?")
     assert ("tool_result", "get_weather", "sunny in Paris", None, None) in found
     assert found[-1][4] == "ok" and found[-2][2] == "It is sunny in Paris."
@@ -158,7 +141,7 @@ def test_two_runs_in_one_cell_are_two_turns_and_plain_chains_are_not(
         'a = agent.invoke({"messages": [("user", "one?")]})\n'
         'b = agent.invoke({"messages": [("user", "two?")]})',
     )
-    found = _lines(_new(kc, before))
+    found = brief(new_entries(kc, before))
     assert [e[0] for e in found] == ["user", "assistant", "outcome"] * 2
     assert [found[0][2], found[1][2], found[3][2], found[4][2]] == [
         "one?",
@@ -177,7 +160,7 @@ def test_agent_as_tool_is_one_turn_with_inner_lines(kc: Any, fake: FakeLLM) -> N
     )
     before = len(entries(kc))
     run(kc, 'r = boss.invoke({"messages": [("user", "ask about Paris")]})')
-    assert _lines(_new(kc, before)) == [
+    assert brief(new_entries(kc, before)) == [
         ("user", "openai:gpt-4o-mini", "ask about Paris", None, None),
         ("tool_call", "ask_researcher", "question='Paris?'", None, None),
         ("tool_call", "researcher", "Paris?", None, None),
@@ -194,7 +177,7 @@ def test_tool_that_raises(kc: Any, fake: FakeLLM) -> None:
     fake.respond(tool_calls(("explode", {"city": "Oslo"})), answer("Sorry."))
     before = len(entries(kc))
     messages = execute(kc, 'r = agent.invoke({"messages": [("user", "Oslo?")]})')
-    found = _new(kc, before)
+    found = entries(kc)[before:]
     results = [e for e in found if e["kind"] == "tool_result"]
     assert results and results[0]["name"] == "explode"
     assert "no data for Oslo" in results[0]["error"]
@@ -211,10 +194,11 @@ def test_agent_that_raises(kc: Any, fake: FakeLLM) -> None:
     before = len(entries(kc))
     messages = execute(kc, 'r = agent.invoke({"messages": [("user", "fail please")]})')
     assert errors(messages)
-    found = _lines(_new(kc, before))
+    found = brief(new_entries(kc, before))
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "fail please")
     assert found[-1][4] == "errored" and "model exploded" in found[-1][3]
-    assert not any(e[0] == "code" for e in found)
+    # the failed cell is not noted a second time as an ordinary cell
+    assert not any(e["kind"] == "code" for e in entries(kc)[before:])
 
 
 def test_interrupted_run_is_aborted(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
@@ -227,7 +211,7 @@ def test_interrupted_run_is_aborted(kernel: tuple[Any, Any], fake: FakeLLM) -> N
     time.sleep(0.3)
     km.interrupt_kernel()
     wait_idle(kc, msg_id)
-    found = _lines(_new(kc, before))
+    found = brief(new_entries(kc, before))
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "never answered")
     assert found[-1][4] == "aborted"
 
@@ -239,7 +223,7 @@ def test_background_run_is_one_turn(kc: Any, fake: FakeLLM) -> None:
         kc,
         'task = asyncio.ensure_future(agent.ainvoke({"messages": [("user", "later Rome?")]}))',
     )
-    found = _lines(_wait_outcome(kc, before))
+    found = brief(e for e in wait_outcome(kc, before) if e["kind"] != "code")
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "later Rome?")
     assert ("tool_call", "get_weather", "city='Rome'", None, None) in found
     assert [e[0] for e in found].count("user") == 1
@@ -259,21 +243,12 @@ def test_output_unchanged_by_capture(kc: Any, fake: FakeLLM) -> None:
     assert stream_text(with_ext, "stderr") == stream_text(without, "stderr") == ""
 
 
-OTEL = """
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-trace.set_tracer_provider(TracerProvider())
-OpenAIInstrumentor().instrument()
-"""
-
-
 def test_model_client_traced_by_opentelemetry_is_not_a_second_turn(kc: Any, fake: FakeLLM) -> None:
-    run(kc, OTEL)  # the opentelemetry source finds the provider before the next cell
+    run(kc, OTEL_SETUP)  # the opentelemetry source finds the provider before the next cell
     fake.respond(*WEATHER)
     before = len(entries(kc))
     run(kc, 'r = agent.invoke({"messages": [("user", "traced Paris?")]})')
-    found = [e for e in entries(kc)[before:] if e["kind"] != "code"]
+    found = new_entries(kc, before)
     assert [e["kind"] for e in found].count("user") == 1
     assert found[0]["text"] == "traced Paris?"
     assert [e["kind"] for e in found].count("outcome") == 1

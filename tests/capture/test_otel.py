@@ -18,9 +18,12 @@ from typing import Any
 
 import pytest
 from capturekit import (
+    OTEL_SETUP,
+    brief,
     entries,
     errors,
     execute,
+    new_entries,
     peek,
     recap_request,
     run,
@@ -42,15 +45,6 @@ if importlib.util.find_spec("opentelemetry.util.genai.instruments") is None:
 
 pytestmark = pytest.mark.timeout(180)
 
-
-PROVIDER = """
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-
-trace.set_tracer_provider(TracerProvider())
-OpenAIInstrumentor().instrument()
-"""
 
 LOOP = """
 import json
@@ -110,21 +104,11 @@ def kernel(fake: FakeLLM) -> Iterator[tuple[Any, Any]]:
     km, kc = start_kernel(fake)
     try:
         run(kc, "%load_ext jupyter_recap")
-        run(kc, PROVIDER)
+        run(kc, OTEL_SETUP)
         run(kc, LOOP.format(url=fake.url + "/v1"))
         yield km, kc
     finally:
         stop(km, kc)
-
-
-def new_entries(kc: Any, before: int) -> list[dict[str, Any]]:
-    return [e for e in entries(kc)[before:] if e["kind"] != "code"]
-
-
-def brief(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    return [
-        (e["kind"], e.get("name"), e.get("text"), e.get("error"), e.get("outcome")) for e in items
-    ]
 
 
 def weather_turn(question: str, city: str, reply: str) -> list[tuple[Any, ...]]:
@@ -247,7 +231,7 @@ def test_provider_set_before_load_and_output_unchanged() -> None:
         for load in (False, True):
             km, kc = start_kernel(fake)
             try:
-                run(kc, PROVIDER + LOOP.format(url=fake.url + "/v1"))
+                run(kc, OTEL_SETUP + LOOP.format(url=fake.url + "/v1"))
                 if load:
                     run(kc, "%load_ext jupyter_recap")
                 fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("Sunny."))
@@ -287,7 +271,7 @@ def test_version_drift_and_failing_callback_in_the_kernel(fake: FakeLLM) -> None
     km, kc = start_kernel(fake)
     try:
         run(kc, "%load_ext jupyter_recap")
-        run(kc, PROVIDER + LOOP.format(url=fake.url + "/v1"))
+        run(kc, OTEL_SETUP + LOOP.format(url=fake.url + "/v1"))
         find = (
             "src = [s for s in __import__('gc').get_objects()"
             " if type(s).__name__ == 'OpenTelemetrySource'][0]\n"
@@ -455,7 +439,7 @@ def test_pydantic_ai_runs_are_not_recorded_twice(fake: FakeLLM) -> None:
     km, kc = start_kernel(fake)
     try:
         run(kc, "%load_ext jupyter_recap")
-        run(kc, PROVIDER)
+        run(kc, OTEL_SETUP)
         run(kc, setup)
         before = len(entries(kc))
         fake.respond(tool_calls(("get_weather", {"city": "Kyiv"})), answer("Kyiv is cold."))

@@ -15,10 +15,12 @@ from typing import Any
 
 import pytest
 from capturekit import (
+    brief,
     entries,
     errors,
     execute,
     kernel_env,
+    new_entries,
     peek,
     recap_request,
     run,
@@ -76,23 +78,12 @@ def kernel(fake: FakeLLM) -> Iterator[tuple[Any, Any]]:
         stop(km, kc)
 
 
-def new_entries(kc: Any, before: int) -> list[dict[str, Any]]:
-    return [e for e in entries(kc)[before:] if e["kind"] != "code"]
-
-
 def raised(messages: list[dict[str, Any]], text: str) -> bool:
     """Whether the cell failed with ``text`` (IPython sometimes prints a plain traceback for
     exceptions raised in pydantic-ai's worker threads instead of sending an error message)."""
     return any(text in found for found in errors(messages)) or text in stream_text(
         messages, "stderr"
     )
-
-
-def brief(items: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
-    """(kind, name, text, error, outcome) of each entry, for readable asserts."""
-    return [
-        (e["kind"], e.get("name"), e.get("text"), e.get("error"), e.get("outcome")) for e in items
-    ]
 
 
 def test_run_sync_with_a_tool_is_one_turn(kernel: tuple[Any, Any], fake: FakeLLM) -> None:

@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 from capturekit import (
+    OTEL_SETUP,
+    brief,
     capture_warnings,
     entries,
     errors,
     execute,
+    new_entries,
     peek,
     recap_request,
     refuses_unknown_api,
@@ -20,6 +23,7 @@ from capturekit import (
     start_agent_kernel,
     status,
     wait_idle,
+    wait_outcome,
 )
 from fakellm import FakeLLM, answer, hang, slow, tool_calls
 from fakellm import status as http_status
@@ -79,28 +83,12 @@ def kc(kernel: tuple[Any, Any], fake: FakeLLM) -> Any:
     return kernel[1]
 
 
-def _new(kc: Any, before: int) -> list[tuple[Any, ...]]:
-    return [
-        (e["kind"], e.get("name"), e.get("text"), e.get("error"), e.get("outcome"))
-        for e in entries(kc)[before:]
-    ]
-
-
-def _wait_outcome(kc: Any, before: int, timeout: float = 20) -> list[tuple[Any, ...]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        found = _new(kc, before)
-        if any(e[0] == "outcome" for e in found) or time.monotonic() > deadline:
-            return found
-        time.sleep(0.2)
-
-
 def test_run_is_one_turn_with_tools_reply_and_model(kc: Any, fake: FakeLLM) -> None:
     fake.respond(*WEATHER)
     before = len(entries(kc))
     out = stream_text(run(kc, RUN))
     assert "RESULT It is sunny in Paris." in out
-    assert _new(kc, before) == [
+    assert brief(entries(kc)[before:]) == [
         ("user", "openai:gpt-4o-mini", "weather in Paris?", None, None),
         ("tool_call", "get_weather", "city='Paris'", None, None),
         ("tool_result", "get_weather", "sunny in Paris", None, None),
@@ -122,7 +110,7 @@ def test_stream_and_two_runs_in_one_cell(kc: Any, fake: FakeLLM) -> None:
         'steps = list(agent.run("streamed Paris?", stream=True))\n'
         'second = agent.run("just answer")',
     )
-    found = _new(kc, before)
+    found = brief(entries(kc)[before:])
     assert [e[0] for e in found] == [
         "user",
         "tool_call",
@@ -149,7 +137,7 @@ def test_closed_stream_still_ends_the_turn(kc: Any, fake: FakeLLM) -> None:
         "        break\n"
         "gen.close()",
     )
-    found = _new(kc, before)
+    found = brief(entries(kc)[before:])
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "partial?")
     assert ("tool_result", "get_weather", "sunny in Paris", None, None) in found
     assert found[-1][3:] == ("the stream was closed before the agent answered", "errored")
@@ -165,7 +153,7 @@ def test_managed_agent_is_one_turn_with_inner_lines(kc: Any, fake: FakeLLM) -> N
     )
     before = len(entries(kc))
     run(kc, 'r = boss.run("ask the researcher")')
-    found = _new(kc, before)
+    found = brief(entries(kc)[before:])
     assert found[:4] == [
         ("user", "openai:gpt-4o-mini", "ask the researcher", None, None),
         ("tool_call", "researcher", "Paris weather", None, None),
@@ -190,7 +178,7 @@ def test_code_agent_steps_are_tool_lines(kc: Any, fake: FakeLLM) -> None:
         "from smolagents import CodeAgent\n"
         "r = CodeAgent(tools=[get_weather], model=model).run('code Paris?')",
     )
-    found = _new(kc, before)
+    found = brief(entries(kc)[before:])
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "code Paris?")
     assert found[1][:3] == (
         "tool_call",
@@ -208,7 +196,7 @@ def test_tool_that_raises(kc: Any, fake: FakeLLM) -> None:
     fake.respond(tool_calls(("get_weather", {"city": "Oslo"})), final("No data."))
     before = len(entries(kc))
     run(kc, 'r = agent.run("Oslo?")')
-    found = _new(kc, before)
+    found = brief(entries(kc)[before:])
     assert found[1] == ("tool_call", "get_weather", "city='Oslo'", None, None)
     assert found[2][:2] == ("tool_result", "get_weather") and "no data for Oslo" in found[2][3]
     assert found[-2:] == [
@@ -222,7 +210,7 @@ def test_agent_that_raises(kc: Any, fake: FakeLLM) -> None:
     before = len(entries(kc))
     messages = execute(kc, 'r = agent.run("fail please")')
     assert errors(messages)
-    found = _new(kc, before)
+    found = brief(entries(kc)[before:])
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "fail please")
     # The source's account wins over the cell's wrapper ("Error while generating output:"):
     # the model server's own error is what the person needs to read.
@@ -241,7 +229,7 @@ def test_interrupted_run_is_aborted(kernel: tuple[Any, Any], fake: FakeLLM) -> N
     time.sleep(0.3)
     km.interrupt_kernel()
     wait_idle(kc, msg_id)
-    found = _new(kc, before)
+    found = brief(entries(kc)[before:])
     assert found[0][:3] == ("user", "openai:gpt-4o-mini", "never answered")
     assert found[-1][4] == "aborted"
 
@@ -253,7 +241,7 @@ def test_background_run_is_one_turn(kc: Any, fake: FakeLLM) -> None:
         kc,
         'worker = threading.Thread(target=agent.run, args=("later Rome?",))\nworker.start()',
     )
-    found = _wait_outcome(kc, before)
+    found = brief(wait_outcome(kc, before))
     turn = [e for e in found if e[0] != "code"]
     assert turn[0][:3] == ("user", "openai:gpt-4o-mini", "later Rome?")
     assert ("tool_call", "get_weather", "city='Rome'", None, None) in turn
@@ -290,21 +278,12 @@ def _outputs(messages: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-OTEL = """
-from opentelemetry import trace
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
-trace.set_tracer_provider(TracerProvider())
-OpenAIInstrumentor().instrument()
-"""
-
-
 def test_model_client_traced_by_opentelemetry_is_not_a_second_turn(kc: Any, fake: FakeLLM) -> None:
-    run(kc, OTEL)  # the opentelemetry source finds the provider before the next cell
+    run(kc, OTEL_SETUP)  # the opentelemetry source finds the provider before the next cell
     fake.respond(*WEATHER)
     before = len(entries(kc))
     run(kc, 'r = agent.run("traced Paris?")')
-    found = [e for e in entries(kc)[before:] if e["kind"] != "code"]
+    found = new_entries(kc, before)
     assert [e["kind"] for e in found].count("user") == 1
     assert found[0]["text"] == "traced Paris?"
     assert [e["kind"] for e in found].count("outcome") == 1
