@@ -11,7 +11,7 @@ import pathlib
 from typing import Any
 
 import anywidget
-from traitlets import Bool, Enum, Unicode, observe
+from traitlets import Bool, Dict, Enum, List, Unicode, observe
 
 from .textutil import printable
 
@@ -19,6 +19,8 @@ _STATIC = pathlib.Path(__file__).parent / "static"
 
 #: The states a banner can be in; ``hidden`` renders nothing.
 STATES = ("hidden", "drafting", "shown", "failed")
+
+_NO_LINKS: dict[str, Any] = {"links": [], "stop_cell": None}
 
 LABEL = "✦ recap"
 DRAFTING = "drafting…"
@@ -42,34 +44,63 @@ class RecapBanner(anywidget.AnyWidget):
         sync=True
     )
     dismissed = Bool(False, help="Set by the dismiss button in the browser.").tag(sync=True)
+    links = List(
+        Dict(),
+        help="""Spans of ``text`` that name a cell: ``{start, end, cell_id}`` with UTF-16
+        offsets. Made by jupyter_recap from recorded cell ids, never from model output; the
+        labextension turns them into links that select the cell.""",
+    ).tag(sync=True)
+    stop_cell = Dict(
+        None,
+        allow_none=True,
+        help="""Where the work stopped: ``{cell_id, label, failed}`` (the failed cell, else the
+        latest agent cell), or None.""",
+    ).tag(sync=True)
 
-    def show(self, text: str, model: str, reason: str = "manual", note: str = "") -> None:
-        """Show a finished recap written by engine ``model``."""
-        self._set(state="shown", text=text, model=model, reason=reason, note=note)
+    def show(
+        self,
+        text: str,
+        model: str,
+        reason: str = "manual",
+        note: str = "",
+        links: list[dict[str, Any]] | None = None,
+        stop_cell: dict[str, Any] | None = None,
+    ) -> None:
+        """Show a finished recap written by engine ``model``, with its cell links."""
+        self._set(
+            state="shown",
+            text=text,
+            model=model,
+            reason=reason,
+            note=note,
+            links=links or [],
+            stop_cell=stop_cell,
+        )
 
     def drafting(self, model: str = "", reason: str = "manual") -> None:
         """Show the "drafting…" state while a recap is being written."""
-        self._set(state="drafting", text="", model=model, reason=reason, note="")
+        self._set(state="drafting", text="", model=model, reason=reason, note="", **_NO_LINKS)
 
     def fail(self, note: str, model: str = "") -> None:
         """Show that drafting failed, with a short human-readable reason in ``note``."""
-        self._set(state="failed", text="", model=model or self.model, note=note)
+        self._set(state="failed", text="", model=model or self.model, note=note, **_NO_LINKS)
 
     def clear(self) -> None:
         """Hide the banner and forget its text."""
-        self._set(state="hidden", text="", note="")
+        self._set(state="hidden", text="", note="", **_NO_LINKS)
 
-    def _set(self, **values: str) -> None:
+    def _set(self, **values: Any) -> None:
         """Apply ``values`` and reset ``dismissed``, sending one update to the front end.
 
-        Every value is made inert first: the browser writes it with ``textContent``, which
+        Every text is made inert first: the browser writes it with ``textContent``, which
         would still let a bidi override reorder what is read, and :meth:`plain_text` goes to
-        terminals (``jupyter console``), which would act on escape sequences.
+        terminals (``jupyter console``), which would act on escape sequences. (Link offsets
+        are computed by the caller on text that is already printable.)
         """
         with self.hold_sync():
             self.set_trait("dismissed", False)
             for name, value in values.items():
-                self.set_trait(name, printable(value))
+                self.set_trait(name, printable(value) if isinstance(value, str) else value)
 
     @observe("dismissed")
     def _on_dismissed(self, change: dict[str, Any]) -> None:

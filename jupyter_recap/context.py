@@ -69,6 +69,8 @@ def render_entry(entry: Entry, clean: Redactor) -> str | None:
         more = f" (+{lines - 1} lines)" if lines > 1 else ""
         status = f" → error: {_line(clean, entry.error, ERROR_CHARS)}" if entry.error else " → ok"
         return f"{label}: {head}{more}{status}"
+    if kind == "event":
+        return "Event: " + _line(clean, entry.text, ERROR_CHARS)
     if kind == "outcome":
         if entry.outcome == "aborted":
             return "Turn aborted (interrupted before it finished)."

@@ -112,12 +112,51 @@ def _slash(url: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
+class KernelRoutes:
+    """The server routes of one kernel, with that kernel's credentials (shared by the feed and
+    the state reporter)."""
+
+    def __init__(self, server: ServerInfo, kernel_id: str, key: bytes = b"") -> None:
+        self.server = server
+        self.kernel_id = kernel_id
+        self.headers = dict(server.headers)
+        if key:
+            self.headers[KERNEL_HEADER] = kernel_proof(key, kernel_id)
+
+    @property
+    def base(self) -> str:
+        return f"{self.server.url}jupyter-recap/api/kernels/{quote(self.kernel_id)}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        timeout: float,
+        cancel: CancelToken,
+    ) -> dict[str, Any]:
+        from .providers.transport import request_json
+
+        return request_json(
+            method,
+            self.base + path,
+            headers=dict(self.headers),
+            body=body,
+            timeout=timeout,
+            cancel=cancel,
+            provider_id="jupyter server",
+        )
+
+
 class FocusFeed:
     """Long-polls the server's event feed for one kernel and calls back on each event.
 
     ``on_focus(focused, at)`` gets the server's UNIX time of the change; ``on_input()`` runs when
-    the person typed in the notebook. Both run on the feed's thread. ``key`` is the kernel's
-    connection key, for :func:`kernel_proof`; without one only the server's headers are sent.
+    the person typed in the notebook; ``on_kernel(what, at)`` hears what the server saw happen
+    to this kernel (``restarted``, ``crashed``, ``died``) — also the history of it on each
+    (re)connection, since a restarted kernel learns of its restart only that way. All run on
+    the feed's thread. ``key`` is the kernel's connection key, for :func:`kernel_proof`;
+    without one only the server's headers are sent.
     """
 
     def __init__(
@@ -127,16 +166,16 @@ class FocusFeed:
         *,
         on_focus: Callable[[bool, float], None],
         on_input: Callable[[], None],
+        on_kernel: Callable[[str, float], None] | None = None,
         banner_model_id: str | None = None,
         key: bytes = b"",
     ) -> None:
         self.server = server
         self.kernel_id = kernel_id
-        self._headers = dict(server.headers)
-        if key:
-            self._headers[KERNEL_HEADER] = kernel_proof(key, kernel_id)
+        self.routes = KernelRoutes(server, kernel_id, key)
         self._on_focus = on_focus
         self._on_input = on_input
+        self._on_kernel = on_kernel
         self._banner = banner_model_id
         self._cancel = CancelToken()
         self._thread: threading.Thread | None = None
@@ -150,7 +189,7 @@ class FocusFeed:
 
     @property
     def base(self) -> str:
-        return f"{self.server.url}jupyter-recap/api/kernels/{quote(self.kernel_id)}"
+        return self.routes.base
 
     def start(self) -> None:
         """Start polling in a daemon thread."""
@@ -219,17 +258,7 @@ class FocusFeed:
     def _request(
         self, method: str, path: str, body: dict[str, Any] | None, timeout: float
     ) -> dict[str, Any]:
-        from .providers.transport import request_json
-
-        return request_json(
-            method,
-            self.base + path,
-            headers=dict(self._headers),
-            body=body,
-            timeout=timeout,
-            cancel=self._cancel,
-            provider_id="jupyter server",
-        )
+        return self.routes.request(method, path, body, timeout, self._cancel)
 
     def _handle(self, data: dict[str, Any], seq: int, fresh: bool) -> int:
         new_seq = data.get("seq")
@@ -252,6 +281,9 @@ class FocusFeed:
             if isinstance(focused, bool):
                 changes = [e for e in events if isinstance(e, dict) and e.get("type") == "focus"]
                 self._on_focus(focused, _when(changes[-1]) if changes else time.time())
+            for event in events:
+                if isinstance(event, dict) and event.get("type") == "kernel":
+                    self._kernel_event(event)
             return new_seq
         for event in events:
             if not isinstance(event, dict):
@@ -260,9 +292,116 @@ class FocusFeed:
                 self._on_focus(bool(event["focused"]), _when(event))
             elif event.get("type") == "input":
                 self._on_input()
+            elif event.get("type") == "kernel":
+                self._kernel_event(event)
         return new_seq
+
+    def _kernel_event(self, event: dict[str, Any]) -> None:
+        what = event.get("what")
+        if self._on_kernel is not None and isinstance(what, str):
+            self._on_kernel(what, _when(event))
 
 
 def _when(event: dict[str, Any]) -> float:
     at = event.get("at")
     return float(at) if isinstance(at, (int, float)) else time.time()
+
+
+class StateReporter:
+    """Sends the kernel's agent state to the server (``PUT kernels/{id}/agent``), latest wins.
+
+    :meth:`poke` only sets a flag, so it is safe on a cell's path and from any thread; the
+    report is built and sent on this reporter's own thread. Urgent changes (a turn started or
+    ended, a recap, the task list) go out at once; mere activity (a tool call) at most once per
+    ``min_gap`` seconds. A failed send is retried with a backoff; a 404 or 403 (not our
+    server's kernel, no extension there) stops the reporter.
+    """
+
+    def __init__(
+        self,
+        routes: KernelRoutes,
+        build: Callable[[], dict[str, Any]],
+        *,
+        min_gap: float = 1.0,
+    ) -> None:
+        self.routes = routes
+        self._build = build
+        self.min_gap = min_gap
+        self._cond = threading.Condition()
+        self._dirty = True  # the first report goes out when the thread starts
+        self._urgent = True
+        self._stopped = False
+        self._last = 0.0
+        self._cancel = CancelToken()
+        self._thread: threading.Thread | None = None
+        self.sent = 0
+        """Reports the server accepted."""
+        self.last_error: str | None = None
+        self.stopped_because: str | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="jupyter-recap-report", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        self._cancel.cancel()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        self._thread = None
+
+    def poke(self, urgent: bool = True) -> None:
+        """The state changed; ``urgent`` changes skip the activity rate limit."""
+        with self._cond:
+            self._dirty = True
+            self._urgent = self._urgent or urgent
+            self._cond.notify()
+
+    def _run(self) -> None:
+        backoff, previous = MIN_BACKOFF, None
+        while True:
+            with self._cond:
+                while not self._dirty and not self._stopped:
+                    self._cond.wait()
+                if self._stopped:
+                    return
+                if not self._urgent:
+                    remaining = self._last + self.min_gap - time.monotonic()
+                    if remaining > 0:
+                        self._cond.wait(remaining)  # an urgent poke or the gap, then look again
+                        continue
+                self._dirty = self._urgent = False
+            try:
+                body = self._build()
+            except Exception:  # noqa: BLE001 - a broken report must not end the thread
+                get_logger().exception("agent state: building the report failed")
+                continue
+            if body == previous:
+                continue
+            try:
+                self.routes.request("PUT", "/agent", body, 10.0, self._cancel)
+            except Cancelled:
+                return
+            except (ProviderAuthError, ProviderHTTPError) as error:
+                if isinstance(error, ProviderAuthError) or error.status == 404:
+                    self.stopped_because = str(error)
+                    get_logger().info("agent state reports stopped: %s", error)
+                    return
+                backoff = self._failed(error, backoff)
+                continue
+            except ProviderError as error:
+                backoff = self._failed(error, backoff)
+                continue
+            previous, backoff, self.last_error = body, MIN_BACKOFF, None
+            self._last = time.monotonic()
+            self.sent += 1
+
+    def _failed(self, error: ProviderError, backoff: float) -> float:
+        """Keep the report pending and wait before trying again."""
+        self.last_error = str(error)
+        with self._cond:
+            self._dirty = self._urgent = True
+        self._cancel.wait(backoff)
+        return min(backoff * 2, MAX_BACKOFF)

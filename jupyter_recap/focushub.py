@@ -28,18 +28,30 @@ MAX_CLIENTS = 64
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One entry of a kernel's feed: ``focus`` (with ``focused``) or ``input``."""
+    """One entry of a kernel's feed: ``focus`` (with ``focused``), ``input``, or ``kernel``
+    (with ``what``: ``restarted``, ``crashed`` or ``died``, as the server saw it)."""
 
     seq: int
     type: str
     at: float
     focused: bool | None = None
+    what: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"seq": self.seq, "type": self.type, "at": round(self.at, 3)}
         if self.type == "focus":
             data["focused"] = self.focused
+        elif self.type == "kernel":
+            data["what"] = self.what
         return data
+
+
+@dataclass(frozen=True, slots=True)
+class CellRun:
+    """A cell the server saw finish: how long it ran and whether it raised."""
+
+    seconds: float
+    failed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +114,9 @@ class _Kernel:
     banner_model_id: str | None = None
     execution_state: str = "unknown"
     last_finished: float | None = None
+    busy_since: float | None = None
+    failed: bool = False
+    """The cell running now raised (an IOPub ``error`` answering it)."""
 
 
 def _round(value: float | None) -> float | None:
@@ -164,13 +179,33 @@ class FocusHub:
         """The kernel's banner widget model (``None`` clears it)."""
         self._kernel(kernel_id, self._clock()).banner_model_id = model_id
 
-    def set_execution(self, kernel_id: str, state: str) -> None:
-        """The kernel's execution state; leaving ``busy`` records when the cell finished."""
+    def set_execution(self, kernel_id: str, state: str) -> CellRun | None:
+        """The kernel's execution state; leaving ``busy`` records when the cell finished.
+
+        Returns the cell that finished with this change (how long it ran, whether it failed).
+        """
         now = self._clock()
         kernel = self._kernel(kernel_id, now)
+        finished = None
         if kernel.execution_state == "busy" and state != "busy":
             kernel.last_finished = now
+            started = kernel.busy_since if kernel.busy_since is not None else now
+            finished = CellRun(max(0.0, now - started), kernel.failed)
+        if state == "busy" and kernel.execution_state != "busy":
+            kernel.busy_since, kernel.failed = now, False
         kernel.execution_state = state
+        return finished
+
+    def cell_failed(self, kernel_id: str) -> None:
+        """The cell running now raised an error."""
+        kernel = self._kernels.get(kernel_id)
+        if kernel is not None and kernel.execution_state == "busy":
+            kernel.failed = True
+
+    def kernel_event(self, kernel_id: str, what: str) -> Event:
+        """The server saw the kernel restart or die; its next process reads this in the feed."""
+        now = self._clock()
+        return self._append(kernel_id, self._kernel(kernel_id, now), "kernel", now, what=what)
 
     def expire(self, now: float | None = None) -> list[str]:
         """Forget clients silent for longer than ``heartbeat_timeout``; kernels that flipped."""
@@ -267,10 +302,16 @@ class FocusHub:
         return True
 
     def _append(
-        self, kernel_id: str, kernel: _Kernel, kind: str, now: float, focused: bool | None = None
+        self,
+        kernel_id: str,
+        kernel: _Kernel,
+        kind: str,
+        now: float,
+        focused: bool | None = None,
+        what: str | None = None,
     ) -> Event:
         kernel.seq += 1
-        event = Event(kernel.seq, kind, now, focused)
+        event = Event(kernel.seq, kind, now, focused, what)
         kernel.events.append(event)  # the deque's maxlen keeps only the last max_events
         if self._notify is not None:
             self._notify(kernel_id)

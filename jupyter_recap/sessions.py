@@ -193,6 +193,7 @@ _SCHEDULING_KINDS = (
     "summary",
     "recap",
     "meta",
+    "event",
 )
 
 

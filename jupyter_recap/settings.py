@@ -11,6 +11,8 @@ import os
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
+from .agentboard import LONG_CELL_SECONDS
+
 _FALSE = {"0", "false", "no", "off"}
 MEMORY_ENV = "JUPYTER_RECAP_MEMORY"
 CAPTURE_ENV = "JUPYTER_RECAP_CAPTURE"
@@ -109,6 +111,12 @@ class Recap(Configurable):
         # A typo in the environment must not stop the extension from loading: it is dropped
         # (and %recap status shows which sources are on).
         return [name for name in names if name == "all" or name in SOURCE_NAMES]
+
+    long_cell_seconds = Float(
+        LONG_CELL_SECONDS,
+        help="""A cell that runs at least this long is noted in the transcript with its duration
+        and how it ended, so a recap can say what happened while you were away.""",
+    ).tag(config=True)
 
     record_code_cells = Bool(
         True,

@@ -17,6 +17,18 @@ def shorten(text: str, limit: int) -> str:
     return cut.rstrip(" ,;:-") + "…"
 
 
+def duration(seconds: float) -> str:
+    """``45 s``, ``3 min 12 s``, ``2 h 5 min``: how long something took, for people."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of ``text``, stripped."""
     for line in text.splitlines():

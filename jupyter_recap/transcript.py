@@ -18,7 +18,16 @@ from typing import Any, Literal, TypeGuard, get_args
 from .redact import redact_ends
 
 Kind = Literal[
-    "user", "assistant", "tool_call", "tool_result", "code", "summary", "outcome", "recap", "meta"
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "code",
+    "summary",
+    "outcome",
+    "recap",
+    "meta",
+    "event",
 ]
 Outcome = Literal["ok", "errored", "aborted"]
 
@@ -235,6 +244,11 @@ class Transcript:
     def meta(self, text: str) -> Entry:
         """Record bookkeeping that must not count as activity."""
         return self.append(Entry("meta", text))
+
+    def event(self, text: str, *, at: float | None = None, cell_id: str | None = None) -> Entry:
+        """Record something that happened around the work, not in it: the kernel restarted, a
+        cell ran for minutes. Recaps see it; it starts or ends no turn."""
+        return self.append(Entry("event", text, _now() if at is None else at, cell_id))
 
     @contextmanager
     def turn(self, prompt: str, *, model: str | None = None) -> Iterator[Transcript]:

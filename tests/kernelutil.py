@@ -45,13 +45,32 @@ def running_kernel(env: dict[str, str] | None = None) -> Iterator[Any]:
 
 
 def execute(
-    kc: Any, code: str, timeout: float = 60, *, store_history: bool = True
+    kc: Any,
+    code: str,
+    timeout: float = 60,
+    *,
+    store_history: bool = True,
+    cell_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``code`` and return every IOPub message of that execution, up to idle.
 
     ``store_history=False`` runs it the way frontends run their own requests: not recorded.
+    ``cell_id`` is sent the way JupyterLab sends a cell's id (``metadata.cellId``).
     """
-    msg_id = kc.execute(code, store_history=store_history)
+    if cell_id is None:
+        msg_id = kc.execute(code, store_history=store_history)
+    else:
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": store_history,
+            "user_expressions": {},
+            "allow_stdin": False,
+            "stop_on_error": True,
+        }
+        msg = kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        kc.shell_channel.send(msg)
+        msg_id = msg["header"]["msg_id"]
     messages: list[dict[str, Any]] = []
     while True:
         try:

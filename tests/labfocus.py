@@ -250,6 +250,22 @@ class LabPage:
             values[key] = json.loads(ast.literal_eval(result["data"]["text/plain"]))
         return values
 
+    def run_as_cell(self, name: str, code: str, cell_id: str) -> str:
+        """Run ``code`` in ``name``'s kernel the way its cell ``cell_id`` runs (recorded, with
+        that cell's id), without making the notebook current; the reply's status."""
+        return str(
+            self.page.evaluate(
+                _js(
+                    """const kernel = panel.sessionContext.session.kernel;
+                    const future = kernel.requestExecute(
+                      {code: arg.code, silent: false, store_history: true}, true,
+                      {cellId: arg.cell});
+                    return future.done.then(reply => reply.content.status);"""
+                ),
+                [name, {"code": code, "cell": cell_id}],
+            )
+        )
+
     def kernel_eval(self, name: str, expression: str) -> Any:
         return self.kernel_exec(name, "", {"value": expression})["value"]
 

@@ -29,6 +29,18 @@ class LabServer:
     token: str
     root: Path
 
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        """Call one of the server's REST routes (``path`` below its URL) with its token."""
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
+
     def lab_url(self, path: str) -> str:
         """Open ``path`` in a workspace of its own, so no other test's documents come back."""
         workspace = Path(path).stem

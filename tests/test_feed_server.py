@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,24 +16,12 @@ from labserver import LabServer, running_lab
 pytestmark = pytest.mark.timeout(120)
 
 
-def api(lab: LabServer, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    request = urllib.request.Request(
-        f"{lab.url}{path}",
-        method=method,
-        data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": f"token {lab.token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=10) as response:
-        raw = response.read()
-    return json.loads(raw) if raw else None
-
-
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, str, Any]]:
     tmp: Path = tmp_path_factory.mktemp("feed")
     env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
     with running_lab(tmp, env) as lab:
-        kernel_id = api(lab, "POST", "api/kernels", {"name": "python3"})["id"]
+        kernel_id = lab.api("POST", "api/kernels", {"name": "python3"})["id"]
         kc = BlockingKernelClient(connection_file=str(tmp / "runtime" / f"kernel-{kernel_id}.json"))
         kc.load_connection_file()
         kc.start_channels()
@@ -62,7 +48,7 @@ def test_focus_change_reaches_the_engine_while_a_cell_runs(kernel: Any) -> None:
     lab, kernel_id, kc = kernel
     client = str(uuid.uuid4())
     report = {"kernel_id": kernel_id, "path": "feed.ipynb", "client_id": client}
-    api(lab, "POST", "jupyter-recap/api/focus", {**report, "focused": True})
+    lab.api("POST", "jupyter-recap/api/focus", {**report, "focused": True})
     waiting = (
         "t0 = time.time()\n"
         "while ext.engine.focused is not False and time.time() - t0 < 15:\n"
@@ -72,7 +58,7 @@ def test_focus_change_reaches_the_engine_while_a_cell_runs(kernel: Any) -> None:
     msg_id = kc.execute(waiting)
     time.sleep(1.0)  # the cell is running now: the shell channel is busy
     sent = time.time()
-    api(lab, "POST", "jupyter-recap/api/focus", {**report, "focused": False})
+    lab.api("POST", "jupyter-recap/api/focus", {**report, "focused": False})
     output = ""
     while True:
         msg = kc.get_iopub_msg(timeout=10)

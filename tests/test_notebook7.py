@@ -33,12 +33,14 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         yield server
 
 
-def test_banner_above_the_active_cell_in_notebook_7(browser: Any, notebook7: LabServer) -> None:
-    notebook7.write_notebook("nb7.ipynb", [SETUP, "%%agent\nfix the FK in invoices.ts", ""])
+def open_and_run_all(
+    browser: Any, notebook7: LabServer, name: str, errors: list[str] | None = None
+) -> Any:
+    """A page on Notebook 7's notebook ``name``, every cell run (cell 1 has an output)."""
     page = browser.new_page(viewport={"width": 1000, "height": 600})
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(f"{error} {error.stack}"))
-    page.goto(f"{notebook7.url}notebooks/nb7.ipynb?token={notebook7.token}", wait_until="commit")
+    if errors is not None:
+        page.on("pageerror", lambda error: errors.append(f"{error} {error.stack}"))
+    page.goto(f"{notebook7.url}notebooks/{name}?token={notebook7.token}", wait_until="commit")
     page.wait_for_function(
         "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel?.status"
         " === 'idle'",
@@ -48,6 +50,13 @@ def test_banner_above_the_active_cell_in_notebook_7(browser: Any, notebook7: Lab
     expect(page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output")).to_have_count(
         1, timeout=30_000
     )
+    return page
+
+
+def test_banner_above_the_active_cell_in_notebook_7(browser: Any, notebook7: LabServer) -> None:
+    notebook7.write_notebook("nb7.ipynb", [SETUP, "%%agent\nfix the FK in invoices.ts", ""])
+    errors: list[str] = []
+    page = open_and_run_all(browser, notebook7, "nb7.ipynb", errors)
     page.evaluate(HIDE, True)
     page.wait_for_timeout(2500)  # longer than away_seconds: a recap is drafted while hidden
     page.evaluate(HIDE, False)
@@ -59,4 +68,24 @@ def test_banner_above_the_active_cell_in_notebook_7(browser: Any, notebook7: Lab
     expect(active.locator(".jp-RecapBanner-mount")).to_have_count(1)
     # Notebook 7 itself logs unrelated errors while loading; none may come from our plugin.
     assert not [e for e in errors if "jupyter-recap" in e]
+    page.close()
+
+
+def test_agents_panel_in_notebook_7(browser: Any, notebook7: LabServer) -> None:
+    """Notebook 7's notebook page has a left area too: the panel is there (View → Left
+    Sidebar), and opening a row of the notebook on this page selects its stop cell."""
+    notebook7.write_notebook("nb7-panel.ipynb", [SETUP, "%%agent\nreconcile March", "", ""])
+    page = open_and_run_all(browser, notebook7, "nb7-panel.ipynb")
+    page.evaluate("() => window.jupyterapp.shell.activateById('jupyter-recap-agents')")
+    kernel = page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id"
+    )
+    row = page.locator(f'#jupyter-recap-agents .jp-RecapAgents-row[data-kernel-id="{kernel}"]')
+    expect(row).to_be_visible(timeout=20_000)
+    expect(row.locator(".jp-RecapAgents-name")).to_have_text("nb7-panel.ipynb")
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 3; }")
+    row.click()
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex === 1"
+    )
     page.close()

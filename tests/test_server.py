@@ -58,7 +58,7 @@ def events(since: int = 0, timeout: float = 0, **kwargs: Any) -> dict[str, Any]:
 async def test_capabilities(api: Any) -> None:
     from jupyter_recap import __version__
 
-    features = ["focus", "input", "feed", "banner", "session_recap", "sessions"]
+    features = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents"]
     assert await api("capabilities") == (200, {"version": __version__, "features": features})
 
 
@@ -74,10 +74,15 @@ async def test_focus_input_banner_and_kernel_state(api: Any, kernel_id: str) -> 
             "idle_seconds": ANY,
         },
     )
-    answer = {"kernel_id": kernel_id, "focused": True, "banner_model_id": None}
+    answer = {"kernel_id": kernel_id, "focused": True, "banner_model_id": None, "agents_version": 0}
     assert await api("focus", **post(focus(kernel_id, True))) == (200, answer)
     assert await api("kernels", kernel_id, "banner", **put({"model_id": "m7"})) == (200, {})
-    answer = {"kernel_id": kernel_id, "focused": False, "banner_model_id": "m7"}
+    answer = {
+        "kernel_id": kernel_id,
+        "focused": False,
+        "banner_model_id": "m7",
+        "agents_version": 0,
+    }
     assert await api("focus", **post(focus(kernel_id, False))) == (200, answer)
     assert await api("input", **post({"kernel_id": kernel_id, "client_id": "tab1"})) == (200, {})
 

@@ -11,18 +11,20 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..agentstate import agent_report, recap_links
 from ..capture.manager import Capture
 from ..capture.runs import RunHub
 from ..debuglog import get_logger
 from ..engine import ShowRecap, StartDraft
 from ..errors import RecapError, UnsafeStoreError
-from ..feed import FocusFeed, find_server, kernel_id_from_connection_file
+from ..feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
 from ..service import Recap, RecapResult, RecapStats
 from ..sessionfiles import AppendFile
 from ..sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
 from ..settings import Recap as RecapSettings
 from ..tasks import Task, TaskList, progress_line
-from ..transcript import Transcript, current
+from ..textutil import printable
+from ..transcript import Entry, Transcript, current
 from ..workstate import current_state
 from .recorder import Recorder
 from .triggers import Surface, TriggerRunner
@@ -60,12 +62,24 @@ class RecapExtension:
             self.transcript,
             self.settings,
             self.stats,
-            Surface(show=self._show, clear=self._clear, drafting=self._drafting),
+            Surface(
+                show=self._show,
+                clear=self._clear,
+                drafting=self._drafting,
+                changed=self._state_changed,
+            ),
             framing=self.state.framing,
         )
         self._unsubscribe_tasks: Callable[[], None] | None = None
         self._banner: Any = None
         self.feed: FocusFeed | None = None
+        self.reporter: StateReporter | None = None
+        """Tells the server's agents panel about this kernel (with the feed, in a kernel)."""
+        self._unsubscribe_report: Callable[[], None] | None = None
+        self._shown: dict[str, Any] | None = None
+        """The latest recap shown (``text``, ``model``, ``at``), for the agents panel."""
+        self._kernel_events: set[float] = set()
+        """When the server's restart/death events happened that the transcript already has."""
         self.writer: SessionWriter | None = None
         self.feed_problem: str | None = None
         """Why a server that started this kernel gets no focus feed from it, if that is so."""
@@ -91,6 +105,9 @@ class RecapExtension:
         self.runner.start()
         atexit.register(self.runner.stop)
         resumed = self._attach_session()
+        entries = self.transcript.entries
+        self.recorder.cells.seed(entries)
+        self._kernel_events = {e.time for e in entries if e.kind == "event" and e.name == "kernel"}
         if self.has_widgets:
             # Displayed now, empty and collapsed, so that an automatic recap can appear later
             # without any cell being run (the labextension shows it above the active cell).
@@ -111,6 +128,12 @@ class RecapExtension:
         if self.writer is not None:
             self.writer.close()
             self.writer = None
+        if self._unsubscribe_report is not None:
+            self._unsubscribe_report()
+            self._unsubscribe_report = None
+        if self.reporter is not None:
+            self.reporter.stop()
+            self.reporter = None
         if self.feed is not None:
             self.feed.stop()
             self.feed = None
@@ -275,10 +298,50 @@ class RecapExtension:
             kernel_id,
             on_focus=lambda focused, at: self.report_focus(focused, at=at, source="browser"),
             on_input=lambda: self.runner.feed(self.engine.user_input),
+            on_kernel=self._kernel_event,
             banner_model_id=self.banner.model_id,
             key=key,
         )
         self.feed.start()
+        self.reporter = StateReporter(self.feed.routes, self._agent_report)
+        reporter = self.reporter
+
+        def on_entry(transcript: Transcript, entry: Entry) -> None:
+            # A turn's start and end are what the panel is for: they go out at once.
+            reporter.poke(urgent=entry.kind in ("user", "outcome"))
+
+        self._unsubscribe_report = self.transcript.subscribe(
+            on_entry, kinds=("user", "assistant", "tool_call", "tool_result", "outcome", "code")
+        )
+        self.reporter.start()
+
+    def _agent_report(self) -> dict[str, Any]:
+        """This kernel's state for the server's agents panel (built on the reporter's thread)."""
+        return agent_report(
+            self.transcript,
+            cells=self.recorder.cells,
+            recap=self._shown,
+            drafting=self.engine.in_flight is not None,
+            tasks=self.state.tasks,
+        )
+
+    def _state_changed(self) -> None:
+        if self.reporter is not None:
+            self.reporter.poke()
+
+    def _kernel_event(self, what: str, at: float) -> None:
+        """The server saw this kernel restart or die: a recap should know (recorded once)."""
+        if at in self._kernel_events:
+            return
+        self._kernel_events.add(at)
+        when = time.strftime("%H:%M", time.localtime(at))
+        text = {
+            "restarted": f"The kernel was restarted at {when}; its variables were lost.",
+            "crashed": f"The kernel died and was restarted at {when}; its variables were lost.",
+            "died": f"The kernel died at {when}.",
+        }.get(what)
+        if text is not None:
+            self.transcript.append(Entry("event", text, at, name="kernel"))
 
     def resume(self) -> None:
         """This notebook's previous session was loaded: draft a recap of where it stopped."""
@@ -309,14 +372,26 @@ class RecapExtension:
         recap = Recap(action.text, action.model, action.reason)
         self.last_recap = recap
         self.transcript.recap(recap.text, model=recap.model)
+        # As shown: the links' offsets must count the characters the page will see.
+        text = printable(recap.text)
+        self._shown = {"text": text, "model": recap.model, "at": time.time()}
         if self.has_widgets:
             note = progress_line(self.state.tasks)
-            self.banner.show(recap.text, recap.model, reason=recap.reason, note=note)
+            self.banner.show(
+                text,
+                recap.model,
+                reason=recap.reason,
+                note=note,
+                links=recap_links(text, self.recorder.cells),
+                stop_cell=self._agent_report()["stop_cell"],
+            )
+        self._state_changed()
 
     def _on_tasks(self, tasks: tuple[Task, ...]) -> None:
         """The task list changed: save it with the session, refresh a shown banner's line."""
         if self.writer is not None:
             self.writer.set_tasks(TaskList(tasks).to_list())
+        self._state_changed()
         banner = self._banner
         if banner is not None and banner.state == "shown":
             with contextlib.suppress(Exception):  # the comm may already be gone at shutdown

@@ -8,10 +8,12 @@ outcome. Other cells become short activity entries. ``%recap`` cells are never r
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..agentstate import CellCounts
 from ..capture.jupyter_ai import latest_error
 from ..capture.runs import CellMark, RunHub
 from ..debuglog import get_logger
@@ -22,8 +24,12 @@ from ..magicline import (
     parse_agent_cell,
     parse_ai_line,
 )
+from ..textutil import duration, first_line, shorten
 from ..transcript import Outcome, Transcript, describe_error
 from .capture import OutputTap, text_of_bundle
+
+# The settings the recorder keeps plain copies of.
+_SETTINGS = ["agent_magics", "record_code_cells", "long_cell_seconds"]
 
 # jupyter-ai v3 reports a failed model call by printing and returning this text instead of raising.
 _V3_FAILURE = "Error calling language model"
@@ -46,6 +52,7 @@ class _Run:
     agent: AgentCell | None
     tap: OutputTap | None
     mark: CellMark | None
+    started: float
 
 
 class Recorder:
@@ -62,23 +69,27 @@ class Recorder:
         self.transcript = transcript
         self.settings = settings
         self.events = CellEvents()
+        self.cells = CellCounts()
+        """Which cell ran as which ``In[n]`` (for cell links in recaps and the agents panel)."""
         self._run: _Run | None = None
         # Settings are read on every cell; traitlets lookups are slow enough to show up in the
         # per-cell overhead, so keep plain copies in step with the traits.
         self._agent_magics = tuple(settings.agent_magics)
         self._record_code = bool(settings.record_code_cells)
+        self._long_cell = float(settings.long_cell_seconds)
         self._attached = False
 
     def _settings_changed(self, change: Any) -> None:
         self._agent_magics = tuple(self.settings.agent_magics)
         self._record_code = bool(self.settings.record_code_cells)
+        self._long_cell = float(self.settings.long_cell_seconds)
 
     def attach(self) -> None:
         """Register the IPython event hooks (once)."""
         if self._attached:
             return
         self._attached = True
-        self.settings.observe(self._settings_changed, names=["agent_magics", "record_code_cells"])
+        self.settings.observe(self._settings_changed, names=_SETTINGS)
         self._settings_changed(None)
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
@@ -88,7 +99,7 @@ class Recorder:
         if not self._attached:
             return
         self._attached = False
-        self.settings.unobserve(self._settings_changed, names=["agent_magics", "record_code_cells"])
+        self.settings.unobserve(self._settings_changed, names=_SETTINGS)
         for name, callback in (
             ("pre_run_cell", self.pre_run_cell),
             ("post_run_cell", self.post_run_cell),
@@ -134,7 +145,7 @@ class Recorder:
             mark = None
             if self.hub is not None:
                 mark = self.hub.cell_started(info.cell_id, owned=agent is not None)
-            self._run = _Run(raw, info.cell_id, agent, tap, mark)
+            self._run = _Run(raw, info.cell_id, agent, tap, mark, time.monotonic())
         except Exception:  # noqa: BLE001 - recording must never break a cell
             get_logger().exception("recorder failed before a cell")
             self._run = None
@@ -165,8 +176,27 @@ class Recorder:
                 if run.tap is not None:
                     run.tap.stop()
                 self._turn_ended(run, result)
+            self.cells.note(run.cell_id, result.execution_count)
+            seconds = time.monotonic() - run.started
+            if seconds >= self._long_cell:
+                self._long_cell_ran(run, result, seconds, error)
         except Exception:  # noqa: BLE001 - recording must never break a cell
             get_logger().exception("recorder failed after a cell")
+
+    def _long_cell_ran(self, run: _Run, result: Any, seconds: float, error: Any) -> None:
+        """Note how long a long cell ran and how it ended: news for someone coming back."""
+        count = result.execution_count
+        label = f"In[{count}]" if count is not None else "A cell"
+        head = shorten(first_line(run.source), 60)
+        if isinstance(error, KeyboardInterrupt):
+            ending = "was interrupted"
+        elif error is not None:
+            ending = f"failed ({describe_error(error)})"
+        else:
+            ending = "finished"
+        where = f"{label} ({head})" if head else label
+        text = f"{where} ran for {duration(seconds)} and {ending}."
+        self.transcript.event(text, cell_id=run.cell_id)
 
     def _turn_ended(self, run: _Run, result: Any) -> None:
         """An agent cell finished: its reply and how the turn ended."""

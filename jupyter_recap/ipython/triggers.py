@@ -50,6 +50,8 @@ class Surface:
     show: Callable[[ShowRecap], None]
     clear: Callable[[], None]
     drafting: Callable[[StartDraft], None]
+    changed: Callable[[], None] = lambda: None
+    """A draft started or ended (the agents panel shows "drafting…")."""
 
 
 class TriggerRunner:
@@ -208,11 +210,13 @@ class TriggerRunner:
                 target=self._work, args=(job,), name="jupyter-recap-draft", daemon=True
             )
             worker.start()
+            self.surface.changed()
         elif isinstance(action, CancelDraft):
             cancelled = self._jobs.pop(action.id, None)
             if cancelled is not None:
                 cancelled.cancel.cancel()
                 get_logger().info("cancelled the in-flight recap (%s)", cancelled.draft.reason)
+                self.surface.changed()
         elif isinstance(action, ShowRecap):
             self.surface.show(action)
         elif isinstance(action, ClearBanner):
@@ -241,6 +245,7 @@ class TriggerRunner:
         )
         self._jobs.pop(draft.id, None)
         job.done.set()
+        self.surface.changed()
 
     def wait(self, job: DraftJob) -> RecapResult:
         """Wait for ``job`` on the main thread; an interrupt cancels it."""

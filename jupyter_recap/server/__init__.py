@@ -1,4 +1,4 @@
-"""The jupyter_server extension: focus hub, kernel feed and execution watcher.
+"""The jupyter_server extension: focus hub, kernel feed, execution watcher and agents board.
 
 Loading it creates one :class:`RecapServer` (settings ``c.RecapServer.*`` in
 ``jupyter_server_config.py``), registers the routes of docs/focus-protocol.md, and exports
@@ -6,7 +6,8 @@ Loading it creates one :class:`RecapServer` (settings ``c.RecapServer.*`` in
 afterwards inherits. No credential travels that way: a kernel proves which kernel it is with its
 own connection key (see :mod:`.handlers`). A periodic reconcile expires silent browser tabs,
 watches new kernels and drops the state of kernels that were shut down or culled; kernel start,
-restart and shutdown events make those changes at once.
+restart and shutdown events make those changes at once. Every change of the agents board is
+announced on jupyter_server's event bus (which row changed, never what it says).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
-from ..focushub import FocusHub
+from ..agentboard import LONG_CELL_SECONDS, MAX_AGENTS, Action, AgentBoard
+from ..focushub import CellRun, FocusHub
 from .handlers import routes
 from .polls import LongPolls
 from .watcher import ExecutionWatcher
@@ -31,6 +33,33 @@ SECRET_ENV = "JUPYTER_RECAP_SECRET"
 """Where earlier versions handed every kernel one server-wide secret; removed at export, so a
 kernel never inherits one (e.g. from an outer server this one was started under)."""
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
+AGENTS_SCHEMA = "urn:jupyter-recap:events:agents:v1"
+"""The event-bus schema of agents-board changes (docs/focus-protocol.md)."""
+_AGENTS_EVENT = {
+    "$id": AGENTS_SCHEMA,
+    "version": "1",
+    "title": "jupyter_recap agents board change",
+    "description": (
+        "A row of the agents panel changed or went away. Only which row: the page reads the "
+        "row itself from jupyter-recap/api/agents/{kernel_id}, behind that route's "
+        "authorization, so nothing a notebook holds is broadcast or written to an event log."
+    ),
+    "type": "object",
+    "required": ["kernel_id", "action", "version"],
+    "properties": {
+        "kernel_id": {"title": "kernel id", "description": "The row's kernel.", "type": "string"},
+        "action": {
+            "title": "action",
+            "description": "update: read the row again; remove: drop it.",
+            "enum": ["update", "remove"],
+        },
+        "version": {
+            "title": "board version",
+            "description": "The board's change counter after this change.",
+            "type": "integer",
+        },
+    },
+}
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +113,18 @@ class RecapServer(LoggingConfigurable):
         threads the server uses for files and kernels.""",
     ).tag(config=True)
 
+    max_agents = Int(
+        MAX_AGENTS,
+        help="""Rows of the agents panel (kernels with jupyter_recap loaded) kept; beyond it
+        the row updated least recently is dropped.""",
+    ).tag(config=True)
+
+    long_cell_seconds = Float(
+        LONG_CELL_SECONDS,
+        help="""A cell that runs at least this long is shown in the agents panel when it
+        finishes or fails, with its duration.""",
+    ).tag(config=True)
+
     reconcile_interval = Float(
         10.0,
         help="""Seconds between two passes that expire silent tabs and notice kernels that
@@ -98,14 +139,30 @@ class RecapServer(LoggingConfigurable):
         self.hub = FocusHub(
             heartbeat_timeout=self.heartbeat_timeout,
             max_clients=self.max_clients_per_kernel,
-            notify=self.polls.notify,
+            notify=self._hub_changed,
         )
-        self.watcher = ExecutionWatcher(self.kernel_manager, self.hub)
+        self.board = AgentBoard(
+            facts=lambda kernel_id: (
+                self.hub.focused(kernel_id),
+                self.hub.execution_state(kernel_id),
+            ),
+            on_change=self._board_changed,
+            max_agents=self.max_agents,
+        )
+        self.watcher = ExecutionWatcher(
+            self.kernel_manager,
+            self.hub,
+            on_cell_end=self._cell_ended,
+            on_restarter=self._restarter_fired,
+        )
         # Not the loop's default executor: jupyter_server saves notebooks on that one, and a
         # few minute-long model calls would queue every save behind them.
         self.drafts = ThreadPoolExecutor(
             max_workers=max(1, self.max_recap_drafts), thread_name_prefix="jupyter-recap-draft"
         )
+        self._crashed: set[str] = set()
+        """Kernels the auto-restarter is restarting (its restart then emits a kernel action
+        too, which must not count as a second restart)."""
         self.drafting = 0
         """Session recaps being drafted now (at most ``max_recap_drafts``)."""
         self.url = ""
@@ -119,6 +176,9 @@ class RecapServer(LoggingConfigurable):
         event_logger = getattr(self.serverapp, "event_logger", None)
         if event_logger is not None:
             event_logger.add_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
+            # Before the server serves: the bus hands a new socket the schemas known then.
+            if AGENTS_SCHEMA not in event_logger.schemas:
+                event_logger.register_event_schema(_AGENTS_EVENT)
         interval_ms = max(0.05, self.reconcile_interval) * 1000
         self._periodic = PeriodicCallback(self.reconcile, interval_ms)
         self._periodic.start()
@@ -154,8 +214,16 @@ class RecapServer(LoggingConfigurable):
             running = set(self.kernel_manager.list_kernel_ids())
             for kernel_id in self.hub.kernel_ids() - running:
                 self.hub.forget(kernel_id)
+            for kernel_id in self.board.kernel_ids() - running:
+                # A dead kernel's row stays (bounded like every row) to say it died, until the
+                # notebook's next kernel reports.
+                if not self.board.is_dead(kernel_id):
+                    self.board.forget(kernel_id)
             self.watcher.sync(running)
             self.hub.expire()
+            for kernel_id in self.board.kernel_ids():
+                if self.hub.execution_state(kernel_id) in ("idle", "busy"):
+                    self.board.kernel_up(kernel_id)  # an auto-restarted kernel answers again
         except Exception:  # a reconcile must never stop the periodic callback
             log.warning("jupyter_recap: reconcile failed", exc_info=True)
 
@@ -165,14 +233,60 @@ class RecapServer(LoggingConfigurable):
             return
         action = data.get("action")
         if action == "shutdown":
+            self._crashed.discard(kernel_id)
             self.watcher.detach(kernel_id)
             self.hub.forget(kernel_id)
+            self.board.forget(kernel_id)
         elif action == "start" and kernel_id in self.kernel_manager:
             self.watcher.attach(kernel_id)
         elif action == "restart" and kernel_id in self.kernel_manager:
             # Whatever ran has ended; the new process may listen on new ports.
             self.hub.set_execution(kernel_id, "idle")
             self.watcher.attach(kernel_id, replace=True)
+            if kernel_id in self._crashed:
+                self._crashed.discard(kernel_id)  # already told, as a crash
+            else:
+                self.hub.kernel_event(kernel_id, "restarted")
+                self.board.kernel_event(kernel_id, "restarted", crashed=False)
+            self.board.kernel_up(kernel_id)
+
+    # -- the agents board --------------------------------------------------------------------
+
+    def _hub_changed(self, kernel_id: str) -> None:
+        """A kernel's feed has news: wake its polls; looking at a notebook ends its absence."""
+        self.polls.notify(kernel_id)
+        self.board.focus(kernel_id, self.hub.focused(kernel_id))
+
+    def _board_changed(self, kernel_id: str, action: Action, version: int) -> None:
+        """Push which row changed on the event bus (the page then reads the row)."""
+        event_logger = getattr(self.serverapp, "event_logger", None)
+        if event_logger is None:
+            return
+        try:
+            event_logger.emit(
+                schema_id=AGENTS_SCHEMA,
+                data={"kernel_id": kernel_id, "action": action, "version": version},
+            )
+        except Exception:  # a push that fails is caught up by the next focus heartbeat
+            log.warning("jupyter_recap: could not push an agents change", exc_info=True)
+
+    def _cell_ended(self, kernel_id: str, run: CellRun) -> None:
+        if run.seconds >= self.long_cell_seconds:
+            self.board.kernel_event(
+                kernel_id, "long_cell", seconds=round(run.seconds, 1), failed=run.failed
+            )
+
+    def _restarter_fired(self, kernel_id: str, event: str) -> None:
+        """The auto-restarter found the kernel process dead: restarting it (or giving up)."""
+        if event == "dead":
+            self.hub.set_execution(kernel_id, "dead")
+            self.hub.kernel_event(kernel_id, "died")
+            self.board.kernel_event(kernel_id, "died", state="dead")
+        else:
+            self._crashed.add(kernel_id)
+            self.hub.set_execution(kernel_id, "restarting")
+            self.hub.kernel_event(kernel_id, "crashed")
+            self.board.kernel_event(kernel_id, "restarted", state="restarting", crashed=True)
 
 
 def kernel_facing_url(serverapp: Any) -> str:

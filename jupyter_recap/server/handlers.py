@@ -17,6 +17,7 @@ import hmac
 import json
 import logging
 import math
+import time
 from http.client import responses
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .._version import __version__
+from ..agentboard import ReportError, parse_report
 from ..feed import KERNEL_HEADER, kernel_proof
 from ..textutil import printable, shorten
 from .polls import Poll, PollsFull
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from . import RecapServer
 
 AUTH_RESOURCE = "jupyter_recap"
-FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions"]
+FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents"]
 DEFAULT_POLL_TIMEOUT = 25.0
 RETRY_AFTER_SECONDS = 10
 """``Retry-After`` of a poll refused because the server holds its limit of waiting polls."""
@@ -221,12 +223,16 @@ class FocusHandler(RecapHandler):
         kernel_id = body["kernel_id"]
         self.require_kernel(kernel_id)
         self.hub.report(kernel_id, body["client_id"], body["path"], body["focused"])
+        board = self.recap.board
+        board.set_path(kernel_id, body["path"])
         snapshot = self.hub.snapshot(kernel_id)
         self.reply(
             {
                 "kernel_id": kernel_id,
                 "focused": snapshot.focused,
                 "banner_model_id": snapshot.banner_model_id,
+                # A page that saw a lower version missed a push: it reads the board again.
+                "agents_version": board.version,
             }
         )
 
@@ -263,6 +269,65 @@ class BannerHandler(KernelRouteHandler):
         self.require_kernel(kernel_id)
         self.hub.set_banner(kernel_id, body["model_id"])
         self.reply({})
+
+
+class AgentReportHandler(KernelRouteHandler):
+    """``PUT kernels/{id}/agent``: the kernel's agent state, for the agents panel."""
+
+    @web.authenticated
+    @authorized
+    async def put(self, kernel_id: str) -> None:
+        body = self.json_body({})
+        self.require_kernel(kernel_id)
+        try:
+            report = parse_report(body)
+        except ReportError as error:
+            raise web.HTTPError(400, "%s", str(error)) from None
+        board = self.recap.board
+        board.report(kernel_id, report)
+        if not board.path(kernel_id):
+            board.set_path(kernel_id, await self._session_path(kernel_id))
+        self.reply({"agents_version": board.version})
+
+    async def _session_path(self, kernel_id: str) -> str:
+        """The notebook of the kernel's session, until a browser reports which one it is."""
+        try:
+            manager: Any = self.session_manager  # untyped in jupyter_server
+            session = await manager.get_session(kernel_id=kernel_id)
+        except Exception:  # noqa: BLE001 - no session (a kernel started on its own): no path
+            return ""
+        path = session.get("path") if isinstance(session, dict) else None
+        return path if isinstance(path, str) else ""
+
+
+class AgentsHandler(RecapHandler):
+    """``GET agents``: every row of the agents panel."""
+
+    @web.authenticated
+    @authorized
+    def get(self) -> None:
+        board = self.recap.board
+        self.reply({"now": _now(), "version": board.version, "agents": board.rows()})
+
+
+class AgentHandler(RecapHandler):
+    """``GET agents/{id}``: one row (404 for a kernel that is not this server's or has none)."""
+
+    @web.authenticated
+    @authorized
+    def get(self, kernel_id: str) -> None:
+        board = self.recap.board
+        if not board.is_dead(kernel_id):  # a dead kernel is no longer the server's, its row is
+            self.require_kernel(kernel_id)
+        row = board.row(kernel_id)
+        if row is None:
+            message = f"kernel {shown(kernel_id)} has no agents row (jupyter_recap not loaded)"
+            raise web.HTTPError(404, "%s", message)
+        self.reply({"now": _now(), "version": board.version, "agent": row})
+
+
+def _now() -> float:
+    return round(time.time(), 3)
 
 
 class EventsHandler(KernelRouteHandler):
@@ -335,5 +400,8 @@ def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "kernels", _KERNEL_ID), KernelHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "banner"), BannerHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "events"), EventsHandler),
+        (url_path_join(api, "kernels", _KERNEL_ID, "agent"), AgentReportHandler),
+        (url_path_join(api, "agents"), AgentsHandler),
+        (url_path_join(api, "agents", _KERNEL_ID), AgentHandler),
         *session_routes(api),
     ]

@@ -4,20 +4,21 @@ The server's own activity tracking counts widget comm traffic as activity; a rec
 when the person's last *cell* finished. So this watcher opens its own IOPub subscription per
 kernel (the way jupyter_server's ``start_watching_activity`` does) and only believes ``status``
 messages whose parent is an ``execute_request``: ``busy`` means a cell runs, ``idle`` that it
-finished. Comm messages (widgets, the kernel's own banner updates) and kernel_info requests
-never move that clock. Every failure here is logged and otherwise ignored: a missing watcher only
-makes ``idle_seconds`` less precise.
+finished, an ``error`` in between that it failed. Comm messages (widgets, the kernel's own banner
+updates) and kernel_info requests never move that clock. Every failure here is logged and
+otherwise ignored: a missing watcher only makes ``idle_seconds`` less precise.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from jupyter_client.session import Session
 
-from ..focushub import FocusHub
+from ..focushub import CellRun, FocusHub
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +41,21 @@ def next_state(parent_type: str | None, state: str | None, current: str) -> str 
 class ExecutionWatcher:
     """One IOPub subscription per running kernel, feeding :meth:`FocusHub.set_execution`."""
 
-    def __init__(self, kernel_manager: Any, hub: FocusHub) -> None:
+    def __init__(
+        self,
+        kernel_manager: Any,
+        hub: FocusHub,
+        *,
+        on_cell_end: Callable[[str, CellRun], None] | None = None,
+        on_restarter: Callable[[str, str], None] | None = None,
+    ) -> None:
         self._kernel_manager = kernel_manager
         self._hub = hub
+        self._on_cell_end = on_cell_end
+        self._on_restarter = on_restarter
+        """Called with (kernel id, ``restart`` or ``dead``) by the kernel's auto-restarter:
+        the process died and is being restarted, or could not be."""
+        self._callbacks: dict[str, list[tuple[Any, str, Any]]] = {}
         self._streams: dict[str, Any] = {}
         self._failed: set[str] = set()  # not retried until the next sync (e.g. remote kernels)
 
@@ -80,6 +93,7 @@ class ExecutionWatcher:
             self._failed.add(kernel_id)
             return
         self._streams[kernel_id] = stream
+        self._watch_restarter(kernel_id, kernel)
         if not self._hub.has_kernel(kernel_id):
             self._hub.set_execution(
                 kernel_id, getattr(kernel, "execution_state", None) or "unknown"
@@ -102,8 +116,30 @@ class ExecutionWatcher:
         if getattr(kernel, "execution_state", None) == "idle":
             self._hub.set_execution(kernel_id, "idle")
 
+    def _watch_restarter(self, kernel_id: str, kernel: Any) -> None:
+        """Hear the auto-restarter: a kernel process that died is restarted without any request,
+        so no server event tells of it."""
+        if self._on_restarter is None or kernel_id in self._callbacks:
+            return
+        callbacks = []
+        report = self._on_restarter
+        for event in ("restart", "dead"):
+            callback = functools.partial(report, kernel_id, event)
+            try:
+                kernel.add_restart_callback(callback, event)
+            except Exception:  # a kernel without a restarter (remote kernels)
+                log.debug("jupyter_recap: no restart callbacks on %s", kernel_id, exc_info=True)
+                continue
+            callbacks.append((kernel, event, callback))
+        self._callbacks[kernel_id] = callbacks
+
     def detach(self, kernel_id: str) -> None:
         """Close the kernel's subscription, if any."""
+        for kernel, event, callback in self._callbacks.pop(kernel_id, ()):
+            try:
+                kernel.remove_restart_callback(callback, event)
+            except Exception:  # noqa: BLE001 - the kernel is going away anyway
+                log.debug("jupyter_recap: removing a callback of %s failed", kernel_id)
         stream = self._streams.pop(kernel_id, None)
         if stream is None:
             return
@@ -122,13 +158,20 @@ class ExecutionWatcher:
             _idents, frames = session.feed_identities(parts)
             # Headers only: most IOPub traffic is output we do not need to decode.
             msg = session.deserialize(frames, content=False)
-            if msg["header"]["msg_type"] != "status":
+            msg_type = msg["header"]["msg_type"]
+            if msg_type not in ("status", "error"):
                 return
             parent_type = (msg.get("parent_header") or {}).get("msg_type")
+            if msg_type == "error":
+                if parent_type == "execute_request":
+                    self._hub.cell_failed(kernel_id)
+                return
             content = session.unpack(msg["content"])
             state = content.get("execution_state") if isinstance(content, dict) else None
             new = next_state(parent_type, state, self._hub.execution_state(kernel_id))
             if new is not None:
-                self._hub.set_execution(kernel_id, new)
+                finished = self._hub.set_execution(kernel_id, new)
+                if finished is not None and self._on_cell_end is not None:
+                    self._on_cell_end(kernel_id, finished)
         except Exception:
             log.warning("jupyter_recap: unreadable IOPub message from %s", kernel_id, exc_info=True)

@@ -11,8 +11,14 @@
  * @property {() => void} save_changes
  */
 
-const KEYS = ["text", "model", "state", "note", "reason", "dismissed"];
+const KEYS = ["text", "model", "state", "note", "reason", "dismissed", "links", "stop_cell"];
 const STATES = ["hidden", "drafting", "shown", "failed"];
+// The jupyter_recap labextension's mount above the active cell: only there can a cell link be
+// followed (the mount listens for SELECT_CELL). Elsewhere (VS Code, output views) text stays text.
+const MOUNT = ".jp-RecapBanner-mount";
+const SELECT_CELL = "jupyter-recap:select-cell";
+// How many frames to wait for the view to be attached before deciding it is not in a mount.
+const ATTACH_FRAMES = 60;
 
 /**
  * Create an element with a class and append it to `parent`.
@@ -26,6 +32,53 @@ function part(tag, className, parent) {
   node.className = className;
   parent.appendChild(node);
   return node;
+}
+
+/**
+ * The usable spans of `text`: integer offsets inside it (UTF-16 code units, as JavaScript
+ * strings count), each after the previous one; any other span is skipped. The labextension's
+ * panel checks its links the same way (`validLinks` in labextension/src/format.ts): this module
+ * is loaded by the widget manager without a build step, so it cannot import that one.
+ * @param {string} text
+ * @param {any} links
+ * @returns {{ start: number, end: number, cell_id: string }[]}
+ */
+function validLinks(text, links) {
+  const valid = [];
+  let end = 0;
+  for (const link of Array.isArray(links) ? links : []) {
+    if (
+      !link ||
+      !Number.isInteger(link.start) ||
+      !Number.isInteger(link.end) ||
+      typeof link.cell_id !== "string" ||
+      !link.cell_id ||
+      link.start < end ||
+      link.end <= link.start ||
+      link.end > text.length
+    ) {
+      continue;
+    }
+    valid.push(link);
+    end = link.end;
+  }
+  return valid;
+}
+
+/**
+ * A link to a cell; clicking it asks the labextension (via a bubbling event) to show the cell.
+ * @param {string} label
+ * @param {string} cellId
+ * @returns {HTMLAnchorElement}
+ */
+function cellLink(label, cellId) {
+  const link = document.createElement("a");
+  link.className = "jp-RecapBanner-link";
+  link.href = "#";
+  link.dataset.cellId = cellId;
+  link.title = "Show this cell";
+  link.textContent = label;
+  return link;
 }
 
 /**
@@ -48,6 +101,7 @@ function render({ model, el }) {
   button.setAttribute("aria-label", "Dismiss recap");
   button.textContent = "×";
   const body = part("div", "jp-RecapBanner-text", root);
+  const stop = part("div", "jp-RecapBanner-stop", root);
   const note = part("div", "jp-RecapBanner-note", root);
 
   /** Re-read every synced value and update the DOM to match. */
@@ -69,9 +123,31 @@ function render({ model, el }) {
     trigger.textContent = reason && reason !== "manual" ? reason : "";
     trigger.hidden = !trigger.textContent;
 
+    const linkable = el.closest(MOUNT) !== null;
+    body.replaceChildren();
     if (state === "drafting") body.textContent = "drafting…";
     else if (state === "failed") body.textContent = text || "recap failed";
-    else body.textContent = text;
+    else if (!linkable) body.textContent = text;
+    else {
+      let at = 0;
+      for (const link of validLinks(text, model.get("links"))) {
+        if (link.start > at) body.appendChild(document.createTextNode(text.slice(at, link.start)));
+        body.appendChild(cellLink(text.slice(link.start, link.end), link.cell_id));
+        at = link.end;
+      }
+      if (at < text.length) body.appendChild(document.createTextNode(text.slice(at)));
+    }
+
+    const stopCell = model.get("stop_cell");
+    stop.replaceChildren();
+    if (stopCell && typeof stopCell.cell_id === "string" && stopCell.cell_id) {
+      const label = String(stopCell.label || "the cell");
+      stop.appendChild(document.createTextNode("Stopped at "));
+      if (linkable) stop.appendChild(cellLink(label, stopCell.cell_id));
+      else stop.appendChild(document.createTextNode(label));
+      if (stopCell.failed) stop.appendChild(document.createTextNode(" (failed)"));
+    }
+    stop.hidden = !stop.firstChild;
 
     note.textContent = String(model.get("note") || "");
     note.hidden = !note.textContent;
@@ -84,14 +160,45 @@ function render({ model, el }) {
     update();
   }
 
+  /**
+   * A click on a cell link: tell the mount which cell (it selects and scrolls to it).
+   * @param {MouseEvent} event
+   */
+  function follow(event) {
+    const target = /** @type {Element | null} */ (event.target);
+    const link = target && target.closest ? target.closest("a.jp-RecapBanner-link") : null;
+    if (!link || !root.contains(link)) return;
+    event.preventDefault();
+    link.dispatchEvent(
+      new CustomEvent(SELECT_CELL, { bubbles: true, detail: { cellId: link.dataset.cellId } })
+    );
+  }
+
   update();
   button.addEventListener("click", dismiss);
+  root.addEventListener("click", follow);
   for (const key of KEYS) model.on(`change:${key}`, update);
   el.appendChild(root);
 
+  // The view is usually attached to the page only after render returns: look again once it is,
+  // so a view inside the labextension's mount gets its links.
+  let frames = 0;
+  let frame = 0;
+  function waitForAttach() {
+    frame = 0;
+    if (el.isConnected) {
+      if (el.closest(MOUNT)) update();
+      return;
+    }
+    if (++frames < ATTACH_FRAMES) frame = requestAnimationFrame(waitForAttach);
+  }
+  if (!el.isConnected) frame = requestAnimationFrame(waitForAttach);
+
   return () => {
+    if (frame) cancelAnimationFrame(frame);
     for (const key of KEYS) model.off(`change:${key}`, update);
     button.removeEventListener("click", dismiss);
+    root.removeEventListener("click", follow);
     root.remove();
   };
 }

@@ -26,6 +26,8 @@ export interface IFocusAnswer {
   kernel_id: string;
   focused: boolean | null;
   banner_model_id: string | null;
+  /** The agents board's version (servers with the `agents` feature): gap detection. */
+  agents_version?: number;
 }
 
 /** `GET jupyter-recap/api/kernels/{kernel_id}`. */
@@ -36,6 +38,97 @@ export interface IKernelState {
   execution_state: string;
   idle_seconds: number | null;
 }
+
+/** A span of a recap's text that names a cell (UTF-16 code unit offsets, `start` ≤ `end`). */
+export interface IAgentLink {
+  start: number;
+  end: number;
+  cell_id: string;
+}
+
+/** The latest recap of an agent notebook. */
+export interface IAgentRecap {
+  text: string;
+  model: string;
+  /** UNIX seconds. */
+  at: number;
+  links: IAgentLink[];
+}
+
+/** The task list's progress. */
+export interface IAgentProgress {
+  done: number;
+  total: number;
+}
+
+/** Where the work stopped: the failed cell of the latest turn, else the latest agent cell. */
+export interface IAgentStopCell {
+  cell_id: string;
+  /** How the person knows the cell, e.g. `In[14]`. */
+  label: string;
+  failed: boolean;
+}
+
+/** Something the server saw happen to the kernel. */
+export type AgentEvent =
+  | { type: 'restarted'; at: number; crashed: boolean }
+  | { type: 'died'; at: number }
+  | { type: 'long_cell'; at: number; seconds: number; failed: boolean };
+
+export type AgentState = 'running' | 'finished' | 'errored' | 'idle' | 'restarting' | 'dead';
+export type AgentTurn = 'running' | 'ok' | 'errored' | 'aborted';
+
+/** One row of the agents board: one kernel with jupyter_recap loaded. Times are UNIX seconds. */
+export interface IAgentRow {
+  kernel_id: string;
+  /** Relative to the server root, as JupyterLab opens it. */
+  path: string;
+  name: string;
+  state: AgentState;
+  /** Set when a turn ended while the person was away and they have not looked since. */
+  needs_you: 'finished' | 'errored' | null;
+  /** +1 at most once per absence, when a turn ends while away. */
+  notice: number;
+  turn: AgentTurn | null;
+  turn_started: number | null;
+  turn_ended: number | null;
+  error: string | null;
+  last_activity: number | null;
+  recap: IAgentRecap | null;
+  drafting: boolean;
+  progress: IAgentProgress | null;
+  stop_cell: IAgentStopCell | null;
+  focused: boolean | null;
+  execution_state: 'idle' | 'busy' | 'starting' | 'unknown' | 'restarting' | 'dead';
+  /** Newest last, at most 10. */
+  events: AgentEvent[];
+  updated: number;
+}
+
+/** `GET jupyter-recap/api/agents`: every row, in the server's order (needing the person first). */
+export interface IAgentList {
+  /** The server's UNIX time. */
+  now: number;
+  version: number;
+  agents: IAgentRow[];
+}
+
+/** `GET jupyter-recap/api/agents/{kernel_id}`. */
+export interface IAgentAnswer {
+  now: number;
+  version: number;
+  agent: IAgentRow;
+}
+
+/** What the server pushes on the event bus when a row changes (no content, only which row). */
+export interface IAgentPush {
+  schema_id: typeof AGENTS_SCHEMA;
+  kernel_id: string;
+  action: 'update' | 'remove';
+  version: number;
+}
+
+export const AGENTS_SCHEMA = 'urn:jupyter-recap:events:agents:v1';
 
 const API = 'jupyter-recap/api';
 
@@ -62,6 +155,14 @@ export class RecapApi {
 
   kernel(kernelId: string): Promise<IKernelState> {
     return this.request<IKernelState>('GET', 'kernels', encodeURIComponent(kernelId));
+  }
+
+  agents(): Promise<IAgentList> {
+    return this.request<IAgentList>('GET', 'agents');
+  }
+
+  agent(kernelId: string): Promise<IAgentAnswer> {
+    return this.request<IAgentAnswer>('GET', 'agents', encodeURIComponent(kernelId));
   }
 
   /**

@@ -16,11 +16,14 @@ import { Signal, type ISignal } from '@lumino/signaling';
 import { Panel, type PanelLayout, type Widget } from '@lumino/widgets';
 
 import type { RecapApi } from './api';
+import { selectCell } from './open';
 
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
 export const MOUNT_CLASS = 'jp-RecapBanner-mount';
 /** On the notebook node while a mounted view is live: hides the banner's output views. */
 export const HOST_CLASS = 'jp-mod-recapBanner';
+/** Dispatched (bubbling) by the banner view when a cell link is clicked; detail `{ cellId }`. */
+export const SELECT_CELL_EVENT = 'jupyter-recap:select-cell';
 
 /** Delays of the retries when a view cannot be rendered yet (model not known to the page). */
 const RENDER_RETRIES_MS = [250, 500, 1_000, 2_000, 4_000, 8_000];
@@ -123,6 +126,8 @@ export class BannerMount implements IDisposable {
     const mount = new Panel();
     mount.addClass(MOUNT_CLASS);
     mount.node.dataset.modelId = modelId;
+    // The view renders cell links only inside this mount and reports their clicks to it.
+    mount.node.addEventListener(SELECT_CELL_EVENT, this._onSelectCell);
     const renderer = rendermime.createRenderer(WIDGET_MIME);
     mount.addWidget(renderer);
     this._mount = mount;
@@ -169,6 +174,17 @@ export class BannerMount implements IDisposable {
       }
     });
   }
+
+  /** A cell link of the banner was clicked: select and show that cell in this notebook. */
+  private readonly _onSelectCell = (event: Event): void => {
+    const cellId = (event as CustomEvent<{ cellId?: unknown } | null>).detail?.cellId;
+    if (typeof cellId !== 'string' || !cellId || this._disposed) {
+      return;
+    }
+    // The cell's own handlers need not see it: the target cell is about to become active.
+    event.stopPropagation();
+    void selectCell(this._panel, cellId);
+  };
 
   /** Put the mount at the top of the active cell (above its input), if not there already. */
   private _place(): void {

@@ -2,18 +2,26 @@
  * jupyter_recap's JupyterLab 4 / Notebook 7 plugin.
  *
  * It tells the server which notebook the person is looking at (focus) and when they type in
- * one (input), and shows the kernel's recap banner directly above the active cell. Without the
- * server extension it warns once and does nothing else: recaps then appear inline only.
+ * one (input), shows the kernel's recap banner directly above the active cell, and (servers with
+ * the `agents` feature) an "Agents" side panel with notifications while the person is away.
+ * Without the server extension it warns once and does nothing else: recaps then appear inline
+ * only.
  */
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { UUID } from '@lumino/coreutils';
 
+import { AgentsModel } from './agents';
 import { RecapApi, type ICapabilities } from './api';
 import { BannerIds, BannerMount } from './banner';
 import { FocusReporter } from './focus';
 import { InputReporter } from './input';
+import { Notifier, TitleCount } from './notify';
+import { NotebookOpener } from './open';
+import { AgentsPanel } from './panel';
+import { RecapSettings } from './settings';
 
 const PLUGIN_ID = 'jupyter-recap:plugin';
 
@@ -30,6 +38,9 @@ export interface IRecapClient {
   readonly banners: BannerIds;
   /** The banner mount of each notebook panel. */
   readonly mounts: Map<NotebookPanel, BannerMount>;
+  /** The agents board and its panel (servers with the `agents` feature). */
+  readonly agents: AgentsModel | null;
+  readonly panel: AgentsPanel | null;
 }
 
 /**
@@ -38,7 +49,8 @@ export interface IRecapClient {
  */
 export async function startClient(
   app: JupyterFrontEnd,
-  tracker: INotebookTracker
+  tracker: INotebookTracker,
+  settings: RecapSettings = new RecapSettings()
 ): Promise<IRecapClient | null> {
   const api = new RecapApi(app.serviceManager.serverSettings);
   let capabilities: ICapabilities;
@@ -88,18 +100,43 @@ export async function startClient(
   tracker.forEach(track);
   tracker.widgetAdded.connect((_, panel) => track(panel));
 
-  return { clientId, capabilities, focus, banners, mounts };
+  let agents: AgentsModel | null = null;
+  let panel: AgentsPanel | null = null;
+  if (features.has('agents')) {
+    agents = new AgentsModel(api, app.serviceManager.events ?? null);
+    const model = agents;
+    focus?.answered.connect((_, answer) => model.noteServerVersion(answer.agents_version));
+    const opener = new NotebookOpener(app, tracker);
+    new Notifier({ model, settings, opener, shell: app.shell, tracker, clientId });
+    new TitleCount(model, settings);
+    panel = new AgentsPanel({ model, opener, settings });
+    // Next to JupyterLab's running-sessions panel; Notebook 7 lists it under View > Left Sidebar.
+    app.shell.add(panel, 'left', { rank: 210 });
+    void model.load();
+  }
+
+  return { clientId, capabilities, focus, banners, mounts, agents, panel };
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description:
-    'Reports notebook focus to jupyter_recap and shows its recap banner above the active cell.',
+    'Reports notebook focus to jupyter_recap, shows its recap banner above the active cell and ' +
+    'the Agents panel.',
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (app: JupyterFrontEnd, tracker: INotebookTracker): void => {
+  optional: [ISettingRegistry],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    registry: ISettingRegistry | null
+  ): void => {
+    const settings = new RecapSettings();
+    if (registry !== null) {
+      void settings.follow(registry, PLUGIN_ID);
+    }
     // Not awaited: the application's start never waits for the server's answer.
-    void startClient(app, tracker);
+    void startClient(app, tracker, settings);
   }
 };
 

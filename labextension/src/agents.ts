@@ -1,0 +1,349 @@
+/**
+ * The agents board as this page knows it: one row per kernel with jupyter_recap loaded.
+ *
+ * The server pushes only *which* row changed (on jupyter_server's event bus); the model then
+ * GETs that row. The board's version counter lets the page notice a missed push: the focus
+ * answers carry the server's version, and a higher one than what this page has seen means
+ * "load everything again". Nothing here polls: an idle page makes no requests for the board.
+ */
+import type { Event } from '@jupyterlab/services';
+import { ServerConnection } from '@jupyterlab/services';
+import type { IDisposable } from '@lumino/disposable';
+import { Signal, type ISignal } from '@lumino/signaling';
+
+import { AGENTS_SCHEMA, type IAgentRow, type RecapApi } from './api';
+
+/** The per-kernel bookkeeping of single-row requests. */
+interface IRowFetch {
+  /** A GET of this row is in flight. */
+  busy: boolean;
+  /** A push arrived while it was in flight: GET once more afterwards. */
+  again: boolean;
+}
+
+/** The rows of the agents board, kept current from pushes and gap detection. */
+export class AgentsModel implements IDisposable {
+  constructor(
+    private readonly _api: RecapApi,
+    events: Event.IManager | null
+  ) {
+    this._events = events;
+    events?.stream.connect(this._onEvent, this);
+  }
+
+  /** Emitted after any row, the order or the loaded state changed. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Emitted once per successful `load()` (the first one tells a fresh page's baseline). */
+  get loaded(): ISignal<this, { first: boolean }> {
+    return this._loaded;
+  }
+
+  /** Whether a full list arrived at least once. */
+  get isLoaded(): boolean {
+    return this._loadCount > 0;
+  }
+
+  /** The last full load failed (and none succeeded since). */
+  get loadFailed(): boolean {
+    return this._loadFailed;
+  }
+
+  /** The highest board version up to which this page has seen every change. */
+  get version(): number {
+    return this._version;
+  }
+
+  /** Server time minus this browser's time, in seconds (the browser clock may be skewed). */
+  get clockOffset(): number {
+    return this._offset;
+  }
+
+  /** The server's current UNIX time, estimated from the last answer. */
+  serverNow(): number {
+    return Date.now() / 1000 + this._offset;
+  }
+
+  /** The rows in the server's order: needing the person first, then running turns, then the rest. */
+  get rows(): readonly IAgentRow[] {
+    return this._rows;
+  }
+
+  get(kernelId: string): IAgentRow | undefined {
+    return this._rows.find(row => row.kernel_id === kernelId);
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** GET the whole board. Calls while a load is in flight cause exactly one more load after it. */
+  load(): Promise<void> {
+    return this._startLoad(false);
+  }
+
+  /**
+   * The server's current board version (from a focus answer). Higher than what this page has
+   * seen means a push went missing: load again, unless a request in flight will catch up anyway.
+   */
+  noteServerVersion(version: number | undefined): void {
+    if (typeof version !== 'number' || this._disposed || this._busy()) {
+      return;
+    }
+    if (!this.isLoaded) {
+      // The first load failed (server restarting?): the focus heartbeat is the retry.
+      if (this._loadFailed) {
+        void this.load();
+      }
+      return;
+    }
+    if (version > this._version) {
+      void this.load();
+    } else if (version < this._version) {
+      // Lower than what this page saw: the server's counter started again.
+      void this._startLoad(true);
+    }
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    this._events?.stream.disconnect(this._onEvent, this);
+    Signal.clearData(this);
+  }
+
+  private _startLoad(reset: boolean): Promise<void> {
+    if (this._loading !== null) {
+      this._reload = true;
+      this._resetAgain = this._resetAgain || reset;
+      return this._loading;
+    }
+    this._loading = this._load(reset).finally(() => {
+      this._loading = null;
+      if (this._reload && !this._disposed) {
+        const again = this._resetAgain;
+        this._reload = false;
+        this._resetAgain = false;
+        void this._startLoad(again);
+      }
+    });
+    return this._loading;
+  }
+
+  private async _load(reset: boolean): Promise<void> {
+    const seq = ++this._seq;
+    let answer;
+    try {
+      answer = await this._api.agents();
+    } catch (error) {
+      console.debug('jupyter_recap: loading the agents board failed', error);
+      if (!this.isLoaded && !this._disposed) {
+        this._loadFailed = true;
+        this._changed.emit();
+      }
+      return;
+    }
+    if (this._disposed) {
+      return;
+    }
+    this._setClock(answer.now);
+    // A row that a newer single answer (or a removal push) already settled keeps that state.
+    const fresh = new Map(answer.agents.map(row => [row.kernel_id, row]));
+    const rows: IAgentRow[] = [];
+    let mixed = false;
+    for (const row of answer.agents) {
+      if ((this._rowSeq.get(row.kernel_id) ?? 0) < seq) {
+        this._rowSeq.set(row.kernel_id, seq);
+        rows.push(row);
+      } else {
+        mixed = true;
+        const kept = this.get(row.kernel_id);
+        if (kept !== undefined) {
+          rows.push(kept);
+        }
+      }
+    }
+    for (const row of this._rows) {
+      if (!fresh.has(row.kernel_id) && (this._rowSeq.get(row.kernel_id) ?? 0) > seq) {
+        mixed = true;
+        rows.push(row); // arrived by push after this list was taken
+      }
+    }
+    for (const [kernelId, rowSeq] of this._rowSeq) {
+      if (!fresh.has(kernelId) && rowSeq < seq) {
+        this._rowSeq.set(kernelId, seq); // gone from the board
+      }
+    }
+    this._rows = mixed ? sortRows(rows) : rows;
+    // After a reset (the server restarted and counts from 0 again) the server's number wins.
+    this._version = reset ? answer.version : Math.max(this._version, answer.version);
+    this._advance();
+    this._loadFailed = false;
+    const first = this._loadCount === 0;
+    this._loadCount++;
+    this._changed.emit();
+    this._loaded.emit({ first });
+  }
+
+  private _onEvent(_: Event.IManager, event: Event.Emission): void {
+    if (event.schema_id !== AGENTS_SCHEMA || this._disposed) {
+      return;
+    }
+    const kernelId = event.kernel_id;
+    if (typeof kernelId !== 'string' || !kernelId) {
+      return;
+    }
+    if (typeof event.version === 'number') {
+      this._seen.add(event.version);
+      this._advance();
+    }
+    if (event.action === 'remove') {
+      this._remove(kernelId, ++this._seq);
+    } else {
+      this._fetch(kernelId);
+    }
+    // Pushes arrive in order, so versions left unseen below this one were missed.
+    if (this.isLoaded && this._seen.size > 0 && this._loading === null) {
+      void this.load();
+    }
+  }
+
+  /** GET one row; at most one request per kernel in flight, plus one more if pushed meanwhile. */
+  private _fetch(kernelId: string): void {
+    let fetch = this._fetches.get(kernelId);
+    if (fetch === undefined) {
+      fetch = { busy: false, again: false };
+      this._fetches.set(kernelId, fetch);
+    }
+    if (fetch.busy) {
+      fetch.again = true;
+      return;
+    }
+    fetch.busy = true;
+    const state = fetch;
+    const seq = ++this._seq;
+    this._api
+      .agent(kernelId)
+      .then(
+        answer => {
+          if (this._disposed) {
+            return;
+          }
+          this._setClock(answer.now);
+          if ((this._rowSeq.get(kernelId) ?? 0) < seq) {
+            this._put(answer.agent, seq);
+          }
+        },
+        error => {
+          if (this._disposed) {
+            return;
+          }
+          const notFound =
+            error instanceof ServerConnection.ResponseError && error.response.status === 404;
+          if (notFound) {
+            if ((this._rowSeq.get(kernelId) ?? 0) < seq) {
+              this._remove(kernelId, seq);
+            }
+          } else {
+            console.debug('jupyter_recap: loading an agent row failed', error);
+          }
+        }
+      )
+      .finally(() => {
+        state.busy = false;
+        if (state.again && !this._disposed) {
+          state.again = false;
+          this._fetch(kernelId);
+        } else if (this._fetches.get(kernelId) === state) {
+          this._fetches.delete(kernelId);
+        }
+      });
+  }
+
+  private _put(row: IAgentRow, seq: number): void {
+    this._rowSeq.set(row.kernel_id, seq);
+    const rows = this._rows.filter(other => other.kernel_id !== row.kernel_id);
+    rows.push(row);
+    this._rows = sortRows(rows);
+    this._changed.emit();
+  }
+
+  private _remove(kernelId: string, seq: number): void {
+    this._rowSeq.set(kernelId, seq);
+    const rows = this._rows.filter(row => row.kernel_id !== kernelId);
+    if (rows.length !== this._rows.length) {
+      this._rows = rows;
+      this._changed.emit();
+    }
+  }
+
+  /** Move the seen version over every consecutive pushed version. */
+  private _advance(): void {
+    while (this._seen.has(this._version + 1)) {
+      this._version++;
+    }
+    for (const version of this._seen) {
+      if (version <= this._version) {
+        this._seen.delete(version);
+      }
+    }
+  }
+
+  private _busy(): boolean {
+    return this._loading !== null || this._fetches.size > 0;
+  }
+
+  private _setClock(now: number): void {
+    if (typeof now === 'number' && Number.isFinite(now)) {
+      this._offset = now - Date.now() / 1000;
+    }
+  }
+
+  private readonly _events: Event.IManager | null;
+  private readonly _changed = new Signal<this, void>(this);
+  private readonly _loaded = new Signal<this, { first: boolean }>(this);
+  private readonly _fetches = new Map<string, IRowFetch>();
+  /** Which request last settled each kernel's row (requests are numbered as they start). */
+  private readonly _rowSeq = new Map<string, number>();
+  /** Pushed versions above `_version` (waiting for the ones in between). */
+  private readonly _seen = new Set<number>();
+  private _rows: IAgentRow[] = [];
+  private _version = 0;
+  private _offset = 0;
+  private _seq = 0;
+  private _loading: Promise<void> | null = null;
+  private _reload = false;
+  private _resetAgain = false;
+  private _loadCount = 0;
+  private _loadFailed = false;
+  private _disposed = false;
+}
+
+/**
+ * The server's documented order, for rows that changed between full loads: needing the person
+ * first (latest `turn_ended` first), then running turns, then the rest by `last_activity`,
+ * newest first. The sort is stable, so ties keep the order the server gave.
+ */
+export function sortRows(rows: IAgentRow[]): IAgentRow[] {
+  const group = (row: IAgentRow): number =>
+    row.needs_you !== null ? 0 : row.turn === 'running' || row.state === 'running' ? 1 : 2;
+  const time = (row: IAgentRow): number => {
+    const value = group(row) === 0 ? row.turn_ended : group(row) === 2 ? row.last_activity : 0;
+    return value ?? -Infinity;
+  };
+  return rows
+    .map((row, index) => ({ row, index }))
+    .sort((a, b) => {
+      const byGroup = group(a.row) - group(b.row);
+      if (byGroup !== 0) {
+        return byGroup;
+      }
+      const byTime = time(b.row) - time(a.row);
+      return byTime !== 0 && !Number.isNaN(byTime) ? byTime : a.index - b.index;
+    })
+    .map(item => item.row);
+}

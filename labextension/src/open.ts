@@ -1,0 +1,86 @@
+/**
+ * Open a notebook at a cell: the agents panel's rows and links, the notifications' "Open"
+ * action and the banner's cell links all end here.
+ */
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+
+/** Opens (or activates) notebooks by path and selects a cell in them. */
+export class NotebookOpener {
+  constructor(
+    private readonly _app: JupyterFrontEnd,
+    private readonly _tracker: INotebookTracker
+  ) {}
+
+  /** The open notebook panel with this path, if any (the current one wins). */
+  find(path: string): NotebookPanel | null {
+    const current = this._tracker.currentWidget;
+    if (current !== null && !current.isDisposed && current.context.path === path) {
+      return current;
+    }
+    return this._tracker.find(panel => !panel.isDisposed && panel.context.path === path) ?? null;
+  }
+
+  /**
+   * Show the notebook at `path`, then select and scroll to the cell `cellId` (when given and
+   * still there). Failures are logged, never thrown: the caller is a click handler.
+   */
+  async open(path: string, cellId: string | null): Promise<void> {
+    try {
+      let panel = this.find(path);
+      if (panel !== null) {
+        this._app.shell.activateById(panel.id);
+      } else {
+        const widget: unknown = await this._app.commands.execute('docmanager:open', { path });
+        // Notebook 7 opens another notebook in a new browser tab: nothing to select here then.
+        panel = this._tracker.find(candidate => candidate === widget) ?? this.find(path);
+        if (panel === null) {
+          return;
+        }
+      }
+      if (cellId !== null) {
+        await selectCell(panel, cellId);
+      }
+    } catch (error) {
+      console.warn(`jupyter_recap: could not open ${path}`, error);
+    }
+  }
+}
+
+/**
+ * Make the cell whose model id is `cellId` the only selected, active cell of `panel` in command
+ * mode and scroll it into view. Waits until the notebook's content is loaded and shown.
+ * Resolves to whether the cell was found.
+ */
+export async function selectCell(panel: NotebookPanel, cellId: string): Promise<boolean> {
+  await panel.context.ready;
+  await panel.revealed;
+  if (panel.isDisposed) {
+    return false;
+  }
+  const notebook = panel.content;
+  const cells = notebook.model?.cells;
+  if (!cells) {
+    return false;
+  }
+  let index = -1;
+  for (let i = 0; i < cells.length; i++) {
+    if (cells.get(i).id === cellId) {
+      index = i;
+      break;
+    }
+  }
+  if (index < 0) {
+    return false;
+  }
+  notebook.activeCellIndex = index;
+  notebook.deselectAll();
+  notebook.mode = 'command';
+  // With windowing the cell may not be rendered yet; scrolling by index renders it.
+  await notebook.scrollToItem(index, 'smart');
+  if (!notebook.isDisposed && notebook.isVisible) {
+    // Keyboard shortcuts (j/k, Enter) should act on the selected cell right away.
+    notebook.node.focus();
+  }
+  return true;
+}

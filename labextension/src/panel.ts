@@ -1,0 +1,343 @@
+/**
+ * The "Agents" side panel: which agent notebooks finished, failed, or need the person.
+ *
+ * One `<li>` per row of the board, in the server's order. Every string from the server or the
+ * model is written with textContent or as text nodes; nothing here is parsed as HTML.
+ */
+import { LabIcon } from '@jupyterlab/ui-components';
+import type { Message } from '@lumino/messaging';
+import { Widget } from '@lumino/widgets';
+
+import type { AgentsModel } from './agents';
+import type { IAgentRow } from './api';
+import { ago, appendLinked, eventText, firstLine, stateText } from './format';
+import { desktopPermission } from './notify';
+import type { NotebookOpener } from './open';
+import type { RecapSettings } from './settings';
+
+export const PANEL_ID = 'jupyter-recap-agents';
+
+/** How many of a row's latest server events the row shows. */
+const EVENTS_SHOWN = 3;
+
+const ICON_SVG =
+  '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 24 24">' +
+  '<g class="jp-icon3" fill="#616161">' +
+  '<path d="M11 2h2v3h-2z"/>' +
+  '<path fill-rule="evenodd" d="M6 6h12a2 2 0 0 1 2 2v9a2 2 0 0 1-2 2H6a2 2 0 0 1-2-2V8a2 2 0 0 1 2-2zm3 4a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zm6 0a1.5 1.5 0 1 0 0 3 1.5 1.5 0 0 0 0-3zm-7 5.5V17h8v-1.5z"/>' +
+  '<path d="M1 10h2v5H1zm20 0h2v5h-2z"/>' +
+  '</g></svg>';
+
+export const agentsIcon = new LabIcon({ name: 'jupyter-recap:agents', svgstr: ICON_SVG });
+
+export interface IAgentsPanelOptions {
+  model: AgentsModel;
+  opener: NotebookOpener;
+  settings: RecapSettings;
+}
+
+/** The elements of one rendered row that change with time alone. */
+interface IRowView {
+  li: HTMLLIElement;
+  row: IAgentRow;
+  state: HTMLElement;
+  activity: HTMLElement;
+  events: HTMLElement;
+}
+
+/** The agents panel. */
+export class AgentsPanel extends Widget {
+  constructor(options: IAgentsPanelOptions) {
+    super();
+    this._model = options.model;
+    this._opener = options.opener;
+    this._settings = options.settings;
+    this.id = PANEL_ID;
+    this.addClass('jp-RecapAgents');
+    this.title.icon = agentsIcon;
+    // The tooltip in JupyterLab's side bar, and "Show Agents" in Notebook 7's View menu. No
+    // label: JupyterLab would print it next to the icon, unlike its own side panels.
+    this.title.caption = 'Agents';
+
+    const header = part('div', 'jp-RecapAgents-header', this.node);
+    part('h2', 'jp-RecapAgents-title', header).textContent = 'Agents';
+    this._desktop = part('div', 'jp-RecapAgents-desktop', this.node);
+    this._message = part('div', 'jp-RecapAgents-empty', this.node);
+    this._list = part('ul', 'jp-RecapAgents-list', this.node) as HTMLUListElement;
+    this._list.setAttribute('aria-label', 'Agent notebooks');
+    this._list.addEventListener('click', this);
+    this._list.addEventListener('keydown', this);
+
+    this._model.changed.connect(this._render, this);
+    this._settings.changed.connect(this._render, this);
+    this._render();
+  }
+
+  /** DOM events of the list: clicks and Enter/Space on rows and links. */
+  handleEvent(event: Event): void {
+    const target = event.target as Element | null;
+    if (!(target instanceof Element)) {
+      return;
+    }
+    if (event.type === 'click') {
+      const link = target.closest('a.jp-RecapAgents-link') as HTMLAnchorElement | null;
+      const li = target.closest('li.jp-RecapAgents-row') as HTMLLIElement | null;
+      if (li === null) {
+        return;
+      }
+      event.preventDefault();
+      const row = this._views.get(li.dataset.kernelId ?? '')?.row;
+      if (row !== undefined) {
+        void this._opener.open(row.path, link?.dataset.cellId ?? row.stop_cell?.cell_id ?? null);
+      }
+    } else if (event.type === 'keydown') {
+      const key = (event as KeyboardEvent).key;
+      // Only on the row itself: a focused link handles Enter as a click on its own.
+      if ((key === 'Enter' || key === ' ') && target.classList.contains('jp-RecapAgents-row')) {
+        event.preventDefault();
+        (target as HTMLElement).click();
+      }
+    }
+  }
+
+  override dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._stopClock();
+    this._model.changed.disconnect(this._render, this);
+    this._settings.changed.disconnect(this._render, this);
+    super.dispose();
+  }
+
+  protected override onAfterShow(msg: Message): void {
+    super.onAfterShow(msg);
+    // Permission may have changed in the browser's site settings meanwhile.
+    this._renderDesktop();
+    this._tick();
+    this._scheduleClock();
+  }
+
+  protected override onAfterHide(msg: Message): void {
+    super.onAfterHide(msg);
+    this._stopClock();
+  }
+
+  private _render(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    this._renderDesktop();
+    this._renderMessage();
+    const now = this._model.serverNow();
+    const rows = this._model.rows;
+    const keep = new Set(rows.map(row => row.kernel_id));
+    for (const [kernelId, view] of this._views) {
+      if (!keep.has(kernelId)) {
+        view.li.remove();
+        this._views.delete(kernelId);
+      }
+    }
+    rows.forEach((row, index) => {
+      let view = this._views.get(row.kernel_id);
+      if (view === undefined || view.row !== row) {
+        view = this._renderRow(row, now, view?.li);
+        this._views.set(row.kernel_id, view);
+      }
+      // Move only what is out of place: moving a focused row would take its focus away.
+      if (this._list.children[index] !== view.li) {
+        this._list.insertBefore(view.li, this._list.children[index] ?? null);
+      }
+    });
+    this._scheduleClock();
+  }
+
+  /** Build (or rebuild, reusing `li` so keyboard focus stays) the row's element. */
+  private _renderRow(row: IAgentRow, now: number, reuse?: HTMLLIElement): IRowView {
+    const li = reuse ?? document.createElement('li');
+    li.replaceChildren();
+    li.className = 'jp-RecapAgents-row';
+    li.tabIndex = 0;
+    li.setAttribute('role', 'button');
+    li.dataset.kernelId = row.kernel_id;
+    li.dataset.state = row.state;
+    if (row.needs_you !== null) {
+      li.dataset.needsYou = row.needs_you;
+      li.classList.add('jp-mod-needsYou');
+    } else {
+      delete li.dataset.needsYou;
+    }
+
+    const top = part('div', 'jp-RecapAgents-top', li);
+    const dot = part('span', 'jp-RecapAgents-dot', top);
+    dot.title = 'Needs you';
+    dot.hidden = row.needs_you === null;
+    part('span', 'jp-RecapAgents-name', top).textContent = row.name;
+    const activity = part('span', 'jp-RecapAgents-activity', top);
+
+    const path = part('div', 'jp-RecapAgents-path', li);
+    path.textContent = row.path;
+    path.title = row.path;
+
+    const state = part('div', 'jp-RecapAgents-state', li);
+    part('span', 'jp-RecapAgents-stateText', state);
+    if (row.state === 'errored' && row.error) {
+      const error = part('span', 'jp-RecapAgents-error', state);
+      error.textContent = firstLine(row.error);
+      error.title = row.error;
+    }
+
+    if (row.drafting) {
+      const recap = part('div', 'jp-RecapAgents-recap jp-mod-drafting', li);
+      recap.textContent = 'drafting…';
+    } else if (row.recap !== null && row.recap.text) {
+      const recap = part('div', 'jp-RecapAgents-recap', li);
+      recap.title = row.recap.model ? `Recap by ${row.recap.model}` : 'Recap';
+      appendLinked(recap, row.recap.text, row.recap.links, link => {
+        const anchor = document.createElement('a');
+        anchor.className = 'jp-RecapAgents-link';
+        anchor.href = '#';
+        anchor.dataset.cellId = link.cell_id;
+        anchor.title = 'Show this cell';
+        return anchor;
+      });
+    }
+
+    if (row.progress !== null) {
+      const holder = part('div', 'jp-RecapAgents-progressRow', li);
+      const progress = part('progress', 'jp-RecapAgents-progress', holder) as HTMLProgressElement;
+      // A progress element's max must be positive; an empty task list shows as 0 of 1.
+      const max = Math.max(row.progress.total, 1);
+      progress.max = max;
+      progress.value = Math.min(Math.max(row.progress.done, 0), max);
+      const label = part('span', 'jp-RecapAgents-progressLabel', holder);
+      label.textContent = `${row.progress.done}/${row.progress.total}`;
+      progress.setAttribute('aria-label', `tasks done: ${label.textContent}`);
+    }
+
+    const events = part('div', 'jp-RecapAgents-events', li);
+    const view: IRowView = { li, row, state, activity, events };
+    this._updateTimes(view, now);
+    return view;
+  }
+
+  /** The parts of a row that change with the clock alone. */
+  private _updateTimes(view: IRowView, now: number): void {
+    const { row } = view;
+    const stateLine = view.state.querySelector('.jp-RecapAgents-stateText');
+    if (stateLine !== null) {
+      stateLine.textContent = stateText(row, now);
+    }
+    view.activity.textContent = row.last_activity !== null ? ago(now - row.last_activity) : '';
+    view.activity.hidden = row.last_activity === null;
+    const latest = (row.events ?? []).slice(-EVENTS_SHOWN).reverse();
+    view.events.textContent = latest
+      .map(event => eventText(event, now))
+      .filter(Boolean)
+      .join(' · ');
+    view.events.hidden = !view.events.textContent;
+  }
+
+  private _renderMessage(): void {
+    const message = this._message;
+    message.replaceChildren();
+    if (this._model.rows.length > 0) {
+      message.hidden = true;
+      return;
+    }
+    message.hidden = false;
+    if (!this._model.isLoaded) {
+      message.textContent = this._model.loadFailed
+        ? 'Could not load the agent notebooks (see the browser console).'
+        : 'Loading…';
+      return;
+    }
+    part('p', 'jp-RecapAgents-emptyTitle', message).textContent =
+      'No notebook with jupyter_recap loaded';
+    const how = part('p', 'jp-RecapAgents-emptyHint', message);
+    how.appendChild(document.createTextNode('Run '));
+    part('code', '', how).textContent = '%load_ext jupyter_recap';
+    how.appendChild(document.createTextNode(' in a notebook to list it here.'));
+  }
+
+  /** The "Allow desktop notifications" button (asking needs a user gesture). */
+  private _renderDesktop(): void {
+    const area = this._desktop;
+    area.replaceChildren();
+    const permission = desktopPermission();
+    if (!this._settings.current.desktopNotifications || permission === 'granted') {
+      area.hidden = true;
+      return;
+    }
+    area.hidden = false;
+    const button = part('button', 'jp-RecapAgents-allow jp-Button', area) as HTMLButtonElement;
+    button.type = 'button';
+    if (permission === 'unsupported') {
+      button.disabled = true;
+      button.textContent = 'Desktop notifications need a secure page (https or localhost)';
+    } else if (permission === 'denied') {
+      button.disabled = true;
+      button.textContent = "Desktop notifications are blocked in this site's browser settings";
+    } else {
+      button.textContent = 'Allow desktop notifications';
+      button.addEventListener('click', () => {
+        void window.Notification.requestPermission().then(
+          () => this._renderDesktop(),
+          () => this._renderDesktop()
+        );
+      });
+    }
+  }
+
+  private _tick(): void {
+    const now = this._model.serverNow();
+    for (const view of this._views.values()) {
+      this._updateTimes(view, now);
+    }
+  }
+
+  /**
+   * While the panel is visible: every second when a turn runs (its elapsed time ticks), else
+   * every 30 s for the "3 min ago" labels. Hidden, nothing ticks. The clock makes no requests.
+   */
+  private _scheduleClock(): void {
+    if (!this.isVisible || this._views.size === 0) {
+      this._stopClock();
+      return;
+    }
+    const running = this._model.rows.some(row => row.state === 'running');
+    const period = running ? 1_000 : 30_000;
+    if (this._clock !== 0 && this._period === period) {
+      return;
+    }
+    this._stopClock();
+    this._period = period;
+    this._clock = window.setInterval(() => this._tick(), period);
+  }
+
+  private _stopClock(): void {
+    window.clearInterval(this._clock);
+    this._clock = 0;
+    this._period = 0;
+  }
+
+  private readonly _model: AgentsModel;
+  private readonly _opener: NotebookOpener;
+  private readonly _settings: RecapSettings;
+  private readonly _desktop: HTMLElement;
+  private readonly _message: HTMLElement;
+  private readonly _list: HTMLUListElement;
+  private readonly _views = new Map<string, IRowView>();
+  private _clock = 0;
+  private _period = 0;
+}
+
+/** Create an element with a class and append it to `parent`. */
+function part(tag: string, className: string, parent: HTMLElement): HTMLElement {
+  const node = document.createElement(tag);
+  if (className) {
+    node.className = className;
+  }
+  parent.appendChild(node);
+  return node;
+}

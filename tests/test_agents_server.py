@@ -1,0 +1,280 @@
+"""The agents panel's server side, against a real jupyter server and real kernels.
+
+Kernels report their agent state with their own proof; the page reads rows and hears which row
+changed on jupyter_server's event bus; restarts, deaths and long cells are seen by the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
+from server_fixtures import asynctest
+
+from jupyter_recap.feed import KERNEL_HEADER, kernel_proof
+from jupyter_recap.server import AGENTS_SCHEMA
+
+pytestmark = pytest.mark.timeout(120)
+
+NO_AUTH = {"Authorization": ""}
+RECAP = "Fixing the invoice totals. Next: rerun In[4] after the fix."
+
+
+def proof(recap: Any, kernel_id: str) -> dict[str, str]:
+    key = recap.kernel_manager.get_kernel(kernel_id).session.key
+    return {**NO_AUTH, KERNEL_HEADER: kernel_proof(key, kernel_id)}
+
+
+def report(turn: str | None = "ok", ended: float | None = 100.0, **extra: Any) -> dict[str, Any]:
+    return {
+        "turn": turn,
+        "turn_started": 90.0,
+        "turn_ended": ended if turn != "running" else None,
+        "error": "ValueError: bad total" if turn == "errored" else None,
+        "last_activity": 99.0,
+        "recap": {"text": RECAP, "model": "offline", "at": 101.0, "links": []},
+        "drafting": False,
+        "progress": {"done": 2, "total": 5},
+        "stop_cell": {"cell_id": "cell-4", "label": "In[4]", "failed": turn == "errored"},
+        **extra,
+    }
+
+
+async def send(api: Any, recap: Any, kernel_id: str, body: Any) -> tuple[int, Any]:
+    result: tuple[int, Any] = await api(
+        "kernels", kernel_id, "agent", method="PUT", body=body, headers=proof(recap, kernel_id)
+    )
+    return result
+
+
+async def row(api: Any, kernel_id: str) -> dict[str, Any]:
+    code, answer = await api("agents", kernel_id)
+    assert code == 200, answer
+    agent: dict[str, Any] = answer["agent"]
+    return agent
+
+
+async def until(check: Callable[[], Awaitable[bool]], seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not await check():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+@asynctest
+async def test_a_kernel_report_becomes_a_row(api: Any, recap: Any, kernel_id: str) -> None:
+    assert (await api("agents"))[1]["agents"] == []  # loaded nowhere yet: no row
+    assert (await api("agents", kernel_id))[0] == 404
+    code, answer = await send(api, recap, kernel_id, report("running"))
+    assert code == 200 and answer["agents_version"] >= 1
+    code, board = await api("agents")
+    assert code == 200 and abs(board["now"] - time.time()) < 5
+    [agent] = board["agents"]
+    assert agent["kernel_id"] == kernel_id
+    assert (agent["state"], agent["turn"], agent["needs_you"]) == ("running", "running", None)
+    assert agent["recap"]["text"] == RECAP
+    assert agent["progress"] == {"done": 2, "total": 5}
+    assert agent["stop_cell"] == {"cell_id": "cell-4", "label": "In[4]", "failed": False}
+    # The browser names the notebook; the focus answer carries the board's version.
+    body = {"kernel_id": kernel_id, "path": "work/billing.ipynb", "focused": False}
+    code, answer = await api("focus", method="POST", body={**body, "client_id": "tab"})
+    assert code == 200 and answer["agents_version"] == (await api("agents"))[1]["version"]
+    agent = await row(api, kernel_id)
+    assert (agent["path"], agent["name"]) == ("work/billing.ipynb", "billing.ipynb")
+
+
+@asynctest
+async def test_a_turn_that_ends_while_away_needs_you_until_you_look(
+    api: Any, recap: Any, kernel_id: str
+) -> None:
+    tab = {"kernel_id": kernel_id, "path": "nb.ipynb", "client_id": "tab"}
+    await api("focus", method="POST", body={**tab, "focused": True})
+    await send(api, recap, kernel_id, report("running"))
+    await send(api, recap, kernel_id, report("ok", ended=100.0))
+    agent = await row(api, kernel_id)
+    assert (agent["state"], agent["needs_you"], agent["notice"]) == ("idle", None, 0)
+
+    await api("focus", method="POST", body={**tab, "focused": False})  # the person leaves
+    await send(api, recap, kernel_id, report("running"))
+    await send(api, recap, kernel_id, report("errored", ended=200.0))
+    agent = await row(api, kernel_id)
+    assert (agent["state"], agent["needs_you"], agent["notice"]) == ("errored", "errored", 1)
+    await send(api, recap, kernel_id, report("ok", ended=300.0))  # same absence: no new notice
+    agent = await row(api, kernel_id)
+    assert (agent["state"], agent["needs_you"], agent["notice"]) == ("finished", "finished", 1)
+
+    await api("focus", method="POST", body={**tab, "focused": True})  # back: looked at
+    agent = await row(api, kernel_id)
+    assert (agent["state"], agent["needs_you"], agent["notice"]) == ("idle", None, 1)
+
+
+@asynctest
+async def test_bad_reports_are_refused_in_one_line(api: Any, recap: Any, kernel_id: str) -> None:
+    for body, field in [
+        (report(turn="finished"), "turn"),
+        (report(turn_started=-1), "turn_started"),
+        (report(progress={"done": 6, "total": 5}), "progress"),
+        (report(recap={"model": "x"}), "text"),
+        ([1, 2], "object"),
+    ]:
+        code, answer = await send(api, recap, kernel_id, body)
+        assert code == 400, body
+        assert field in answer["message"] and "\n" not in answer["message"]
+    assert (await api("agents"))[1]["agents"] == []  # nothing half-taken
+    code, answer = await send(api, recap, kernel_id, "x" * 20_000)
+    assert code == 413
+
+
+@asynctest
+async def test_a_kernel_proof_reports_for_its_own_kernel_only(
+    api: Any, recap: Any, kernel_id: str, jp_fetch: Any
+) -> None:
+    other_id = await start_kernel_in_loop(jp_fetch)
+    code, _ = await api(
+        "kernels", other_id, "agent", method="PUT", body=report(), headers=proof(recap, kernel_id)
+    )
+    assert code == 403
+    # A kernel's proof never reads the board, and nobody without credentials does.
+    assert (await api("agents", headers=proof(recap, kernel_id)))[0] == 403
+    assert (await api("agents", headers=dict(NO_AUTH)))[0] == 403
+    assert (await api("agents", kernel_id, headers=dict(NO_AUTH)))[0] == 403
+    ghost = "00000000-0000-4000-8000-000000000000"
+    code, answer = await api("agents", ghost)
+    assert code == 404 and ghost in answer["message"]
+    assert (await api("kernels", ghost, "agent", method="PUT", body=report()))[0] == 404
+
+
+async def start_kernel_in_loop(jp_fetch: Any) -> str:
+    response = await jp_fetch("api", "kernels", method="POST", body="{}")
+    return str(json.loads(response.body)["id"])
+
+
+async def subscribe(jp_ws_fetch: Any) -> Any:
+    return await jp_ws_fetch("api", "events", "subscribe")
+
+
+async def agents_events(socket: Any, count: int, seconds: float = 10.0) -> list[dict[str, Any]]:
+    """The next ``count`` agents-board events on the bus (other schemas skipped)."""
+    found: list[dict[str, Any]] = []
+    deadline = time.monotonic() + seconds
+    while len(found) < count:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"only {found} arrived"
+        message = await asyncio.wait_for(socket.read_message(), remaining)
+        assert message is not None, "the event socket closed"
+        event = json.loads(message)
+        if event["schema_id"] == AGENTS_SCHEMA:
+            found.append(event)
+    return found
+
+
+@asynctest
+async def test_changes_are_pushed_on_the_event_bus_without_content(
+    api: Any, recap: Any, kernel_id: str, jp_ws_fetch: Any, jp_fetch: Any
+) -> None:
+    socket = await subscribe(jp_ws_fetch)
+    try:
+        await send(api, recap, kernel_id, report("running"))
+        [event] = await agents_events(socket, 1)
+        assert {k: event[k] for k in ("kernel_id", "action")} == {
+            "kernel_id": kernel_id,
+            "action": "update",
+        }
+        assert RECAP not in json.dumps(event)  # which row, never what it says
+        version = event["version"]
+        await send(api, recap, kernel_id, report("ok"))
+        [event] = await agents_events(socket, 1)
+        assert event["version"] > version
+        # A shut-down kernel leaves the panel with one push.
+        await jp_fetch("api", "kernels", kernel_id, method="DELETE")
+        [event] = await agents_events(socket, 1)
+        assert (event["kernel_id"], event["action"]) == (kernel_id, "remove")
+        assert (await api("agents"))[1]["agents"] == []
+    finally:
+        socket.close()
+
+
+@asynctest
+async def test_a_restart_shows_in_the_row_and_ends_a_running_turn(
+    api: Any, recap: Any, kernel_id: str, jp_fetch: Any
+) -> None:
+    await send(api, recap, kernel_id, report("running"))
+    await jp_fetch("api", "kernels", kernel_id, "restart", method="POST", body="{}")
+    agent = await row(api, kernel_id)
+    [event] = agent["events"]
+    assert (event["type"], event["crashed"]) == ("restarted", False)
+    assert (agent["turn"], agent["error"]) == ("aborted", "the kernel restarted")
+    assert agent["state"] != "running"
+    # The next process of the kernel hears of it in its feed (to tell its recaps).
+    code, feed = await api("kernels", kernel_id, "events", params={"since": 0, "timeout": 0})
+    assert code == 200
+    assert [e["what"] for e in feed["events"] if e["type"] == "kernel"] == ["restarted"]
+
+
+@pytest.mark.parametrize("recap_config", [{"long_cell_seconds": 0.5}])
+@asynctest
+async def test_long_cells_and_crashes_are_seen_by_the_server(
+    api: Any, recap: Any, kernel_id: str
+) -> None:
+    await send(api, recap, kernel_id, report("ok"))
+    client = recap.kernel_manager.get_kernel(kernel_id).client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=30)
+        client.execute("import time\ntime.sleep(0.1)")  # short: not news
+        client.execute("time.sleep(0.8)\n1/0")
+
+        async def long_cell() -> bool:
+            events = (await row(api, kernel_id))["events"]
+            return any(e["type"] == "long_cell" for e in events)
+
+        await until(long_cell)
+        [event] = (await row(api, kernel_id))["events"]
+        assert event["failed"] is True and 0.7 < event["seconds"] < 5
+
+        client.execute("import os\nos._exit(1)")  # the process dies; the server restarts it
+
+        async def crashed() -> bool:
+            return any(e["type"] == "restarted" for e in (await row(api, kernel_id))["events"])
+
+        await until(crashed)
+
+        async def up() -> bool:
+            return (await row(api, kernel_id))["state"] not in ("restarting", "dead")
+
+        await until(up)  # the restarted process answers: the row is back to normal
+        agent = await row(api, kernel_id)
+        assert [(e["type"], e.get("crashed")) for e in agent["events"]][1:] == [("restarted", True)]
+        code, feed = await api("kernels", kernel_id, "events", params={"since": 0, "timeout": 0})
+        assert code == 200
+        assert [e["what"] for e in feed["events"] if e["type"] == "kernel"] == ["crashed"]
+    finally:
+        client.stop_channels()
+
+
+@asynctest
+async def test_a_kernel_the_restarter_gives_up_on_is_dead_in_its_row(
+    api: Any, recap: Any, kernel_id: str, jp_fetch: Any
+) -> None:
+    await send(api, recap, kernel_id, report("running"))
+    tab = {"path": "nb.ipynb", "client_id": "tab", "focused": False}
+    await api("focus", method="POST", body={**tab, "kernel_id": kernel_id})
+    # What the kernel's auto-restarter does when a dead process will not come back.
+    restarter = recap.kernel_manager.get_kernel(kernel_id)._restarter
+    restarter._fire_callbacks("dead")
+    recap.reconcile()  # jupyter_server dropped the kernel; its row stays to say it died
+    assert kernel_id not in recap.kernel_manager
+    agent = await row(api, kernel_id)
+    assert (agent["state"], agent["execution_state"]) == ("dead", "dead")
+    assert [e["type"] for e in agent["events"]] == ["died"]
+    assert (agent["turn"], agent["error"]) == ("aborted", "the kernel died")
+    # The notebook's next kernel takes its place in the panel.
+    fresh = await start_kernel_in_loop(jp_fetch)
+    await send(api, recap, fresh, report("ok"))
+    await api("focus", method="POST", body={**tab, "kernel_id": fresh})
+    assert [r["kernel_id"] for r in (await api("agents"))[1]["agents"]] == [fresh]

@@ -1,0 +1,208 @@
+"""The agents panel in a real JupyterLab and chromium, with two agent notebooks.
+
+One notebook is looked at, the other works in the background. When the background agent's turn
+ends, its row moves to the top marked, one notification says so, and the page title counts it;
+opening the row goes to the cell where the work stopped. Rows come from the server, so a reload
+keeps them; a restart shows in the row; a link in the banner selects the cell it names.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from browser import needs_chromium
+from labfocus import EXT, LabPage
+from labserver import LabServer, offline_lab
+from playwright.sync_api import Browser
+
+pytestmark = [needs_chromium, pytest.mark.timeout(240)]
+
+LOAD = "%load_ext jupyter_recap"
+BILLING, FRONT = "billing.ipynb", "front.ipynb"
+BILLING_CELLS = [
+    LOAD,
+    "%%agent\nFix the invoice totals",
+    "ledger = load('ledger.csv')",
+    "%%agent\nCheck the rounding of the totals",
+]
+FRONT_CELLS = [LOAD, "%%agent\nSummarise the churn report"]
+
+# Every toast and page title, as the person would have seen them (toasts close by themselves).
+WATCH = """() => {
+  window._toasts = [];
+  const seen = new WeakSet();
+  const look = () => {
+    for (const toast of document.querySelectorAll('.Toastify__toast')) {
+      if (!seen.has(toast)) { seen.add(toast); window._toasts.push(toast.textContent); }
+    }
+  };
+  new MutationObserver(look).observe(document.body, {subtree: true, childList: true});
+  look();
+}"""
+
+ROWS = """() => [...document.querySelectorAll('#jupyter-recap-agents .jp-RecapAgents-row')]
+  .map(row => ({
+    kernel: row.dataset.kernelId,
+    state: row.dataset.state,
+    needs: row.dataset.needsYou ?? null,
+    marked: row.classList.contains('jp-mod-needsYou'),
+    name: row.querySelector('.jp-RecapAgents-name').textContent,
+    recap: row.querySelector('.jp-RecapAgents-recap')?.textContent ?? '',
+    events: row.querySelector('.jp-RecapAgents-events')?.textContent ?? '',
+    progress: row.querySelector('progress.jp-RecapAgents-progress')?.value ?? null,
+  }))"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    yield from offline_lab(tmp_path_factory.mktemp("labagents"))
+
+
+def prepare(tab: LabPage, name: str, replies: list[str]) -> None:
+    """The stand-in agent with scripted ``replies``, ``%load_ext`` run, a short post-turn wait."""
+    tab.kernel_exec(
+        name,
+        "import agentmagic, time\nagent = agentmagic.install(get_ipython())\n"
+        + "".join(
+            f"agent.script.append(lambda prompt: time.sleep(0.5) or print({text!r}))\n"
+            for text in replies
+        ),
+    )
+    tab.run_cells(name, [0])
+    tab.prepare_kernel(name)
+    tab.kernel_exec(name, f"{EXT}.settings.post_turn_seconds = 0.3")
+
+
+def rows(tab: LabPage) -> list[dict[str, Any]]:
+    return list(tab.page.evaluate(ROWS))
+
+
+def wait_rows(tab: LabPage, check: str, timeout: float = 20) -> list[dict[str, Any]]:
+    """Wait until ``check`` (a JS expression over ``rows``) holds; the rows then."""
+    tab.page.wait_for_function(
+        f"() => {{ const rows = ({ROWS})(); return {check}; }}", timeout=timeout * 1000
+    )
+    return rows(tab)
+
+
+def show_panel(tab: LabPage) -> None:
+    tab.page.evaluate("() => window.jupyterapp.shell.activateById('jupyter-recap-agents')")
+    tab.page.wait_for_selector("#jupyter-recap-agents .jp-RecapAgents-list", state="visible")
+
+
+def toasts(tab: LabPage) -> list[str]:
+    return list(tab.page.evaluate("() => window._toasts"))
+
+
+def title(tab: LabPage) -> str:
+    return str(tab.page.evaluate("() => document.title"))
+
+
+def active_cell(tab: LabPage, name: str) -> int:
+    return int(
+        tab.page.evaluate(
+            """(name) => {
+              const w = window.jupyterapp.shell.currentWidget;
+              return w && w.context.path === name ? w.content.activeCellIndex : -1;
+            }""",
+            name,
+        )
+    )
+
+
+@needs_chromium
+def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
+    lab.write_notebook(BILLING, BILLING_CELLS)
+    lab.write_notebook(FRONT, FRONT_CELLS)
+    tab = LabPage.open(browser, lab, BILLING)
+    prepare(tab, BILLING, ["Totals fixed in totals.py.", "Rounding now half-even."])
+    billing = tab.kernel_id(BILLING)
+    tab.open_document(FRONT)
+    prepare(tab, FRONT, ["Churn is 4% this quarter."])
+    front = tab.kernel_id(FRONT)
+    tab.activate(FRONT)
+    tab.wait_focus_known(FRONT)
+    tab.wait_focus_known(BILLING, focused=False)
+    show_panel(tab)
+    tab.page.evaluate(WATCH)
+    listed = wait_rows(tab, "rows.length === 2")
+    assert {row["name"] for row in listed} == {BILLING, FRONT}
+
+    # A turn in the notebook being looked at: no mark, no notification.
+    assert tab.run_as_cell(FRONT, FRONT_CELLS[1], "cell-1") == "ok"
+    time.sleep(1)
+    [looked_at] = [row for row in rows(tab) if row["kernel"] == front]
+    assert (looked_at["state"], looked_at["marked"]) == ("idle", False)
+
+    # The background notebook's agent finishes: its row goes to the top, marked.
+    assert tab.run_as_cell(BILLING, BILLING_CELLS[1], "cell-1") == "ok"
+    top = wait_rows(tab, f"rows[0].kernel === {billing!r} && rows[0].needs === 'finished'")[0]
+    assert top["marked"] and top["state"] == "finished"
+    tab.page.wait_for_function(
+        "() => window._toasts.some(t => t.includes('billing.ipynb: the agent finished'))",
+        timeout=20_000,
+    )
+    assert title(tab).startswith("(1) ")
+    # The notification carries the first sentence of the recap the kernel drafted meanwhile.
+    recap = wait_rows(tab, f"rows[0].kernel === {billing!r} && rows[0].recap !== ''")[0]["recap"]
+    [toast] = [t for t in toasts(tab) if BILLING in t]
+    assert "billing.ipynb: the agent finished — " in toast
+    assert recap.split(". ")[0][:40] in toast
+
+    # A second turn ends in the same absence: the row stays marked, no second notification.
+    assert tab.run_as_cell(BILLING, BILLING_CELLS[3], "cell-3") == "ok"
+    time.sleep(2)
+    assert [t for t in toasts(tab) if BILLING in t] == [toast]
+    assert not any(FRONT in t for t in toasts(tab))
+    assert rows(tab)[0]["kernel"] == billing and title(tab).startswith("(1) ")
+
+    # The panel's state lives in the server: a reload keeps it (and notifies nothing again).
+    tab.page.reload(wait_until="commit")
+    tab.wait_for_kernel(BILLING)
+    tab.wait_for_kernel(FRONT)
+    show_panel(tab)
+    tab.page.evaluate(WATCH)
+    after = wait_rows(tab, f"rows.length === 2 && rows[0].kernel === {billing!r}")[0]
+    assert after["marked"] and after["needs"] == "finished"
+    tab.page.wait_for_function("() => document.title.startsWith('(1) ')")
+    time.sleep(1.5)
+    assert toasts(tab) == []
+
+    # Opening the row goes to the cell where the work stopped: the latest agent cell.
+    tab.page.click(f'.jp-RecapAgents-row[data-kernel-id="{billing}"]')
+    tab.page.wait_for_function(
+        "(name) => window.jupyterapp.shell.currentWidget?.context?.path === name", arg=BILLING
+    )
+    tab.page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex === 3"
+    )
+    opened = wait_rows(tab, f"rows.every(r => r.kernel !== {billing!r} || !r.marked)")
+    assert not any(row["marked"] for row in opened)
+    tab.page.wait_for_function("() => !document.title.startsWith('(')")
+
+    # A failed cell, then a recap: the banner links the cell it names, and selects it.
+    assert tab.run_as_cell(BILLING, BILLING_CELLS[2], "cell-2") == "error"
+    assert tab.run_as_cell(BILLING, "%recap", "cell-recap") == "ok"
+    tab.select_cell(BILLING, 0)
+    link = tab.page.wait_for_selector(
+        '.jp-RecapBanner-mount.jp-mod-live a.jp-RecapBanner-link[data-cell-id="cell-2"]'
+    )
+    assert link is not None and link.text_content().startswith("In[")
+    link.click()
+    tab.page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex === 2"
+    )
+    # The row shows the same recap, its stop cell now the failed one.
+    row = wait_rows(tab, f"rows.some(r => r.kernel === {billing!r} && r.recap.includes('In['))")
+    assert any(r["kernel"] == billing for r in row)
+
+    # A restart of the background kernel shows in its row.
+    lab.api("POST", f"api/kernels/{billing}/restart", {})
+    restarted = wait_rows(
+        tab, f"rows.some(r => r.kernel === {billing!r} && r.events.includes('restart'))"
+    )
+    assert any("restart" in r["events"] for r in restarted if r["kernel"] == billing)
+    assert tab.errors == []
