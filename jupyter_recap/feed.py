@@ -145,6 +145,7 @@ class KernelRoutes:
             timeout=timeout,
             cancel=cancel,
             provider_id="jupyter server",
+            secret_headers=(KERNEL_HEADER,),
         )
 
 

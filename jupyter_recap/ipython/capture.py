@@ -149,7 +149,12 @@ class OutputTap:
             # Built-in streams refuse new attributes: swap in a forwarding proxy instead.
             proxy = _StreamProxy(stream, write)
             setattr(sys, name, proxy)
-            self._undo.append(lambda: getattr(sys, name) is proxy and setattr(sys, name, stream))
+
+            def restore() -> None:
+                if getattr(sys, name) is proxy:  # someone else's replacement stays
+                    setattr(sys, name, stream)
+
+            self._undo.append(restore)
 
     def _tap_displayhook(self) -> None:
         # The cell's returned value is formatted by the recorder from ExecutionResult.result;

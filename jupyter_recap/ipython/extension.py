@@ -297,7 +297,7 @@ class RecapExtension:
             server,
             kernel_id,
             on_focus=lambda focused, at: self.report_focus(focused, at=at, source="browser"),
-            on_input=lambda: self.runner.feed(self.engine.user_input),
+            on_input=self._typed_elsewhere,
             on_kernel=self._kernel_event,
             banner_model_id=self.banner.model_id,
             key=key,
@@ -314,6 +314,10 @@ class RecapExtension:
             on_entry, kinds=("user", "assistant", "tool_call", "tool_result", "outcome", "code")
         )
         self.reporter.start()
+
+    def _typed_elsewhere(self) -> None:
+        """The person typed in this notebook (reported by the browser): they are here."""
+        self.runner.feed(self.engine.user_input)
 
     def _agent_report(self) -> dict[str, Any]:
         """This kernel's state for the server's agents panel (built on the reporter's thread)."""

@@ -15,6 +15,7 @@ import re
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -40,10 +41,9 @@ if TYPE_CHECKING:
 _ERROR_BODY_LIMIT = 64_000
 #: Longest excerpt of a server's error message quoted in one of our messages.
 _EXCERPT_CHARS = 120
-#: Headers whose values are secrets and must never appear in a message.
-_SECRET_HEADERS = frozenset(
-    {"authorization", "x-api-key", "api-key", "x-jupyter-recap-secret", "x-jupyter-recap-kernel"}
-)
+#: Headers whose values are secrets and must never appear in a message (a caller names its
+#: own others with ``secret_headers``).
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
 
 
 class _Abort:
@@ -130,18 +130,20 @@ def request_json(
     cancel: CancelToken | None,
     provider_id: str,
     max_bytes: int = 1_000_000,
+    secret_headers: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Send one request (``body`` as JSON, if any) and return the JSON object answered.
 
     The same limits and error mapping as :func:`post_json`, for any method; the kernel's focus
     feed uses it for its long polls so that unloading can abort one mid-wait.
+    ``secret_headers`` are more header names whose values no message may quote.
     """
     import httpx  # lazily: importing jupyter_recap must stay cheap
 
     if cancel is not None:
         cancel.raise_if_cancelled()
     name = provider_id.split(":", 1)[0]
-    secrets = _secrets(headers)
+    secrets = _secrets(headers, secret_headers)
     timeout = max(timeout, 0.001)
     deadline = time.monotonic() + timeout
     abort = _Abort()
@@ -260,11 +262,12 @@ def _error_message(raw: bytes) -> str:
     return error if isinstance(error, str) else ""
 
 
-def _secrets(headers: dict[str, str]) -> list[str]:
+def _secrets(headers: dict[str, str], more: Iterable[str] = ()) -> list[str]:
     """Secret header values (and the token inside ``Bearer <token>``) to redact from messages."""
+    names = _SECRET_HEADERS | {name.lower() for name in more}
     found: list[str] = []
     for key, value in headers.items():
-        if key.lower() in _SECRET_HEADERS and value:
+        if key.lower() in names and value:
             found.append(value)
             token = value.partition(" ")[2]
             if token:
