@@ -68,7 +68,7 @@ def cell_overhead(shell: Any, cells: int, rounds: int) -> tuple[float, float, fl
 
     The three are interleaved in every round, so drift in the machine's load hits all alike.
     """
-    from jupyter_recap import transcript
+    from jupyter_recap.record import transcript
 
     def batch() -> float:
         start = time.perf_counter()
@@ -376,7 +376,7 @@ def thirty_step_session(shell: Any, capture: str) -> dict[str, Any]:
     The tool fails on row 17 (LangGraph hands the error back to the model, which goes on).
     """
     from jupyter_recap import current
-    from jupyter_recap.context import build_context
+    from jupyter_recap.pipeline.context import build_context
 
     shell.run_line_magic("config", f"Recap.capture = {capture}")
     current().clear()

@@ -73,7 +73,7 @@ def recording_overhead(
         (setup or _load)(shell)
         loaded.append(median_seconds(batch, 1))
         (teardown or _unload)(shell)
-        from jupyter_recap import transcript
+        from jupyter_recap.record import transcript
 
         transcript.current().clear()
     return statistics.median(plain) / cells, statistics.median(loaded) / cells
@@ -110,8 +110,8 @@ def hooks_alone(calls: int) -> float:
     """Seconds per cell of the recorder's two hooks called back to back, outside ``run_cell``."""
     from IPython.core.interactiveshell import ExecutionInfo, ExecutionResult
 
-    from jupyter_recap import transcript
     from jupyter_recap.ipython.extension import extension_for
+    from jupyter_recap.record import transcript
 
     shell = _shell()
     _load(shell)
@@ -203,7 +203,7 @@ def peer_dialog_30(raw: list[tuple[str, str]]) -> int:
 def context_figures(
     sizes: list[int], rounds: int, make=synthetic_session
 ) -> list[dict[str, float]]:  # type: ignore[no-untyped-def]
-    from jupyter_recap.context import build_context
+    from jupyter_recap.pipeline.context import build_context
 
     rows = []
     for size in sizes:

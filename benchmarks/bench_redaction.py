@@ -40,9 +40,9 @@ for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "JUPYTER
     os.environ.pop(_name, None)
 
 import jupyter_recap as jr  # noqa: E402
-from jupyter_recap import workstate  # noqa: E402
-from jupyter_recap.service import draft_recap  # noqa: E402
-from jupyter_recap.sessions import SessionStore, SessionWriter  # noqa: E402
+from jupyter_recap.pipeline.service import draft_recap  # noqa: E402
+from jupyter_recap.stores import workstate  # noqa: E402
+from jupyter_recap.stores.sessions import SessionStore, SessionWriter  # noqa: E402
 
 RUN = 8
 ALNUM = string.ascii_letters + string.digits
@@ -303,8 +303,8 @@ def secret_dense_session(entries: int) -> jr.Transcript:
 def cost(rounds: int) -> None:
     from bench_foundation import context_figures
 
-    from jupyter_recap.context import build_context
-    from jupyter_recap.redact import Redactor
+    from jupyter_recap.pipeline.context import build_context
+    from jupyter_recap.pipeline.redact import Redactor
 
     print("## What the patterns cost\n")
     print("| session | entries | build_context (median) | chars sent |")

@@ -111,7 +111,7 @@ _recap_in_flight = []
 def _note_in_flight(info):
     # Registered before the extension: runs before its hook cancels the draft.
     ext = extension_for(get_ipython())
-    _recap_in_flight.append(ext is not None and ext.engine.in_flight is not None)
+    _recap_in_flight.append(ext is not None and ext.schedule.in_flight is not None)
 
 
 get_ipython().events.register("pre_run_cell", _note_in_flight)
@@ -135,7 +135,7 @@ _stop_away = threading.Event()
 def _keep_away(ext=_ext, stop=_stop_away):
     # What the server's focus feed does from its thread: the person is away (again).
     while not stop.wait(0.002):
-        if ext.engine.in_flight is None and ext.engine.away_deadline is None:
+        if ext.schedule.in_flight is None and ext.schedule.away_deadline is None:
             ext.report_focus(True)
             ext.report_focus(False)
 
@@ -146,7 +146,7 @@ _recap_in_flight.clear()
 
 UNLOAD = """
 _stop_away.set()
-_c = _ext.engine.counters
+_c = _ext.schedule.counters
 _round = {"in_flight": _recap_in_flight[:], "started": _c.drafts_started,
           "cancelled": _c.cancelled}
 %unload_ext jupyter_recap

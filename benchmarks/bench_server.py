@@ -220,7 +220,7 @@ def poll_latency(url: str, token: str, kernel_id: str, rounds: int) -> list[floa
 
 def hub_memory(kernels: int, clients: int, events: int) -> float:
     """Bytes per kernel of a hub tracking ``kernels`` kernels (clients and events each)."""
-    from jupyter_recap.focushub import FocusHub
+    from jupyter_recap.focus.hub import FocusHub
 
     tracemalloc.start()
     before = tracemalloc.take_snapshot()

@@ -29,8 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jupyter_recap.sessions import SessionStore, SessionWriter  # noqa: E402
-from jupyter_recap.transcript import Transcript  # noqa: E402
+from jupyter_recap.record.transcript import Transcript  # noqa: E402
+from jupyter_recap.stores.sessions import SessionStore, SessionWriter  # noqa: E402
 
 TEXT = "df = pd.read_csv('orders.csv').merge(customers, on='customer_id')  # " + "x" * 200
 

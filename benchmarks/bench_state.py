@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench_foundation import median_seconds  # noqa: E402
 
-from jupyter_recap.context import build_context  # noqa: E402
-from jupyter_recap.memory import MemoryStore  # noqa: E402
-from jupyter_recap.transcript import Transcript  # noqa: E402
-from jupyter_recap.workstate import WorkState  # noqa: E402
+from jupyter_recap.pipeline.context import build_context  # noqa: E402
+from jupyter_recap.record.transcript import Transcript  # noqa: E402
+from jupyter_recap.stores.memory import MemoryStore  # noqa: E402
+from jupyter_recap.stores.workstate import WorkState  # noqa: E402
 
 PLAN = [
     {"text": f"step {i}: " + "refactor the loader module " * 3, "status": status}

@@ -64,7 +64,7 @@ def dedupe_cycles(ext: Any, fake: Any, cycles: int) -> tuple[int, int]:
         deadline = time.monotonic() + 2
         # wait until this cycle's trigger has been decided (a call, or a call saved)
         while time.monotonic() < deadline:
-            engine = ext.engine
+            engine = ext.schedule
             if engine.in_flight is None and engine.away_deadline is None:
                 break
             time.sleep(0.005)
@@ -82,20 +82,20 @@ def trigger_latency(ext: Any, fake: Any, rounds: int) -> list[float]:
     banner.observe(lambda change: shown_at.append(time.monotonic()), names=["state"])
     samples = []
     ext.settings.away_seconds = 0.05
-    ext.runner.feed(ext.engine.user_input)  # start from a cleared banner
+    ext.runner.feed(ext.schedule.user_input)  # start from a cleared banner
     for n in range(rounds):
         ext.transcript.assistant(f"progress note {n}")  # new activity: a real call each round
         fake.text = f"<recap>You are fixing the FK, step {n}. Next: step {n + 1}.</recap>"
         shown_at.clear()
         ext.report_focus(False)
-        deadline = ext.engine.away_deadline
+        deadline = ext.schedule.away_deadline
         give_up = time.monotonic() + 5
         while not (shown_at and banner.state == "shown") and time.monotonic() < give_up:
             time.sleep(0.001)
         if shown_at and banner.state == "shown":
             samples.append(shown_at[-1] - deadline)
         ext.report_focus(True)
-        ext.runner.feed(ext.engine.user_input)  # the person is back and types: clear
+        ext.runner.feed(ext.schedule.user_input)  # the person is back and types: clear
     return samples
 
 

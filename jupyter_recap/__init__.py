@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .context import build_context
     from .errors import InputError, StoreError, StoreWriteError, UnsafeStoreError
-    from .service import Recap, RecapResult, draft_recap, generate_recap
-    from .tasks import Task
-    from .transcript import Transcript, current
-    from .workstate import (
+    from .pipeline.context import build_context
+    from .pipeline.service import RecapResult, WrittenRecap, draft_recap, generate_recap
+    from .pipeline.service import WrittenRecap as Recap
+    from .record.transcript import Transcript, current
+    from .stores.tasks import Task
+    from .stores.workstate import (
         forget,
         memory_prompt,
         recall,
@@ -37,6 +38,7 @@ __all__ = [
     "Task",
     "Transcript",
     "UnsafeStoreError",
+    "WrittenRecap",
     "__version__",
     "build_context",
     "current",
@@ -53,25 +55,29 @@ __all__ = [
 ]
 
 _LAZY = {
-    "Transcript": "transcript",
-    "current": "transcript",
-    "build_context": "context",
-    "Recap": "service",
-    "RecapResult": "service",
-    "draft_recap": "service",
-    "generate_recap": "service",
+    "Transcript": "record.transcript",
+    "current": "record.transcript",
+    "build_context": "pipeline.context",
+    "Recap": "pipeline.service",  # the 0.1 name of WrittenRecap (c.Recap is the settings)
+    "WrittenRecap": "pipeline.service",
+    "RecapResult": "pipeline.service",
+    "draft_recap": "pipeline.service",
+    "generate_recap": "pipeline.service",
     "InputError": "errors",
     "StoreError": "errors",
     "StoreWriteError": "errors",
     "UnsafeStoreError": "errors",
-    "Task": "tasks",
-    "todo_write": "workstate",
-    "tasks_prompt": "workstate",
-    "remember": "workstate",
-    "recall": "workstate",
-    "forget": "workstate",
-    "memory_prompt": "workstate",
+    "Task": "stores.tasks",
+    "todo_write": "stores.workstate",
+    "tasks_prompt": "stores.workstate",
+    "remember": "stores.workstate",
+    "recall": "stores.workstate",
+    "forget": "stores.workstate",
+    "memory_prompt": "stores.workstate",
 }
+
+
+_RENAMED = {"Recap": "WrittenRecap"}
 
 
 def __getattr__(name: str) -> Any:
@@ -80,7 +86,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'jupyter_recap' has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f".{module_name}", __name__), name)
+    value = getattr(import_module(f".{module_name}", __name__), _RENAMED.get(name, name))
     globals()[name] = value
     return value
 

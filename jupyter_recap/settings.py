@@ -11,7 +11,7 @@ import os
 from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
-from .agentboard import LONG_CELL_SECONDS
+from .focus.board import LONG_CELL_SECONDS
 
 _FALSE = {"0", "false", "no", "off"}
 MEMORY_ENV = "JUPYTER_RECAP_MEMORY"

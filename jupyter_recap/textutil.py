@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+SHOWN_CHARS = 40
+"""How much of something a person typed an error message quotes."""
+
 
 def shorten(text: str, limit: int) -> str:
     """``text`` on one line, cut at a word boundary to at most ``limit`` characters."""

@@ -65,7 +65,8 @@ def shell() -> Iterator[object]:
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
-    from jupyter_recap import transcript, workstate
+    from jupyter_recap.record import transcript
+    from jupyter_recap.stores import workstate
 
     config = Config()
     config.HistoryManager.hist_file = ":memory:"

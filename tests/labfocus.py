@@ -4,7 +4,7 @@ Playwright cannot hide a page or blur its window, so visibility and window focus
 way the labextension reads them: ``document.visibilityState``/``document.hidden`` and
 ``document.hasFocus()`` are overridden, then ``visibilitychange`` or window ``blur``/``focus`` is
 dispatched. Kernel state is read with silent executions (``user_expressions``), which run no
-IPython hooks: the recorder and the trigger engine do not see them as input.
+IPython hooks: the recorder and the trigger schedule do not see them as input.
 """
 
 from __future__ import annotations
@@ -298,7 +298,9 @@ class LabPage:
     def wait_focus_known(self, name: str, focused: bool = True) -> None:
         """Wait until the kernel heard this page's focus through the server's feed."""
         self.wait_kernel(
-            name, f"[{EXT}.focus_source, {EXT}.engine.focused]", lambda v: v == ["browser", focused]
+            name,
+            f"[{EXT}.focus_source, {EXT}.schedule.focused]",
+            lambda v: v == ["browser", focused],
         )
 
     def banner(self, name: str) -> dict[str, Any]:

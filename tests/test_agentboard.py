@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_recap.agentboard import (
+from jupyter_recap.focus.board import (
     ERROR_CHARS,
     MAX_LINKS,
     MAX_ROW_EVENTS,

@@ -19,6 +19,10 @@ from labserver import LabServer, running_lab
 pytestmark = pytest.mark.timeout(180)
 
 NOTEBOOK = "work/billing.ipynb"
+#: The context a recap of the kernel's live transcript would see.
+CONTEXT = (
+    "__import__('jupyter_recap.pipeline.context').pipeline.context.build_context(ext.transcript)"
+)
 
 SETUP = """\
 import agentmagic, time
@@ -100,7 +104,7 @@ def test_an_agent_turn_in_a_notebook_nobody_looks_at_needs_you(notebook: Any) ->
     # A browser tab has the notebook open but the person looks elsewhere.
     tab = {"kernel_id": kernel_id, "path": NOTEBOOK, "client_id": "tab", "focused": False}
     lab.api("POST", "jupyter-recap/api/focus", tab)
-    until(lambda: value(kc, "ext.engine.focused") is False)
+    until(lambda: value(kc, "ext.schedule.focused") is False)
     execute(kc, "agent.script.append(lambda prompt: time.sleep(1.5) or 'Totals fixed.')")
     started = time.time()
     body = {
@@ -168,7 +172,7 @@ def test_a_long_cell_is_noted_for_recaps_with_its_duration(notebook: Any) -> Non
     events = value(kc, "[e.text for e in ext.transcript.entries if e.kind == 'event']")
     assert len(events) == 1  # the short cell is not news
     assert "ran for 1 s and failed (ValueError: ledger is empty)" in events[0]
-    context = value(kc, "__import__('jupyter_recap.context').context.build_context(ext.transcript)")
+    context = value(kc, CONTEXT)
     assert "Event: In[" in context and "ran for 1 s and failed" in context
 
 
@@ -186,7 +190,7 @@ def test_a_restart_reaches_the_row_and_the_next_process_recaps(notebook: Any) ->
     )
     texts = until(lambda: value(kc, restarts))
     assert len(texts) == 1 and texts[0].startswith("The kernel was restarted at ")
-    context = value(kc, "__import__('jupyter_recap.context').context.build_context(ext.transcript)")
+    context = value(kc, CONTEXT)
     assert "Event: The kernel was restarted at" in context
     # Reloading again (or a second feed connection) does not note it twice.
     execute(kc, "%reload_ext jupyter_recap")

@@ -16,7 +16,7 @@ import pytest
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 
-from jupyter_recap.feed import KERNEL_HEADER, kernel_proof
+from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.server import AGENTS_SCHEMA
 
 pytestmark = pytest.mark.timeout(120)

@@ -13,9 +13,9 @@ from IPython.core.formatters import DisplayFormatter
 from playwright.sync_api import Browser, Locator, Page
 from traitlets import TraitError
 
-from jupyter_recap.banner import RecapBanner
+from jupyter_recap.widget.banner import RecapBanner
 
-STATIC = pathlib.Path(__file__).parents[1] / "jupyter_recap" / "static"
+STATIC = pathlib.Path(__file__).parents[1] / "jupyter_recap" / "widget" / "static"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 XSS = '<img src=x onerror="window.pwned = 1"> & <b>not bold</b>'
 

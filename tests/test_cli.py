@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from cliutil import VENV_BIN, offline_env, one_line_error, run_cli
 
-from jupyter_recap import cli, service
+from jupyter_recap import cli
 from jupyter_recap.errors import NotebookError
+from jupyter_recap.pipeline import service
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
@@ -192,6 +193,6 @@ def test_multi_line_notebook_error_is_flattened(
     def unreadable(*args: object, **kwargs: object) -> None:
         raise NotebookError("x.ipynb is not a readable notebook:\n  odd")
 
-    monkeypatch.setattr("jupyter_recap.notebook.read_notebook", unreadable)
+    monkeypatch.setattr("jupyter_recap.record.notebookfile.read_notebook", unreadable)
     assert cli.main(["x.ipynb"]) == 2
     assert capsys.readouterr().err == "jupyter recap: x.ipynb is not a readable notebook: odd\n"

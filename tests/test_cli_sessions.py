@@ -16,10 +16,10 @@ from cliutil import offline_env, one_line_error, run_cli
 from fakellm import FakeLLM
 
 from jupyter_recap import cli
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.sessionfiles import SessionRecord, uuid7
-from jupyter_recap.sessions import SessionStore, SessionWriter
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.sessionfiles import SessionRecord, uuid7
+from jupyter_recap.stores.sessions import SessionStore, SessionWriter
 
 ID_A = "0190a1b2-0000-7000-8000-000000000001"
 ID_B = "0190a1b2-0000-7000-8000-000000000002"

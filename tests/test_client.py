@@ -20,8 +20,8 @@ from server_fixtures import asynctest
 
 from jupyter_recap.client import RecapClient, SessionRecap
 from jupyter_recap.errors import RecapError, ServerError
-from jupyter_recap.sessions import SessionWriter
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.stores.sessions import SessionWriter
 
 T = TypeVar("T")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import jupyter_recap as jr
-from jupyter_recap.context import build_context, fingerprint
+from jupyter_recap.pipeline.context import build_context, fingerprint
 
 
 def session() -> jr.Transcript:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from jupyter_recap.feed import (
+from jupyter_recap.ipython.feed import (
     KERNEL_HEADER,
     FocusFeed,
     ServerInfo,

@@ -51,9 +51,9 @@ def test_focus_change_reaches_the_engine_while_a_cell_runs(kernel: Any) -> None:
     lab.api("POST", "jupyter-recap/api/focus", {**report, "focused": True})
     waiting = (
         "t0 = time.time()\n"
-        "while ext.engine.focused is not False and time.time() - t0 < 15:\n"
+        "while ext.schedule.focused is not False and time.time() - t0 < 15:\n"
         "    time.sleep(0.005)\n"
-        "print(time.time(), ext.engine.focused, ext.focus_source)"
+        "print(time.time(), ext.schedule.focused, ext.focus_source)"
     )
     msg_id = kc.execute(waiting)
     time.sleep(1.0)  # the cell is running now: the shell channel is busy

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from jupyter_recap.focushub import FocusHub
+from jupyter_recap.focus.hub import FocusHub
 
 
 class Clock:

@@ -9,19 +9,24 @@ import pytest
 from fakellm import FakeLLM
 
 import jupyter_recap as jr
-from jupyter_recap.context import EXTRAS_CHARS, FRAMING_HEADER, RECENT_HEADER, build_context
-from jupyter_recap.framing import (
+from jupyter_recap.pipeline.context import (
+    EXTRAS_CHARS,
+    FRAMING_HEADER,
+    RECENT_HEADER,
+    build_context,
+)
+from jupyter_recap.pipeline.framing import (
     NOTES_LABEL,
     Framing,
     framing_for,
     notebook_framing,
     record_framing,
 )
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.service import draft_recap
-from jupyter_recap.sessions import SessionStore, SessionWriter
-from jupyter_recap.settings import Recap as RecapSettings
-from jupyter_recap.tasks import Task
+from jupyter_recap.pipeline.service import draft_recap
+from jupyter_recap.settings import Recap
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.sessions import SessionStore, SessionWriter
+from jupyter_recap.stores.tasks import Task
 
 PLAN = [
     Task("read the loader", "completed"),
@@ -166,7 +171,7 @@ def test_unreadable_memory_never_stops_a_recap(memory: MemoryStore) -> None:
 
 
 def test_prompt_tells_the_model_about_tasks() -> None:
-    from jupyter_recap.prompt import INSTRUCTIONS
+    from jupyter_recap.pipeline.prompt import INSTRUCTIONS
 
     assert "3 of 5 tasks done" in INSTRUCTIONS and "Project notes" in INSTRUCTIONS
-    assert RecapSettings().memory is True
+    assert Recap().memory is True

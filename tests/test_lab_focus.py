@@ -265,7 +265,7 @@ def test_a_quick_blur_drafts_nothing_and_closing_the_tab_is_away(
     tab.set_window_focus(True)
     tab.wait_focus_known(name, focused=True)
     tab.page.wait_for_timeout(2500)  # longer than away_seconds
-    assert tab.kernel_eval(name, f"{EXT}.engine.counters.drafts_started") == 0
+    assert tab.kernel_eval(name, f"{EXT}.schedule.counters.drafts_started") == 0
     assert tab.banner(name)["state"] == "hidden"
     assert tab.focus_reports(kernel)[-2:] == [False, True]
 

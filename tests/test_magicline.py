@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from jupyter_recap.magicline import AgentCell, is_recap_only_cell, parse_agent_cell
+from jupyter_recap.record.agentcells import AgentCell, is_recap_only_cell, parse_agent_cell
 
 MAGICS = ("ai", "agent")
 

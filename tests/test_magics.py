@@ -168,9 +168,9 @@ def test_recap_off_and_on_reach_the_engine(loaded: Any, capsys: Any) -> None:
     ext = extension_for(loaded)
     recap_output(loaded, capsys, "off")
     ext.report_focus(False)
-    assert ext.engine.away_deadline is None  # no automatic timer while off
+    assert ext.schedule.away_deadline is None  # no automatic timer while off
     recap_output(loaded, capsys, "on")
-    assert ext.engine.away_deadline is not None  # away already: the timer starts now
+    assert ext.schedule.away_deadline is not None  # away already: the timer starts now
 
 
 def test_unloading_clears_the_banner_and_stops_the_timer(

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_recap import memory
-from jupyter_recap.compaction import COMPACT_MIN, CompactResult, compact_notes
 from jupyter_recap.errors import InputError, ProviderTimeout
-from jupyter_recap.memory import Entry, MemoryStore, project_dir_for
+from jupyter_recap.stores import memory
+from jupyter_recap.stores.compaction import COMPACT_MIN, CompactResult, compact_notes
+from jupyter_recap.stores.memory import Entry, MemoryStore, project_dir_for
 
 
 @pytest.fixture
@@ -223,7 +223,7 @@ def test_two_processes_write_at_once(store: MemoryStore, home: Path) -> None:
     script = textwrap.dedent(
         """
         import sys
-        from jupyter_recap.memory import MemoryStore
+        from jupyter_recap.stores.memory import MemoryStore
         store = MemoryStore(sys.argv[1])
         for i in range(50):
             store.remember("fact", f"writer {sys.argv[2]} note {i}")

@@ -6,14 +6,14 @@ import pytest
 from fakellm import DEFAULT_TEXT, FakeLLM, fake_llm  # noqa: F401
 
 from jupyter_recap.errors import ConfigError
-from jupyter_recap.models import (
+from jupyter_recap.pipeline.models import (
     Resolution,
     has_credentials,
     make_provider,
     parse_model_id,
     resolve_models,
 )
-from jupyter_recap.providers import (
+from jupyter_recap.pipeline.providers import (
     OFFLINE,
     AnthropicProvider,
     CompletionRequest,

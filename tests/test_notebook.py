@@ -12,8 +12,8 @@ import nbformat
 import pytest
 
 from jupyter_recap.errors import NotebookError
-from jupyter_recap.notebook import CODE_INSERTED_MARKER, read_notebook
-from jupyter_recap.transcript import Entry, Transcript
+from jupyter_recap.record.notebookfile import CODE_INSERTED_MARKER, read_notebook
+from jupyter_recap.record.transcript import Entry, Transcript
 
 DATA = Path(__file__).parent / "data"
 DEMO = Path(__file__).parent.parent / "notebooks" / "demo_agent_session.ipynb"
@@ -399,7 +399,7 @@ def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
 
 def test_core_modules_do_not_import_the_kernel_stack() -> None:
     code = (
-        "import sys, jupyter_recap.notebook, jupyter_recap.magicline\n"
+        "import sys, jupyter_recap.record.notebookfile, jupyter_recap.record.agentcells\n"
         "heavy = {'IPython', 'tornado', 'ipywidgets', 'nbformat'} & set(sys.modules)\n"
         "assert not heavy, heavy"
     )
@@ -475,3 +475,25 @@ def test_ai_error_line_is_a_turn_about_the_latest_failure(tmp_path: Path) -> Non
     assert turn["user"].name == "openai-chat:gpt-4o-mini"
     assert "never defined" in turn["assistant"].text and turn["outcome"].outcome == "ok"
     assert [e.kind for e in transcript if e.cell_id == "c3"] == ["code"]  # management: a cell
+
+
+def test_the_kernel_and_a_saved_notebook_read_outputs_alike(shell: Any, tmp_path: Path) -> None:
+    """A figure shows no text in either (its text/plain is only a placeholder); markdown and
+    a plain repr read the same; so the CLI and the kernel tell one story."""
+    import agentmagic
+    from IPython.display import display as show
+
+    from jupyter_recap.record.transcript import current
+
+    figure = {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 640x480 with 1 Axes>"}
+    table = {"text/markdown": "| a | b |", "text/plain": "  a  b"}
+    agent = agentmagic.install(shell)
+    agent.script.append(lambda prompt: [show(figure, raw=True), show(table, raw=True)][0])
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    shell.run_cell("%%agent\nplot the churn by cohort", store_history=True)
+    [live] = [entry.text for entry in current().entries if entry.kind == "assistant"]
+
+    cell = agent_cell("%%agent\nplot the churn by cohort", [display(figure), display(table)])
+    saved = read_notebook(write_notebook(tmp_path / "saved.ipynb", [cell]))
+    [stored] = [entry.text for entry in saved.entries if entry.kind == "assistant"]
+    assert live == stored == "| a | b |"

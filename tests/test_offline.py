@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import jupyter_recap as jr
-from jupyter_recap.offline import offline_recap
+from jupyter_recap.pipeline.offline import offline_recap
 
 
 def test_next_step_from_the_last_reply() -> None:

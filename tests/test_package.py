@@ -11,20 +11,20 @@ import sys
 import jupyter_recap as jr
 
 CORE_MODULES = [
-    "jupyter_recap.context",
+    "jupyter_recap.pipeline.context",
     "jupyter_recap.errors",
-    "jupyter_recap.magicline",
-    "jupyter_recap.models",
-    "jupyter_recap.notebook",
-    "jupyter_recap.offline",
-    "jupyter_recap.prompt",
-    "jupyter_recap.providers.anthropic",
-    "jupyter_recap.providers.ollama",
-    "jupyter_recap.providers.openai",
-    "jupyter_recap.redact",
-    "jupyter_recap.service",
+    "jupyter_recap.record.agentcells",
+    "jupyter_recap.pipeline.models",
+    "jupyter_recap.record.notebookfile",
+    "jupyter_recap.pipeline.offline",
+    "jupyter_recap.pipeline.prompt",
+    "jupyter_recap.pipeline.providers.anthropic",
+    "jupyter_recap.pipeline.providers.ollama",
+    "jupyter_recap.pipeline.providers.openai",
+    "jupyter_recap.pipeline.redact",
+    "jupyter_recap.pipeline.service",
     "jupyter_recap.settings",
-    "jupyter_recap.transcript",
+    "jupyter_recap.record.transcript",
 ]
 FRONT_ENDS = ("IPython", "tornado", "ipywidgets", "anywidget", "ipykernel")
 

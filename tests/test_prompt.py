@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from jupyter_recap.prompt import INSTRUCTIONS, SYSTEM_PROMPT, extract_recap, tidy, user_message
+from jupyter_recap.pipeline.prompt import (
+    INSTRUCTIONS,
+    SYSTEM_PROMPT,
+    extract_recap,
+    tidy,
+    user_message,
+)
 
 
 def test_both_tags() -> None:

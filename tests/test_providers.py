@@ -35,7 +35,7 @@ from jupyter_recap.errors import (
     ProviderTimeout,
     ProviderUnavailable,
 )
-from jupyter_recap.providers import (
+from jupyter_recap.pipeline.providers import (
     AnthropicProvider,
     CancelToken,
     CompletionRequest,
@@ -44,9 +44,9 @@ from jupyter_recap.providers import (
     OpenAIProvider,
     Provider,
 )
-from jupyter_recap.providers.ollama import normalize_host
-from jupyter_recap.providers.openai import REASONING_HEADROOM, reasoning_effort
-from jupyter_recap.providers.transport import post_json
+from jupyter_recap.pipeline.providers.ollama import normalize_host
+from jupyter_recap.pipeline.providers.openai import REASONING_HEADROOM, reasoning_effort
+from jupyter_recap.pipeline.providers.transport import post_json
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 SYSTEM = "You write 1-3 sentence recaps."
@@ -359,7 +359,7 @@ def test_fake_server_stops_promptly_while_hanging() -> None:
 
 def test_importing_the_package_does_not_import_httpx() -> None:
     code = (
-        "import sys, jupyter_recap.providers, jupyter_recap.models;"
+        "import sys, jupyter_recap.pipeline.providers, jupyter_recap.pipeline.models;"
         "assert 'httpx' not in sys.modules, 'httpx imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])

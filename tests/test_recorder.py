@@ -150,7 +150,7 @@ def test_load_twice_is_harmless_and_unload_removes_everything(shell: Any) -> Non
 
 
 def test_recorder_failure_never_breaks_a_cell(loaded: Any, monkeypatch: Any) -> None:
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.record.transcript import Transcript
 
     def broken(self: Any, *args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk on fire")

@@ -25,8 +25,8 @@ from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for thi
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_recap.feed import KERNEL_HEADER, kernel_proof
-from jupyter_recap.focushub import FocusHub
+from jupyter_recap.focus.hub import FocusHub
+from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.server import SECRET_ENV, URL_ENV, kernel_facing_url
 from jupyter_recap.server.watcher import ExecutionWatcher, next_state
 
@@ -59,7 +59,8 @@ async def test_capabilities(api: Any) -> None:
     from jupyter_recap import __version__
 
     features = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents"]
-    assert await api("capabilities") == (200, {"version": __version__, "features": features})
+    answer = {"version": __version__, "features": features, "heartbeat_seconds": 10.0}
+    assert await api("capabilities") == (200, answer)
 
 
 @asynctest
@@ -432,7 +433,7 @@ async def until_idle(ws: Any, msg_id: str, timeout: float = 30) -> list[dict[str
 
 SELF_CHECK = """
 import json, os, time, urllib.request
-from jupyter_recap.feed import KERNEL_HEADER, kernel_proof
+from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
 url = os.environ["JUPYTER_RECAP_SERVER_URL"]
 proof = kernel_proof(get_ipython().kernel.session.key, "{kernel_id}")
 request = urllib.request.Request(

@@ -19,8 +19,8 @@ from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for thi
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
 
-from jupyter_recap.sessions import SessionWriter
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.stores.sessions import SessionWriter
 
 API = ("jupyter-recap", "api")
 NO_AUTH = {"Authorization": ""}

@@ -10,9 +10,9 @@ import pytest
 from fakellm import FakeLLM, answer, empty_choices, hang, huge, raw, status
 
 import jupyter_recap as jr
-from jupyter_recap.providers.base import CancelToken
-from jupyter_recap.service import RecapStats, draft_recap
-from jupyter_recap.settings import Recap as RecapSettings
+from jupyter_recap.pipeline.providers.base import CancelToken
+from jupyter_recap.pipeline.service import RecapStats, draft_recap
+from jupyter_recap.settings import Recap
 
 
 def session(model: str = "openai-chat:gpt-4o-mini") -> jr.Transcript:
@@ -64,7 +64,7 @@ def test_anthropic_active_model(fake_llm: FakeLLM) -> None:
 
 def test_fast_model_is_tried_first_then_the_active_one(fake_llm: FakeLLM) -> None:
     fake_llm.respond(status(500), answer())
-    settings = RecapSettings(fast_model="openai:gpt-4o-mini")
+    settings = Recap(fast_model="openai:gpt-4o-mini")
     result = draft_recap(session("openai-chat:gpt-4o"), settings=settings, env=openai_env(fake_llm))
     assert [r.body["model"] for r in fake_llm.requests] == ["gpt-4o-mini", "gpt-4o"]
     assert result.recap is not None and result.recap.model == "openai:gpt-4o"
@@ -92,7 +92,7 @@ def test_failures_become_none_with_a_reason(fake_llm: FakeLLM, behaviour: Any, r
 
 def test_timeout_backstop(fake_llm: FakeLLM) -> None:
     fake_llm.respond(hang())
-    settings = RecapSettings(timeout_seconds=0.5)
+    settings = Recap(timeout_seconds=0.5)
     started = time.monotonic()
     result = draft_recap(session(), settings=settings, env=openai_env(fake_llm))
     assert result.recap is None and "0.5" in result.reason
@@ -128,7 +128,7 @@ def test_empty_transcript() -> None:
 
 
 def test_internal_errors_never_escape(monkeypatch: Any, isolated_env: Any) -> None:
-    import jupyter_recap.service as service
+    import jupyter_recap.pipeline.service as service
 
     def explode(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("bug")
@@ -141,7 +141,7 @@ def test_internal_errors_never_escape(monkeypatch: Any, isolated_env: Any) -> No
 
 def test_model_setting_and_environment_override(monkeypatch: Any) -> None:
     monkeypatch.setenv("JUPYTER_RECAP_MODEL", "offline")
-    assert RecapSettings().model == "offline"
+    assert Recap().model == "offline"
     recap = jr.generate_recap(session(), env={"OPENAI_API_KEY": "sk-unused-0123456789abc"})
     assert recap is not None and recap.model == "offline"
 

@@ -14,10 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from jupyter_recap import sessionfiles
 from jupyter_recap.errors import StoreError
-from jupyter_recap.sessions import SessionStore, SessionWriter, latest_for, list_sessions, load
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.stores import sessionfiles
+from jupyter_recap.stores.sessions import (
+    SessionStore,
+    SessionWriter,
+    latest_for,
+    list_sessions,
+    load,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -212,8 +218,8 @@ def test_uuid7_sorts_by_creation() -> None:
 _WRITER = textwrap.dedent(
     """
     import sys
-    from jupyter_recap.sessions import SessionWriter
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.stores.sessions import SessionWriter
+    from jupyter_recap.record.transcript import Transcript
     t = Transcript()
     w = SessionWriter(t, delay=60)
     t.user("prompt " + sys.argv[1])

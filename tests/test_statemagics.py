@@ -11,7 +11,7 @@ from agentmagic import install
 from fakellm import FakeLLM, answer, status
 
 import jupyter_recap as jr
-from jupyter_recap.memory import MemoryStore
+from jupyter_recap.stores.memory import MemoryStore
 
 
 @pytest.fixture
@@ -291,8 +291,8 @@ def test_offline_recap_names_the_open_task(loaded: Any, capsys: Any) -> None:
 
 
 def test_resuming_a_session_brings_its_task_list(loaded: Any, capsys: Any) -> None:
-    from jupyter_recap.sessions import SessionWriter
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.record.transcript import Transcript
+    from jupyter_recap.stores.sessions import SessionWriter
 
     stored = Transcript()
     writer = SessionWriter(stored, notebook="/elsewhere/other.ipynb")

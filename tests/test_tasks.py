@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from jupyter_recap.errors import InputError
-from jupyter_recap.tasks import (
+from jupyter_recap.stores.tasks import (
     Task,
     TaskList,
     context_line,

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import jupyter_recap as jr
-from jupyter_recap import workstate
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.workstate import MemoryWarning, WorkState
+from jupyter_recap.stores import workstate
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.workstate import MemoryWarning, WorkState
 
 
 @pytest.fixture

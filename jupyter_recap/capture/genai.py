@@ -330,10 +330,6 @@ def span_error(span: Any) -> str | None:
     return None
 
 
-def is_interrupt(error: str | None) -> bool:
-    return bool(error) and str(error).split(":", 1)[0] in ("KeyboardInterrupt", "CancelledError")
-
-
 # -- the tracker ----------------------------------------------------------------------------
 
 

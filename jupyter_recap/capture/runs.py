@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..debuglog import get_logger
-from ..transcript import MAX_ENTRY_CHARS, Outcome, Transcript, describe_error
+from ..record.transcript import MAX_ENTRY_CHARS, Outcome, Transcript, describe_error
 
 #: Text of a value longer than this is cut before it is even formatted: a tool that returns a
 #: 50 MB frame must not cost a 50 MB repr. The transcript clips further (head and tail).

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from .._version import __version__
 from ..errors import ConfigError, NotebookError, StoreError
-from ..textutil import printable
+from ..textutil import SHOWN_CHARS, printable, shorten
 from .common import (
     DEFAULT_LIMIT,
     EXIT_NO_RECAP,
@@ -35,9 +35,9 @@ from .common import (
 from .lists import list_notes, list_sessions
 
 if TYPE_CHECKING:
-    from ..framing import Framing
-    from ..settings import Recap as RecapSettings
-    from ..transcript import Transcript
+    from ..pipeline.framing import Framing
+    from ..record.transcript import Transcript
+    from ..settings import Recap
 
 #: Set to show the traceback of an unexpected failure instead of one line.
 DEBUG_ENV = "JUPYTER_RECAP_DEBUG"
@@ -161,7 +161,7 @@ def _session_id(target: str) -> str | None:
         return None
     if _HEX_OR_DASH.match(target):
         raise UsageError(f"not a session id: {target!r} (an id or its first 4 or more hex digits)")
-    shown = target if len(target) <= 40 else target[:37] + "..."
+    shown = shorten(target, SHOWN_CHARS)
     raise UsageError(
         f"{shown!r} is neither a notebook (.ipynb) nor a session id (4 or more hex digits)"
     )
@@ -169,7 +169,7 @@ def _session_id(target: str) -> str | None:
 
 def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     # Imported here so that --help and usage errors stay instant.
-    from ..notebook import read_notebook
+    from ..record.notebookfile import read_notebook
     from ..settings import Recap
 
     settings = Recap()
@@ -180,21 +180,21 @@ def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     if transcript.prompt_count == 0:
         looked_for = ", ".join(f"%%{m}" for m in magics) or "no agent magics configured"
         return _no_recap(f"no agent cells in {path} (looked for {looked_for})", as_json)
-    from ..framing import notebook_framing
+    from ..pipeline.framing import notebook_framing
 
     framing = notebook_framing(path, enabled=bool(settings.memory))
     return _recap(transcript, settings, framing, model=model, as_json=as_json, extra={})
 
 
 def _recap_session(id_or_prefix: str, *, model: str | None, as_json: bool) -> int:
-    from ..sessions import SessionStore
     from ..settings import Recap
+    from ..stores.sessions import SessionStore
 
     record, transcript = SessionStore().load(id_or_prefix)  # StoreError: unknown or ambiguous
     extra: dict[str, str | None] = {"session_id": record.id}
     if transcript.prompt_count == 0:
         return _no_recap(f"session {record.id} has no prompts", as_json, extra)
-    from ..framing import record_framing
+    from ..pipeline.framing import record_framing
 
     settings = Recap()
     framing = record_framing(record, enabled=bool(settings.memory))
@@ -203,14 +203,14 @@ def _recap_session(id_or_prefix: str, *, model: str | None, as_json: bool) -> in
 
 def _recap(
     transcript: Transcript,
-    settings: RecapSettings,
+    settings: Recap,
     framing: Framing,
     *,
     model: str | None,
     as_json: bool,
     extra: dict[str, str | None],
 ) -> int:
-    from ..service import draft_recap
+    from ..pipeline.service import draft_recap
 
     _check_model(model, settings, transcript.active_model)
     result = draft_recap(transcript, model=model, settings=settings, trigger="cli", framing=framing)
@@ -224,12 +224,12 @@ def _recap(
     return EXIT_OK
 
 
-def _check_model(model: str | None, settings: RecapSettings, active_model: str | None) -> None:
+def _check_model(model: str | None, settings: Recap, active_model: str | None) -> None:
     """Raise ConfigError for a model choice that cannot be used at all (exit 2, not 1).
 
     ``draft_recap`` never raises, so a bad ``--model`` would otherwise look like "no recap".
     """
-    from ..models import resolve_models
+    from ..pipeline.models import resolve_models
 
     resolve_models(
         str(settings.model),

@@ -7,13 +7,14 @@ import re
 import sys
 from typing import IO
 
+from ..stores.sessions import LISTED_SESSIONS
 from ..textutil import UNSAFE_CHARS, printable
 
 PROG = "jupyter recap"
 EXIT_OK, EXIT_NO_RECAP, EXIT_USAGE = 0, 1, 2
 
 #: Sessions listed by ``--sessions`` unless ``--limit`` says otherwise.
-DEFAULT_LIMIT = 15
+DEFAULT_LIMIT = LISTED_SESSIONS
 
 # JSON escapes C0 controls itself; DEL, the C1 controls (a one-byte CSI among them) and the bidi
 # controls it would write raw, and a terminal showing the JSON would act on them.

@@ -24,9 +24,9 @@ from .common import (
 
 def list_sessions(args: argparse.Namespace) -> int:
     """``--sessions``: print the listing (or the "none" line) and return 0."""
-    from ..sessionfiles import SessionSummary, session_ids
-    from ..sessionlist import format_sessions
-    from ..sessions import SessionStore
+    from ..stores.listings import format_sessions
+    from ..stores.sessionfiles import SessionSummary, session_ids
+    from ..stores.sessions import SessionStore
 
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
     if limit < 1:
@@ -62,8 +62,8 @@ def list_sessions(args: argparse.Namespace) -> int:
 
 def list_notes(place: str | None, *, as_json: bool) -> int:
     """``--notes``: the memory of the project around ``place`` (reading counts no hits)."""
-    from ..framing import memory_enabled, project_memory
-    from ..noteslist import format_notes
+    from ..pipeline.framing import memory_enabled, project_memory
+    from ..stores.listings import format_notes
 
     if place is not None and not os.path.exists(place):
         raise UsageError(f"no such notebook or directory: {place}")

@@ -13,9 +13,10 @@ import sys
 from collections import deque
 from typing import Any
 
+from ..record.outputs import bundle_text
+
 HEAD_CHARS = 6000
 TAIL_CHARS = 6000
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 class BoundedText:
@@ -58,17 +59,6 @@ class BoundedText:
         return head + tail
 
 
-def text_of_bundle(data: dict[str, Any]) -> str:
-    """The readable text of a MIME bundle: markdown, then plain text; widgets and images skipped."""
-    if WIDGET_MIME in data:
-        return ""
-    for mime in ("text/markdown", "text/plain", "text/latex"):
-        value = data.get(mime)
-        if value:
-            return "".join(value) if isinstance(value, list) else str(value)
-    return ""
-
-
 class OutputTap:
     """Tees one cell's outputs into a :class:`BoundedText`; ``start`` then ``stop``."""
 
@@ -101,7 +91,7 @@ class OutputTap:
 
     def _record_bundle(self, data: Any, metadata: Any) -> None:
         if isinstance(data, dict):
-            self.output.add(text_of_bundle(data))
+            self.output.add(bundle_text(data))
         if isinstance(metadata, dict) and metadata:
             self.metadata.append(metadata)
 

@@ -11,21 +11,22 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..agentstate import agent_report, recap_links
 from ..capture.manager import Capture
 from ..capture.runs import RunHub
 from ..debuglog import get_logger
-from ..engine import ShowRecap, StartDraft
 from ..errors import RecapError, UnsafeStoreError
-from ..feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
-from ..service import Recap, RecapResult, RecapStats
-from ..sessionfiles import AppendFile
-from ..sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
-from ..settings import Recap as RecapSettings
-from ..tasks import Task, TaskList, progress_line
+from ..focus.report import agent_report, recap_links
+from ..pipeline.service import RecapResult, RecapStats, WrittenRecap
+from ..record.transcript import Entry, Transcript, current
+from ..schedule import ShowRecap, StartDraft
+from ..settings import Recap
+from ..stores.sessionfiles import AppendFile
+from ..stores.sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
+from ..stores.tasks import Task, TaskList, progress_line
+from ..stores.workstate import current_state
 from ..textutil import printable
-from ..transcript import Entry, Transcript, current
-from ..workstate import current_state
+from ..wire import AgentReport
+from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
 from .recorder import Recorder
 from .triggers import Surface, TriggerRunner
 
@@ -43,12 +44,12 @@ class RecapExtension:
         from .statemagics import WorkStateMagics
 
         self.shell = shell
-        self.settings = RecapSettings(parent=shell)
+        self.settings = Recap(parent=shell)
         self.transcript = transcript if transcript is not None else current()
         self.state = current_state()
         """The task list and project memory (shared with ``jupyter_recap.todo_write`` & co)."""
         self.stats = RecapStats()
-        self.last_recap: Recap | None = None
+        self.last_recap: WrittenRecap | None = None
         self.last_result: RecapResult | None = None
         self.focus_source = "none"
         """Where focus reports come from; "none" means the idle fallback is in charge."""
@@ -162,15 +163,15 @@ class RecapExtension:
     # -- inputs from outside the kernel's cells ----------------------------------------------
 
     @property
-    def engine(self) -> Any:
-        """The trigger engine (its state is what ``%recap status`` shows)."""
-        return self.runner.engine
+    def schedule(self) -> Any:
+        """The trigger schedule (its state is what ``%recap status`` shows)."""
+        return self.runner.schedule
 
     def report_focus(self, focused: bool, *, at: float | None = None, source: str = "api") -> None:
         """Whether the person is looking at this notebook (``at``: UNIX time of the change)."""
         self.focus_source = source
         when = None if at is None else time.monotonic() - max(0.0, time.time() - at)
-        self.runner.feed(self.engine.focus, bool(focused), when)
+        self.runner.feed(self.schedule.focus, bool(focused), when)
 
     # -- session records -------------------------------------------------------------------
 
@@ -258,7 +259,7 @@ class RecapExtension:
         if self.writer is not None:
             self.writer.close()  # releases our own session, which may be the one asked for
             self.writer = None  # the restored task list belongs to the new record only
-        self.runner.feed(self.engine.user_input)  # a new story: drop what was in flight
+        self.runner.feed(self.schedule.user_input)  # a new story: drop what was in flight
         self.transcript.restore(stored.entries)
         self.state.restore_tasks(record.tasks)
         try:
@@ -317,15 +318,15 @@ class RecapExtension:
 
     def _typed_elsewhere(self) -> None:
         """The person typed in this notebook (reported by the browser): they are here."""
-        self.runner.feed(self.engine.user_input)
+        self.runner.feed(self.schedule.user_input)
 
-    def _agent_report(self) -> dict[str, Any]:
+    def _agent_report(self) -> AgentReport:
         """This kernel's state for the server's agents panel (built on the reporter's thread)."""
         return agent_report(
             self.transcript,
             cells=self.recorder.cells,
             recap=self._shown,
-            drafting=self.engine.in_flight is not None,
+            drafting=self.schedule.in_flight is not None,
             tasks=self.state.tasks,
         )
 
@@ -349,7 +350,7 @@ class RecapExtension:
 
     def resume(self) -> None:
         """This notebook's previous session was loaded: draft a recap of where it stopped."""
-        self.runner.feed(self.engine.resume)
+        self.runner.feed(self.schedule.resume)
 
     # -- the banner ------------------------------------------------------------------------
 
@@ -362,7 +363,7 @@ class RecapExtension:
     def banner(self) -> Any:
         """The kernel's one banner widget, created on first use."""
         if self._banner is None:
-            from ..banner import RecapBanner
+            from ..widget.banner import RecapBanner
 
             self._banner = RecapBanner()
             self._banner.observe(self._on_dismissed, names=["dismissed"])
@@ -370,10 +371,10 @@ class RecapExtension:
 
     def _on_dismissed(self, change: Any) -> None:
         if change["new"]:
-            self.runner.feed(self.engine.banner_dismissed)
+            self.runner.feed(self.schedule.banner_dismissed)
 
     def _show(self, action: ShowRecap) -> None:
-        recap = Recap(action.text, action.model, action.reason)
+        recap = WrittenRecap(action.text, action.model, action.reason)
         self.last_recap = recap
         self.transcript.recap(recap.text, model=recap.model)
         # As shown: the links' offsets must count the characters the page will see.
@@ -407,7 +408,7 @@ class RecapExtension:
     def _run_started(self) -> None:
         # A captured run writes its prompt once it knows it (often with the first model call);
         # the schedule must treat the turn as running from its very start.
-        self.runner.feed(self.runner.engine.turn_started)
+        self.runner.feed(self.runner.schedule.turn_started)
 
     def _on_memory_setting(self, change: Any) -> None:
         self.state.memory_enabled = bool(change["new"])

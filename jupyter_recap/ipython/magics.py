@@ -34,9 +34,9 @@ class RecapMagics(Magics):
     def recap(self, line: str = "") -> None:
         """Show a recap of this notebook's agent session now.
 
-        %recap              draft one now with the configured engine
+        %recap              draft one now with the configured model
         %recap --model M    use model M for this one recap ("offline", "openai:gpt-4o-mini", …)
-        %recap status       which engine would answer and why, and the counters
+        %recap status       which model would answer and why, and the counters
         %recap on | off     turn automatic recaps on or off for this kernel
         %recap save         write this session's record now
         %recap sessions     the last 15 sessions of this notebook (--all: of every notebook)
@@ -109,15 +109,15 @@ class RecapMagics(Magics):
             print(f"recap: session {short} saved ({status.on_disk} entries; already up to date)")
 
     def _sessions(self, *, all_notebooks: bool) -> None:
-        from ..sessionlist import format_sessions
-        from ..sessions import SessionStore
+        from ..stores.listings import format_sessions
+        from ..stores.sessions import SessionStore
 
         ext = self.extension
         if ext.writer is not None:
             ext.writer.flush()  # list what is live too
         notebook = None if all_notebooks else ext.notebook
         try:
-            summaries = SessionStore().list(notebook, limit=15)
+            summaries = SessionStore().list(notebook)
         except RecapError as error:  # a refused store: say why, list nothing from it
             print(printable(f"recap: {error}"))  # it names paths, which hold anything
             return

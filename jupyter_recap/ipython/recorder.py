@@ -13,20 +13,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agentstate import CellCounts
 from ..capture.jupyter_ai import latest_error
 from ..capture.runs import CellMark, RunHub
 from ..debuglog import get_logger
-from ..magicline import (
+from ..focus.report import CellCounts
+from ..record.agentcells import (
     AgentCell,
     ai_line_prompt,
     is_recap_only_cell,
     parse_agent_cell,
     parse_ai_line,
 )
+from ..record.outputs import bundle_text
+from ..record.transcript import Outcome, Transcript, describe_error
+from ..settings import Recap
 from ..textutil import duration, first_line, shorten
-from ..transcript import Outcome, Transcript, describe_error
-from .capture import OutputTap, text_of_bundle
+from .capture import OutputTap
 
 # The settings the recorder keeps plain copies of.
 _SETTINGS = ["agent_magics", "record_code_cells", "long_cell_seconds"]
@@ -37,7 +39,7 @@ _V3_FAILURE = "Error calling language model"
 
 @dataclass
 class CellEvents:
-    """Callbacks the trigger engine hangs on the recorder (turns come from the transcript)."""
+    """Callbacks the trigger schedule hangs on the recorder (turns come from the transcript)."""
 
     on_input: list[Callable[[], None]] = field(default_factory=list)
     """A recorded cell starts: the person is here."""
@@ -59,7 +61,7 @@ class Recorder:
     """Records this shell's cells into ``transcript``; register with :meth:`attach`."""
 
     def __init__(
-        self, shell: Any, transcript: Transcript, settings: Any, hub: RunHub | None = None
+        self, shell: Any, transcript: Transcript, settings: Recap, hub: RunHub | None = None
     ) -> None:
         self.shell = shell
         self.hub = hub
@@ -232,7 +234,7 @@ class Recorder:
         if value is not None:
             try:
                 data, _ = self.shell.display_formatter.format(value)
-                parts.append(text_of_bundle(data))
+                parts.append(bundle_text(data))
             except Exception:  # noqa: BLE001 - a failing repr must not lose the turn
                 parts.append(f"<{type(value).__name__}>")
         return "\n".join(p for p in parts if p and p.strip()).strip()

@@ -1,6 +1,6 @@
 """``%todos``, ``%remember``, ``%recall``, ``%forget``, ``%notes`` and ``%recap compact-memory``.
 
-The people's side of the agent API in :mod:`jupyter_recap.workstate`: the same task list and
+The people's side of the agent API in :mod:`jupyter_recap.stores.workstate`: the same task list and
 the same project memory, shown as plain text. Bad input prints one line and changes nothing.
 """
 
@@ -13,15 +13,15 @@ from IPython.core.magic import Magics, line_magic, magics_class
 
 from ..debuglog import get_logger
 from ..errors import RecapError
-from ..memory import KINDS
-from ..noteslist import format_notes
-from ..providers.base import CancelToken
-from ..tasks import check, render
+from ..pipeline.providers.base import CancelToken
+from ..stores.listings import format_notes
+from ..stores.memory import KINDS
+from ..stores.tasks import check, render
+from ..stores.workstate import WorkState
 from ..textutil import printable
-from ..workstate import WorkState
 
 if TYPE_CHECKING:
-    from ..compaction import CompactResult
+    from ..stores.compaction import CompactResult
     from .extension import RecapExtension
 
 MEMORY_OFF = "project memory is turned off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
@@ -153,7 +153,7 @@ class WorkStateMagics(Magics):
 
 def compact_memory_now(ext: RecapExtension, model: str | None) -> None:
     """``%recap compact-memory``: merge in a worker thread; an interrupt cancels it."""
-    from ..compaction import compact_memory
+    from ..stores.compaction import compact_memory
 
     state = ext.state
     if not state.memory_enabled:

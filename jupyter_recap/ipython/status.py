@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..debuglog import log_path
 from ..errors import ConfigError, RecapError
-from ..tasks import context_line
+from ..stores.tasks import context_line
 from ..textutil import printable
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def status_report(ext: RecapExtension) -> str:
     """Every line of ``%recap status``."""
-    from ..models import resolve_models
+    from ..pipeline.models import resolve_models
 
     settings = ext.settings
     try:
@@ -40,7 +40,7 @@ def status_report(ext: RecapExtension) -> str:
         f"capture:     {_capture_line(ext)}",
         f"tasks:       {context_line(ext.state.tasks, 200) or 'no task list'}",
         f"memory:      {_memory_line(ext)}",
-        f"calls:       {stats.calls} made, {ext.engine.counters.saved_by_dedupe} saved by "
+        f"calls:       {stats.calls} made, {ext.schedule.counters.saved_by_dedupe} saved by "
         f"dedupe, {stats.failures} failed; tokens {stats.tokens_in} in / "
         f"{stats.tokens_out} out",
     ]
@@ -79,7 +79,7 @@ def _memory_line(ext: RecapExtension) -> str:
 
 
 def _engine_lines(ext: RecapExtension) -> list[str]:
-    state = ext.engine.status()
+    state = ext.schedule.status()
     now = time.monotonic()
     if state["focused"] is None:
         focus = "not reported yet (idle fallback armed after a turn)"
@@ -88,7 +88,7 @@ def _engine_lines(ext: RecapExtension) -> list[str]:
         focus = f"{'here' if state['focused'] else 'away'} for {since:.0f} s"
     deadline = state["next_deadline"]
     timer = f"in {max(deadline - now, 0):.1f} s" if deadline is not None else "none armed"
-    counters = ext.engine.counters
+    counters = ext.schedule.counters
     last = "none yet"
     if counters.last_shown_at is not None:
         last = f"{now - counters.last_shown_at:.0f} s ago ({counters.last_reason})"
@@ -119,7 +119,7 @@ def _engine_lines(ext: RecapExtension) -> list[str]:
         f"session:     {session}",
         f"focus:       {focus}; source: {ext.focus_source}",
         f"server:      {server}",
-        f"engine:      next timer {timer}; pending {state['pending']}; "
+        f"schedule:    next timer {timer}; pending {state['pending']}; "
         f"in flight: {state['in_flight'] or 'nothing'}; "
         f"turn running: {state['turn_running']}",
         f"last shown:  {last}",

@@ -1,36 +1,38 @@
-"""Drive the trigger engine inside a kernel: one timer thread, one worker per draft.
+"""Drive the trigger schedule inside a kernel: one timer thread, one worker per draft.
 
 Why a thread and not the kernel's event loop: while a cell runs, ipykernel's loop is blocked, yet
 the away timer must fire mid-turn (to set the pending bit) and focus reports must be heard while a
 long agent cell runs; terminal IPython has no loop at all. The timer thread sleeps on a condition
-until the engine's next deadline or a new input, so an idle kernel costs nothing. Model calls run
+until the schedule's next deadline or a new input, so an idle kernel costs nothing. Model calls run
 in a worker thread per draft, so a slow provider never holds up a cell; widget state updates from
 those threads reach the browser while the kernel is idle.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..context import build_context, fingerprint
 from ..debuglog import get_logger
-from ..engine import (
+from ..pipeline.context import build_context, fingerprint
+from ..pipeline.framing import NO_FRAMING, Framing
+from ..pipeline.providers.base import CancelToken
+from ..pipeline.service import RecapResult, RecapStats, draft_recap
+from ..record.transcript import Entry, Transcript
+from ..schedule import (
     Action,
     CancelDraft,
     ClearBanner,
-    Engine,
     Refuse,
+    Schedule,
     ShowRecap,
     StartDraft,
 )
-from ..framing import NO_FRAMING, Framing
-from ..providers.base import CancelToken
-from ..service import RecapResult, RecapStats, draft_recap
-from ..transcript import Entry, Transcript
+from ..settings import Recap
 
 
 @dataclass
@@ -55,12 +57,12 @@ class Surface:
 
 
 class TriggerRunner:
-    """Feeds inputs to the engine under one lock and carries out its actions."""
+    """Feeds inputs to the schedule under one lock and carries out its actions."""
 
     def __init__(
         self,
         transcript: Transcript,
-        settings: Any,
+        settings: Recap,
         stats: RecapStats,
         surface: Surface,
         clock: Callable[[], float] = time.monotonic,
@@ -81,13 +83,15 @@ class TriggerRunner:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self.manual_job: DraftJob | None = None
-        self.engine = Engine(
+        self.schedule = Schedule(
             settings,
             clock=clock,
             fingerprint=self.fingerprint,
             completed_turns=lambda: transcript.completed_turns,
         )
         self._unsubscribe: Callable[[], None] | None = None
+        self._context: tuple[Any, str, str] | None = None
+        """(what it was built from, context, fingerprint) of the latest build."""
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -104,7 +108,7 @@ class TriggerRunner:
             self._unsubscribe()
             self._unsubscribe = None
             self.settings.unobserve(self._on_auto, names=["auto"])
-        self.feed(self.engine.shutdown)
+        self.feed(self.schedule.shutdown)
         with self._wake:
             self._stopped = True
             self._wake.notify_all()
@@ -115,11 +119,11 @@ class TriggerRunner:
     # -- inputs ----------------------------------------------------------------------------
 
     def feed(self, method: Callable[..., list[Action]], *args: Any) -> list[Action]:
-        """Call an engine input under the lock, wake the timer if its deadline moved, act."""
+        """Call an schedule input under the lock, wake the timer if its deadline moved, act."""
         with self._lock:
-            before = self.engine.timers()
+            before = self.schedule.timers()
             actions = method(*args)
-            if self.engine.timers() != before:
+            if self.schedule.timers() != before:
                 self._wake.notify()
         if actions:
             self._dispatch(actions)
@@ -132,33 +136,45 @@ class TriggerRunner:
         skips the lock. A draft the timer starts at this very moment is then not cancelled
         by this cell; the cell's own entry makes it stale, and the next input clears it.
         """
-        engine = self.engine
+        schedule = self.schedule
         if (
-            engine.in_flight is None
-            and not engine.banner_visible
-            and engine.post_turn_deadline is None
-            and engine.idle_deadline is None
+            schedule.in_flight is None
+            and not schedule.banner_visible
+            and schedule.post_turn_deadline is None
+            and schedule.idle_deadline is None
         ):
             return
-        self.feed(engine.user_input)
+        self.feed(schedule.user_input)
 
     def cell_ended(self) -> None:
         """An ordinary cell finished (only the idle fallback cares, before any focus report)."""
-        if self.engine.focused is None and self.transcript.completed_turns:
-            self.feed(self.engine.cell_ended)
+        if self.schedule.focused is None and self.transcript.completed_turns:
+            self.feed(self.schedule.cell_ended)
+
+    def context(self) -> tuple[str, str]:
+        """What a recap would see now and its fingerprint (the dedupe and staleness key).
+
+        Built once per change of the transcript, the framing or the cap, and reused until the
+        next: the schedule asks for the fingerprint at each timer and again when a draft ends,
+        and the draft itself is written from this same text.
+        """
+        framing = self.framing()
+        cap = int(self.settings.max_context_chars)
+        key = (self.transcript.revision, framing.extras, cap)
+        cached = self._context
+        if cached is not None and cached[0] == key:
+            return cached[1], cached[2]
+        text = build_context(self.transcript, max_chars=cap, extras=framing.extras, env=os.environ)
+        digest = fingerprint(text)
+        self._context = (key, text, digest)
+        return text, digest
 
     def fingerprint(self) -> str:
-        """The fingerprint of what a recap would see now (the dedupe and staleness key)."""
-        context = build_context(
-            self.transcript,
-            max_chars=int(self.settings.max_context_chars),
-            extras=self.framing().extras,
-        )
-        return fingerprint(context)
+        return self.context()[1]
 
     def manual(self, model: str | None) -> tuple[DraftJob | None, str | None]:
         """Start a manual draft; returns its job, or None and the refusal."""
-        actions = self.feed(self.engine.manual, model)
+        actions = self.feed(self.schedule.manual, model)
         for action in actions:
             if isinstance(action, Refuse):
                 return None, action.message
@@ -167,12 +183,12 @@ class TriggerRunner:
 
     def _on_entry(self, transcript: Transcript, entry: Entry) -> None:
         if entry.kind == "user":
-            self.feed(self.engine.turn_started)
+            self.feed(self.schedule.turn_started)
         elif entry.kind == "outcome":
-            self.feed(self.engine.turn_ended, entry.outcome or "ok")
+            self.feed(self.schedule.turn_ended, entry.outcome or "ok")
 
     def _on_auto(self, change: Any) -> None:
-        self.feed(self.engine.set_auto, bool(change["new"]))
+        self.feed(self.schedule.set_auto, bool(change["new"]))
 
     # -- the timer thread ------------------------------------------------------------------
 
@@ -181,12 +197,12 @@ class TriggerRunner:
             with self._wake:
                 if self._stopped:
                     return
-                deadline = self.engine.next_deadline()
+                deadline = self.schedule.next_deadline()
                 now = self._clock()
                 if deadline is None or deadline > now:
                     self._wake.wait(None if deadline is None else deadline - now)
                     continue
-                actions = self.engine.tick()
+                actions = self.schedule.tick()
             self._dispatch(actions)
 
     # -- actions ---------------------------------------------------------------------------
@@ -224,8 +240,10 @@ class TriggerRunner:
 
     def _work(self, job: DraftJob) -> None:
         draft = job.draft
+        text, _ = self.context()  # the text the draft's fingerprint was taken of, unless it moved
         result = draft_recap(
             self.transcript,
+            context=text,
             model=draft.model,
             settings=self.settings,
             trigger=draft.reason,
@@ -238,7 +256,7 @@ class TriggerRunner:
         if recap is None:
             get_logger().info("no recap (%s): %s", draft.reason, result.reason)
         self.feed(
-            self.engine.draft_done,
+            self.schedule.draft_done,
             draft.id,
             recap.text if recap is not None else None,
             recap.model if recap is not None else "",
@@ -253,7 +271,7 @@ class TriggerRunner:
             while not job.done.wait(0.05):
                 pass
         except KeyboardInterrupt:
-            self.feed(self.engine.cancel_in_flight)
+            self.feed(self.schedule.cancel_in_flight)
             job.cancel.cancel()
             return RecapResult(None, "cancelled")
         return job.result or RecapResult(None, "the draft did not finish")

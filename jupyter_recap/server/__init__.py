@@ -22,8 +22,8 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
-from ..agentboard import LONG_CELL_SECONDS, MAX_AGENTS, Action, AgentBoard
-from ..focushub import CellRun, FocusHub
+from ..focus.board import LONG_CELL_SECONDS, MAX_AGENTS, Action, AgentBoard
+from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
 from .handlers import routes
 from .polls import LongPolls
 from .watcher import ExecutionWatcher
@@ -72,9 +72,10 @@ class RecapServer(LoggingConfigurable):
     """Server-side settings and state of jupyter_recap (one per server process)."""
 
     heartbeat_timeout = Float(
-        30.0,
-        help="""Seconds after which a browser tab that stopped reporting a notebook's focus is
-        forgotten, which counts as the person being away. Tabs report every 10 s.""",
+        HEARTBEAT_TIMEOUT,
+        help=f"""Seconds after which a browser tab that stopped reporting a notebook's focus is
+        forgotten, which counts as the person being away. Tabs report every
+        {HEARTBEAT_SECONDS:g} s.""",
     ).tag(config=True)
 
     max_body_bytes = Int(

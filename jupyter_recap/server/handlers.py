@@ -2,7 +2,7 @@
 
 Browser routes use the server's own authentication (cookie + XSRF header, or a token). Kernel
 routes also accept a kernel's proof of identity in ``X-Jupyter-Recap-Kernel``: an HMAC keyed by
-that kernel's own ZMQ connection key over its id (:func:`~jupyter_recap.feed.kernel_proof`).
+that kernel's own ZMQ connection key over its id (:func:`~jupyter_recap.ipython.feed.kernel_proof`).
 It opens the routes of the kernel named in the URL and nothing else, and needs no token, which
 matters where the server has none to share (JupyterHub). Every error is answered as
 ``{"message": "..."}`` by :meth:`RecapHandler.write_error`, the one place where failures become
@@ -18,6 +18,7 @@ import json
 import logging
 import math
 import time
+from collections.abc import Mapping
 from http.client import responses
 from typing import TYPE_CHECKING, Any
 
@@ -28,15 +29,16 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .._version import __version__
-from ..agentboard import ReportError, parse_report
-from ..feed import KERNEL_HEADER, kernel_proof
+from ..focus.board import ReportError, parse_report
+from ..focus.hub import HEARTBEAT_SECONDS
+from ..ipython.feed import KERNEL_HEADER, kernel_proof
 from ..textutil import printable, shorten
 from .polls import Poll, PollsFull
 
 if TYPE_CHECKING:
     from jupyter_server.auth.authorizer import Authorizer
 
-    from ..focushub import FocusHub
+    from ..focus.hub import FocusHub
     from . import RecapServer
 
 AUTH_RESOURCE = "jupyter_recap"
@@ -152,7 +154,7 @@ class RecapHandler(APIHandler):
             raise web.HTTPError(400, "%s", f"{name} must be a non-negative number")
         return value
 
-    def reply(self, data: dict[str, Any]) -> None:
+    def reply(self, data: Mapping[str, object]) -> None:
         self.finish(json.dumps(data))
 
 
@@ -210,7 +212,13 @@ class CapabilitiesHandler(RecapHandler):
     @web.authenticated
     @authorized
     def get(self) -> None:
-        self.reply({"version": __version__, "features": FEATURES})
+        self.reply(
+            {
+                "version": __version__,
+                "features": FEATURES,
+                "heartbeat_seconds": HEARTBEAT_SECONDS,
+            }
+        )
 
 
 class FocusHandler(RecapHandler):

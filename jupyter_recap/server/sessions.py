@@ -2,8 +2,8 @@
 
 ``GET jupyter-recap/api/sessions?notebook=&limit=`` lists summaries newest first.
 ``POST jupyter-recap/api/sessions/{id}/recap`` drafts a recap of one stored session with the same
-:func:`~jupyter_recap.service.draft_recap` the magics and the CLI use, off the IOLoop; a client
-that hangs up cancels the model call. At most ``RecapServer.max_recap_drafts`` drafts run at
+:func:`~jupyter_recap.pipeline.service.draft_recap` the magics and the CLI use, off the IOLoop; a
+client that hangs up cancels the model call. At most ``RecapServer.max_recap_drafts`` drafts run at
 once, on threads of their own; more get 429. The store is the default one
 (``JUPYTER_RECAP_HOME``).
 """
@@ -18,19 +18,20 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado import web
 
-from .. import sessionfiles as files
 from ..errors import StoreError, UnsafeStoreError
-from ..framing import record_framing
-from ..providers.base import CancelToken
-from ..service import RecapResult, draft_recap
-from ..sessions import SessionStore
+from ..pipeline.framing import record_framing
+from ..pipeline.providers.base import CancelToken
+from ..pipeline.service import RecapResult, draft_recap
+from ..stores import sessionfiles as files
+from ..stores.sessions import LISTED_SESSIONS, SessionStore
+from ..wire import SessionList, SessionRecapAnswer, SessionSummaryJSON
 from .handlers import RETRY_AFTER_SECONDS, RecapHandler
 
 if TYPE_CHECKING:
-    from ..sessionfiles import SessionRecord
-    from ..transcript import Transcript
+    from ..record.transcript import Transcript
+    from ..stores.sessionfiles import SessionRecord
 
-DEFAULT_LIMIT = 15
+DEFAULT_LIMIT = LISTED_SESSIONS
 MAX_LIMIT = 1000
 
 SESSION_ID = r"(?P<session_id>[^/]+)"
@@ -46,7 +47,7 @@ def _trusted_store() -> SessionStore:
     return store
 
 
-def _list(notebook: str | None, limit: int) -> list[dict[str, Any]]:
+def _list(notebook: str | None, limit: int) -> list[SessionSummaryJSON]:
     return [s.to_dict() for s in _trusted_store().list(notebook, limit)]
 
 
@@ -88,7 +89,8 @@ class SessionsHandler(RecapHandler):
             sessions = await asyncio.to_thread(_list, notebook, limit)
         except StoreError as error:
             raise web.HTTPError(400, "%s", str(error)) from None
-        self.reply({"sessions": sessions})
+        answer: SessionList = {"sessions": sessions}
+        self.reply(answer)
 
 
 class SessionRecapHandler(RecapHandler):
@@ -118,14 +120,13 @@ class SessionRecapHandler(RecapHandler):
             recap.drafting -= 1
         if self._gone:
             return
-        self.reply(
-            {
-                "session_id": record.id,
-                "recap": result.recap.text if result.recap is not None else None,
-                "model": result.recap.model if result.recap is not None else result.model,
-                "reason": result.reason,
-            }
-        )
+        answer: SessionRecapAnswer = {
+            "session_id": record.id,
+            "recap": result.recap.text if result.recap is not None else None,
+            "model": result.recap.model if result.recap is not None else result.model,
+            "reason": result.reason,
+        }
+        self.reply(answer)
 
     async def _draft(self, session_id: str, model: str | None) -> tuple[RecapResult, SessionRecord]:
         loop = asyncio.get_running_loop()

@@ -18,7 +18,7 @@ from typing import Any
 
 from jupyter_client.session import Session
 
-from ..focushub import CellRun, FocusHub
+from ..focus.hub import CellRun, FocusHub
 
 log = logging.getLogger(__name__)
 

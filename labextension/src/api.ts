@@ -1,5 +1,6 @@
 /**
- * Typed requests to jupyter_recap's server extension (docs/focus-protocol.md).
+ * Typed requests to jupyter_recap's server extension (docs/focus-protocol.md). The shapes below
+ * mirror the server's own declaration of them, `jupyter_recap/wire.py`: change both.
  *
  * Every call goes to `<base url>jupyter-recap/api/…` of the Jupyter server this page came from;
  * there is no other network traffic.
@@ -11,6 +12,8 @@ import { ServerConnection } from '@jupyterlab/services';
 export interface ICapabilities {
   version: string;
   features: string[];
+  /** How often to re-report each open notebook (servers of this version and later). */
+  heartbeat_seconds?: number;
 }
 
 /** The body of `POST jupyter-recap/api/focus`: one notebook's focus in this browser tab. */

@@ -26,9 +26,9 @@ export const HOST_CLASS = 'jp-mod-recapBanner';
 export const SELECT_CELL_EVENT = 'jupyter-recap:select-cell';
 
 /** Delays of the retries when a view cannot be rendered yet (model not known to the page). */
-const RENDER_RETRIES_MS = [250, 500, 1_000, 2_000, 4_000, 8_000];
+export const RENDER_RETRIES_MS = [250, 500, 1_000, 2_000, 4_000, 8_000];
 /** Delays of the server look-ups after a new widget appears in the kernel. */
-const LOOKUP_DELAYS_MS = [150, 600, 1_500, 4_000];
+export const LOOKUP_DELAYS_MS = [150, 600, 1_500, 4_000];
 
 /** The banner model id of each kernel, as last heard from the server. */
 export class BannerIds {

@@ -96,7 +96,7 @@ export function eventText(event: AgentEvent, now: number): string {
 /**
  * The usable links of a text: integer spans inside it, ascending and not overlapping. Any
  * other span is skipped (the text stays plain there). The banner widget's front end
- * (jupyter_recap/static/banner.js) applies the same rule on its own: it is loaded by the widget
+ * (jupyter_recap/widget/static/banner.js) applies the same rule on its own: it is loaded by the widget
  * manager without a build step and cannot import this module.
  */
 export function validLinks(

@@ -24,6 +24,8 @@ import { AgentsPanel } from './panel';
 import { RecapSettings } from './settings';
 
 const PLUGIN_ID = 'jupyter-recap:plugin';
+/** The heartbeat of servers too old to say theirs. */
+const DEFAULT_HEARTBEAT_SECONDS = 10;
 
 const NO_SERVER =
   'jupyter_recap: the server extension is not enabled; recaps will only appear inline ' +
@@ -73,7 +75,9 @@ export async function startClient(
       api,
       clientId,
       shell: app.shell,
-      currentChanged: tracker.currentChanged
+      currentChanged: tracker.currentChanged,
+      // The server says how often (one number shared with its tab time-out).
+      heartbeatMs: (capabilities.heartbeat_seconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000
     });
     focus.answered.connect((_, answer) => {
       banners.set(answer.kernel_id, answer.banner_model_id ?? null);
@@ -85,7 +89,10 @@ export async function startClient(
       return;
     }
     tracked.add(panel);
+    // Both are disposed with the panel (below); the rule does not follow `?.dispose()`.
+    // eslint-disable-next-line jupyter/require-disposable-ownership -- disposed with the panel
     const input = features.has('input') ? new InputReporter(panel, api, clientId) : null;
+    // eslint-disable-next-line jupyter/require-disposable-ownership -- disposed with the panel
     const mount = features.has('banner') ? new BannerMount(panel, banners, api) : null;
     if (mount !== null) {
       mounts.set(panel, mount);
@@ -107,7 +114,10 @@ export async function startClient(
     const model = agents;
     focus?.answered.connect((_, answer) => model.noteServerVersion(answer.agents_version));
     const opener = new NotebookOpener(app, tracker);
+    // Both live as long as the page, like the model they follow: nothing ever disposes them.
+    // eslint-disable-next-line jupyter/require-disposable-ownership -- lives as long as the page
     new Notifier({ model, settings, opener, shell: app.shell, tracker, clientId });
+    // eslint-disable-next-line jupyter/require-disposable-ownership -- lives as long as the page
     new TitleCount(model, settings);
     panel = new AgentsPanel({ model, opener, settings });
     // Next to JupyterLab's running-sessions panel; Notebook 7 lists it under View > Left Sidebar.

@@ -15,7 +15,7 @@ import type { NotebookOpener } from './open';
 import type { RecapSettings } from './settings';
 
 /** How long to wait for the recap of a finished turn before notifying without it. */
-const RECAP_WAIT_MS = 20_000;
+export const RECAP_WAIT_MS = 20_000;
 const STORAGE_PREFIX = 'jupyter-recap:notified:';
 
 /** What one page last notified for a kernel (shared by the tabs of this browser). */

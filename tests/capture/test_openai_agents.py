@@ -346,7 +346,7 @@ def test_a_failing_callback_never_breaks_the_run(kernel: Kernel) -> None:
 import warnings, agents
 from jupyter_recap.capture.openai_agents import OpenAIAgentsSource
 from jupyter_recap.capture.runs import RunHub
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.record.transcript import Transcript
 class BrokenHub(RunHub):
     def start(self, *args, **kwargs):
         raise RuntimeError("hub exploded")
@@ -426,7 +426,7 @@ def local(fake: FakeLLM) -> Iterator[Any]:
 
     from jupyter_recap.capture.openai_agents import OpenAIAgentsSource
     from jupyter_recap.capture.runs import RunHub
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.record.transcript import Transcript
 
     agents.set_trace_processors([])
     agents.set_default_openai_client(
@@ -555,7 +555,7 @@ def test_a_fake_sdk_module_fails_the_source_with_one_warning() -> None:
     from jupyter_recap.capture.openai_agents import OpenAIAgentsSource
     from jupyter_recap.capture.runs import RunHub
     from jupyter_recap.capture.sources import CaptureWarning
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.record.transcript import Transcript
 
     transcript = Transcript()
     source = OpenAIAgentsSource(RunHub(lambda: transcript))

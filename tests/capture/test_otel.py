@@ -256,7 +256,7 @@ def test_unknown_api_turns_the_source_off_with_one_warning() -> None:
     from jupyter_recap.capture.otel import OpenTelemetrySource
     from jupyter_recap.capture.runs import RunHub
     from jupyter_recap.capture.sources import CaptureWarning
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.record.transcript import Transcript
 
     source = OpenTelemetrySource(RunHub(Transcript))
     with warnings.catch_warnings(record=True) as caught:
@@ -321,7 +321,7 @@ class _Span:
 def _tracker() -> tuple[Any, Any, Any]:
     from jupyter_recap.capture.genai import GenAITracker
     from jupyter_recap.capture.runs import RunHub
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.record.transcript import Transcript
 
     transcript = Transcript()
     hub = RunHub(lambda: transcript)

@@ -259,7 +259,7 @@ def test_unknown_api_turns_the_source_off_with_one_warning() -> None:
     from jupyter_recap.capture.pydantic_ai import PydanticAISource
     from jupyter_recap.capture.runs import RunHub
     from jupyter_recap.capture.sources import CaptureWarning
-    from jupyter_recap.transcript import Transcript
+    from jupyter_recap.record.transcript import Transcript
 
     source = PydanticAISource(RunHub(Transcript))
     fake_module = ModuleType("pydantic_ai")

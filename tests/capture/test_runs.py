@@ -13,8 +13,8 @@ from traitlets import TraitError
 import jupyter_recap as jr
 from jupyter_recap.capture.sources import CaptureWarning, Source
 from jupyter_recap.ipython.extension import extension_for
+from jupyter_recap.record.transcript import MAX_ENTRY_CHARS
 from jupyter_recap.settings import Recap
-from jupyter_recap.transcript import MAX_ENTRY_CHARS
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_a_background_run_is_one_turn_and_a_turn_in_progress_meanwhile(
         "r = hub.start('test', prompt='fetch everything', model='openai:m')\n"
         "threading.Thread(target=work, args=(r,)).start()\n",
     )
-    assert ext.engine.turn_running  # the schedule waits for the turn
+    assert ext.schedule.turn_running  # the schedule waits for the turn
     cell(shell, "x = 1")  # the person goes on working meanwhile
     shell.user_ns["gate"].set()
     deadline = time.monotonic() + 5
@@ -123,7 +123,7 @@ def test_a_background_run_is_one_turn_and_a_turn_in_progress_meanwhile(
         time.sleep(0.01)
     entries = jr.current().entries
     assert [e.kind for e in entries] == ["user", "code", "tool_call", "assistant", "outcome"]
-    assert entries[-1].outcome == "ok" and not ext.engine.turn_running
+    assert entries[-1].outcome == "ok" and not ext.schedule.turn_running
 
 
 def test_huge_values_are_cut_before_they_are_formatted(shell: Any, ext: Any) -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.sessionfiles import uuid7
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.sessionfiles import uuid7
 
 #: A uid that is not the person running the tests (``nobody`` on Debian).
 OTHER_UID = 65534

@@ -24,10 +24,10 @@ from fakellm import FakeLLM, status
 from kernelutil import execute, running_kernel, stream_text
 
 import jupyter_recap as jr
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.prompt import extract_recap
-from jupyter_recap.sessions import SessionWriter
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.pipeline.prompt import extract_recap
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.sessions import SessionWriter
 
 CLIPBOARD = "\x1b]52;c;ZWNobyBwd25lZA==\x07"  # OSC 52: sets the clipboard to "echo pwned"
 RETITLE = "\x1b]0;pwned\x07"  # OSC 0: the window title

@@ -20,8 +20,8 @@ import pytest
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 
-from jupyter_recap import feed as feed_module
-from jupyter_recap.feed import FocusFeed, ServerInfo
+from jupyter_recap.ipython import feed as feed_module
+from jupyter_recap.ipython.feed import FocusFeed, ServerInfo
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -16,7 +16,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_recap.prompt import MAX_RECAP_CHARS, extract_recap, tidy
+from jupyter_recap.pipeline.prompt import MAX_RECAP_CHARS, extract_recap, tidy
 
 # -- what a shown recap must never contain ------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The trigger schedule under any sequence of events: the promises hold after every step.
 
-The trigger engine is a pure state machine with an injected clock, so Hypothesis drives it
+The trigger schedule is a pure state machine with an injected clock, so Hypothesis drives it
 through random sessions (stateful testing): focus coming and going (reports arriving late),
 agent turns starting and ending every way, the person typing, cells ending, background
 activity, the clock jumping by seconds or hours, the timer thread waking early, resumes,
@@ -10,7 +10,7 @@ racing, a model call while the agent works, a paid call for nothing new, a stale
 the idle fallback overriding real focus reports. The examples at the end are the sequences
 that broke a promise once.
 
-The session is modelled the way the kernel feeds the engine: every recorded entry (a prompt,
+The session is modelled the way the kernel feeds the schedule: every recorded entry (a prompt,
 an outcome, a cell, a tool call) changes the fingerprint, which is ``fpN`` for the N-th
 change; the completed-turn count grows with each outcome.
 """
@@ -19,17 +19,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from enginefakes import Settings
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+from schedulefakes import Settings
 
-from jupyter_recap.engine import (
+from jupyter_recap.schedule import (
     Action,
     CancelDraft,
     ClearBanner,
-    Engine,
     Refuse,
+    Schedule,
     ShowRecap,
     StartDraft,
 )
@@ -52,7 +52,7 @@ class Draft:
 
 @dataclass
 class Session:
-    """The test's model of the notebook: the engine sees only the fingerprint and turn count."""
+    """The test's model of the notebook: the schedule sees only the fingerprint and turn count."""
 
     now: float = 0.0
     activity: int = 0
@@ -69,7 +69,7 @@ class Session:
         return f"fp{self.activity}"
 
 
-class Schedule(RuleBasedStateMachine):
+class SessionMachine(RuleBasedStateMachine):
     """A notebook session driven at random; after every step, what the person would notice
     holds: at most one recap drafting at a time; no automatic model call while the agent works
     (unless ``during_active``), with ``auto`` off, or for what the last recap already covered;
@@ -80,12 +80,12 @@ class Schedule(RuleBasedStateMachine):
         super().__init__()
         self.session = Session()
         self.settings = Settings()
-        self.engine = self._engine()
+        self.schedule = self._schedule()
         self.lab = self.asks = True
         self.fast = False
 
-    def _engine(self) -> Engine:
-        return Engine(
+    def _schedule(self) -> Schedule:
+        return Schedule(
             self.settings,
             clock=lambda: self.session.now,
             fingerprint=lambda: self.session.fingerprint,
@@ -117,7 +117,7 @@ class Schedule(RuleBasedStateMachine):
         bare kernel); whether the person also asks with ``%recap``; whether drafts answer at
         once (the offline engine) or whenever the ``draft_done`` rule says."""
         self.settings = Settings(auto, away, post_turn, idle, during_active)
-        self.engine = self._engine()
+        self.schedule = self._schedule()
         self.lab, self.asks, self.fast = lab, asks, fast
 
     # -- checking every action ----------------------------------------------------------------
@@ -180,7 +180,7 @@ class Schedule(RuleBasedStateMachine):
         """A focus report (from the labextension), possibly arriving ``late`` seconds late."""
         at = self.session.now - late
         self.session.focus_seen = True
-        self.check(self.engine.focus(focused, at=at))
+        self.check(self.schedule.focus(focused, at=at))
 
     @precondition(lambda self: self.lab)
     @rule(
@@ -198,7 +198,7 @@ class Schedule(RuleBasedStateMachine):
     @rule(recorded=st.booleans())
     def user_input(self, recorded: bool) -> None:
         """The person runs a cell (recorded as activity, or not: ``record_code_cells``)."""
-        actions = self.engine.user_input()
+        actions = self.schedule.user_input()
         self.interrupt_drafts()
         if recorded:
             self.session.activity += 1
@@ -206,32 +206,32 @@ class Schedule(RuleBasedStateMachine):
 
     @rule()
     def cell_ended(self) -> None:
-        self.check(self.engine.cell_ended())
+        self.check(self.schedule.cell_ended())
 
     @rule()
     def dismiss(self) -> None:
-        self.check(self.engine.banner_dismissed())
+        self.check(self.schedule.banner_dismissed())
 
     @rule(enabled=st.booleans())
     def set_auto(self, enabled: bool) -> None:
         self.settings.auto = enabled
-        self.check(self.engine.set_auto(enabled))
+        self.check(self.schedule.set_auto(enabled))
 
     @rule(enabled=st.booleans())
     def set_during_active(self, enabled: bool) -> None:
-        """``%config Recap.during_active = …`` (the engine reads it live; no observer)."""
+        """``%config Recap.during_active = …`` (the schedule reads it live; no observer)."""
         self.settings.during_active = enabled
 
     @precondition(lambda self: self.asks)
     @rule(model=st.sampled_from([None, "openai:gpt-4o-mini"]))
     def manual(self, model: str | None) -> None:
-        self.check(self.engine.manual(model))
+        self.check(self.schedule.manual(model))
 
     @precondition(lambda self: self.asks)
     @rule()
     def interrupt_manual(self) -> None:
         """Ctrl-C while ``%recap`` waits: the in-flight draft is abandoned."""
-        self.check(self.engine.cancel_in_flight())
+        self.check(self.schedule.cancel_in_flight())
 
     # -- the agent -------------------------------------------------------------------------------
 
@@ -241,7 +241,7 @@ class Schedule(RuleBasedStateMachine):
         self.session.activity += 1
         self.session.turn_running = True
         self.interrupt_drafts()
-        self.check(self.engine.turn_started())
+        self.check(self.schedule.turn_started())
 
     @precondition(lambda self: self.session.turn_running)
     @rule(outcome=st.sampled_from(["ok", "errored", "aborted"]))
@@ -250,7 +250,7 @@ class Schedule(RuleBasedStateMachine):
         self.session.activity += 1
         self.session.completed_turns += 1
         self.session.turn_running = False
-        self.check(self.engine.turn_ended(outcome))
+        self.check(self.schedule.turn_ended(outcome))
 
     @rule(
         outcome=st.sampled_from(["ok", "errored", "aborted"]),
@@ -264,16 +264,16 @@ class Schedule(RuleBasedStateMachine):
 
     @rule()
     def background_activity(self) -> None:
-        """An agent in a background thread records a tool call: no engine input at all."""
+        """An agent in a background thread records a tool call: no schedule input at all."""
         self.session.activity += 1
 
     @rule()
     def resume(self) -> None:
-        self.check(self.engine.resume())
+        self.check(self.schedule.resume())
 
     @rule()
     def shutdown(self) -> None:
-        self.check(self.engine.shutdown())
+        self.check(self.schedule.shutdown())
 
     # -- drafts --------------------------------------------------------------------------------
 
@@ -294,7 +294,7 @@ class Schedule(RuleBasedStateMachine):
         s = self.session
         draft = s.drafts[draft_id]
         was_outstanding = draft_id in s.outstanding
-        actions = self.engine.draft_done(draft_id, text, MODEL)
+        actions = self.schedule.draft_done(draft_id, text, MODEL)
         s.outstanding.discard(draft_id)
         if not was_outstanding or text is None:
             assert actions == [], f"a cancelled, finished or failed draft acted: {actions}"
@@ -310,11 +310,11 @@ class Schedule(RuleBasedStateMachine):
         """Time passes; the timer thread wakes at each deadline on the way, as it does."""
         target = self.session.now + seconds
         for _ in range(100):
-            deadline = self.engine.next_deadline()
+            deadline = self.schedule.next_deadline()
             if deadline is None or deadline > target:
                 break
             self.session.now = max(self.session.now, deadline)
-            self.check(self.engine.tick())
+            self.check(self.schedule.tick())
         else:
             raise AssertionError("tick() does not consume its deadlines: a busy loop")
         self.session.now = target
@@ -327,28 +327,28 @@ class Schedule(RuleBasedStateMachine):
     @rule()
     def spurious_wakeup(self) -> None:
         """The timer thread wakes before any deadline (or with none armed)."""
-        self.check(self.engine.tick())
+        self.check(self.schedule.tick())
 
     @invariant()
     def idle_is_disarmed_once_focus_is_reported(self) -> None:
         if self.session.focus_seen:
-            assert self.engine.idle_deadline is None, "idle armed after a focus report"
+            assert self.schedule.idle_deadline is None, "idle armed after a focus report"
 
     @invariant()
     def nothing_is_armed_while_auto_is_off(self) -> None:
         if not self.settings.auto:
-            assert self.engine.next_deadline() is None and not self.engine.pending
+            assert self.schedule.next_deadline() is None and not self.schedule.pending
 
     @invariant()
     def coming_back_stops_the_away_timers(self) -> None:
-        engine = self.engine
-        if engine.focused:
-            assert engine.away_deadline is None and engine.post_turn_deadline is None
-            assert not engine.pending
+        schedule = self.schedule
+        if schedule.focused:
+            assert schedule.away_deadline is None and schedule.post_turn_deadline is None
+            assert not schedule.pending
 
     @invariant()
     def at_most_one_draft_in_flight(self) -> None:
-        flight = self.engine.in_flight
+        flight = self.schedule.in_flight
         assert len(self.session.outstanding) <= 1
         assert (flight.draft.id if flight else None) == next(iter(self.session.outstanding), None)
 
@@ -360,20 +360,20 @@ def test_a_resume_while_the_agent_works_waits_for_the_turn_to_end() -> None:
     # A stored session is resumed (``%recap resume ID``) while an agent started through the
     # API is working: a draft now would be a paid call whose answer is discarded mid-turn.
     session = Session(activity=3, completed_turns=1)
-    engine = Engine(
+    schedule = Schedule(
         Settings(),
         clock=lambda: session.now,
         fingerprint=lambda: session.fingerprint,
         completed_turns=lambda: session.completed_turns,
     )
-    engine.turn_started()
-    assert engine.resume() == []
-    assert engine.in_flight is None
+    schedule.turn_started()
+    assert schedule.resume() == []
+    assert schedule.in_flight is None
     session.activity, session.completed_turns = 4, 2
-    assert engine.turn_ended("ok") == []
+    assert schedule.turn_ended("ok") == []
     session.now = 120  # no focus reports (a bare kernel): the idle fallback recaps it
-    assert engine.tick() == [StartDraft(1, "idle", "fp4")]
+    assert schedule.tick() == [StartDraft(1, "idle", "fp4")]
 
 
-Schedule.TestCase.settings = settings(max_examples=300, stateful_step_count=50)
-test_trigger_schedule_keeps_its_promises = Schedule.TestCase
+SessionMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=50)
+test_trigger_schedule_keeps_its_promises = SessionMachine.TestCase

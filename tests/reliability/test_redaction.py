@@ -31,11 +31,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import jupyter_recap as jr
-from jupyter_recap.compaction import compact_memory
-from jupyter_recap.context import ERROR_CHARS, TEXT_CHARS, TOOL_RESULT_CHARS, build_context
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.redact import REDACTED, Redactor, redact
-from jupyter_recap.transcript import MAX_ENTRY_CHARS
+from jupyter_recap.pipeline.context import ERROR_CHARS, TEXT_CHARS, TOOL_RESULT_CHARS, build_context
+from jupyter_recap.pipeline.redact import REDACTED, Redactor
+from jupyter_recap.record.transcript import MAX_ENTRY_CHARS
+from jupyter_recap.stores.compaction import compact_memory
+from jupyter_recap.stores.memory import MemoryStore
 
 NO_ENV: dict[str, str] = {}
 RUN = 8
@@ -311,7 +311,7 @@ EXAMPLES = [
 
 @pytest.mark.parametrize(("kind", "text", "secret", "kept"), EXAMPLES, ids=[e[0] for e in EXAMPLES])
 def test_each_kind_is_redacted(kind: str, text: str, secret: str, kept: str) -> None:
-    out = redact(text, NO_ENV)
+    out = Redactor(NO_ENV)(text)
     assert secret not in out, out
     assert REDACTED in out and kept in out, out
 
@@ -346,7 +346,7 @@ ORDINARY = [
 
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_text_survives(text: str) -> None:
-    assert redact(text, NO_ENV) == text
+    assert Redactor(NO_ENV)(text) == text
 
 
 def test_the_exact_value_of_a_secret_looking_environment_variable_is_redacted() -> None:
@@ -389,8 +389,8 @@ def test_redaction_is_idempotent_on_the_examples() -> None:
     # The session and memory stores redact what they write; the context builder redacts it
     # again. A second pass must change nothing.
     for _, text, _, _ in EXAMPLES:
-        once = redact(text, NO_ENV)
-        assert redact(once, NO_ENV) == once
+        once = Redactor(NO_ENV)(text)
+        assert Redactor(NO_ENV)(once) == once
 
 
 # -- properties --------------------------------------------------------------------------------

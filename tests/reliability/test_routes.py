@@ -27,9 +27,9 @@ from server_fixtures import asynctest
 from tornado import web
 from tornado.httpclient import AsyncHTTPClient, HTTPResponse
 
+from jupyter_recap.record.transcript import Transcript
 from jupyter_recap.server.handlers import RecapHandler
-from jupyter_recap.sessions import SessionWriter
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.stores.sessions import SessionWriter
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from storeutil import plant_notes, plant_session
 
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.sessions import SessionStore
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.sessions import SessionStore
 
 NESTED = b"[" * 200_000 + b"]" * 200_000
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-import jupyter_recap.sessionfiles as sessionfiles
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.sessions import SessionStore, SessionWriter
-from jupyter_recap.transcript import Transcript
+import jupyter_recap.stores.sessionfiles as sessionfiles
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.sessions import SessionStore, SessionWriter
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,11 +26,11 @@ from storeutil import (
     snapshot,
 )
 
-from jupyter_recap import privatefs
 from jupyter_recap.errors import StoreWriteError, UnsafeStoreError
-from jupyter_recap.memory import MemoryStore
-from jupyter_recap.sessions import SessionStore, SessionWriter
-from jupyter_recap.transcript import Transcript
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.stores import privatefs
+from jupyter_recap.stores.memory import MemoryStore
+from jupyter_recap.stores.sessions import SessionStore, SessionWriter
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -1,0 +1,3 @@
+"""The server's picture of the person and the agents: focus and execution state per kernel (the
+hub the kernel's feed reads), the agents board, and the report a kernel sends to it. Pure state
+and rules, without I/O: the server adapter drives them."""

@@ -1,0 +1,214 @@
+"""The text a model sees for one recap: two tiers, capped, secrets removed.
+
+*Task framing* is cheap orientation: the session's first prompt, the latest summary, a few earlier
+prompts and (later) tasks and memory notes. *Recent detail* is everything since the latest prompt,
+newest kept first when the budget runs out. Only the framing indexes and the tail are touched, so
+the cost does not grow with the length of the session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+
+from ..record.transcript import SILENT_KINDS, Entry, Transcript
+from ..textutil import first_line, shorten
+from .redact import Redactor, strip_reasoning
+
+FIRST_PROMPT_CHARS = 600
+SUMMARY_CHARS = 600
+EARLIER_PROMPT_CHARS = 300
+EARLIER_PROMPTS = 4
+EXTRAS_CHARS = 500
+TEXT_CHARS = 1200
+TOOL_CALL_CHARS = 200
+TOOL_RESULT_CHARS = 300
+CODE_HEAD_CHARS = 160
+ERROR_CHARS = 240
+
+FRAMING_HEADER = "Task framing"
+RECENT_HEADER = "Recent activity (oldest first)"
+OMITTED = "… (earlier steps of this turn omitted)"
+# A framing line shortened to less than this says too little to be worth its room.
+_MIN_FRAMING_LINE = 60
+
+
+def _line(clean: Redactor, text: str, limit: int) -> str:
+    """Redact, flatten and cut ``text`` to ``limit`` characters.
+
+    Redaction only looks at a generous head: the regexes are the costly part of building a
+    context, and nothing past the cut can reach the model anyway. The head ends where no secret
+    can be cut in two (see :meth:`Redactor.head`), so no piece of one slips past the patterns.
+    """
+    head, cut = clean.head(text, 2 * limit + 200)
+    line = shorten(head, limit)
+    if cut and not line.endswith("…"):
+        line = shorten(head + " …", limit)  # the model must not take a cut text for all of it
+    return line
+
+
+def render_entry(entry: Entry, clean: Redactor) -> str | None:
+    """One transcript line for ``entry``, or None for entries the model never sees."""
+    kind = entry.kind
+    if kind in SILENT_KINDS or kind == "summary":
+        return None
+    if kind == "user":
+        return "User: " + _line(clean, entry.text, TEXT_CHARS)
+    if kind == "assistant":
+        return "Assistant: " + _line(clean, strip_reasoning(entry.text), TEXT_CHARS)
+    if kind == "tool_call":
+        return "Tool call: " + _line(clean, f"{entry.name}({entry.text})", TOOL_CALL_CHARS)
+    if kind == "tool_result":
+        if entry.error:
+            return f"Tool error ({entry.name}): " + _line(clean, entry.error, TOOL_RESULT_CHARS)
+        return f"Tool result ({entry.name}): " + _line(clean, entry.text, TOOL_RESULT_CHARS)
+    if kind == "code":
+        label = f"In[{entry.count}]" if entry.count is not None else "Cell"
+        head = _line(clean, first_line(entry.text), CODE_HEAD_CHARS)
+        lines = entry.text.strip().count("\n") + 1
+        more = f" (+{lines - 1} lines)" if lines > 1 else ""
+        status = f" → error: {_line(clean, entry.error, ERROR_CHARS)}" if entry.error else " → ok"
+        return f"{label}: {head}{more}{status}"
+    if kind == "event":
+        return "Event: " + _line(clean, entry.text, ERROR_CHARS)
+    if kind == "outcome":
+        if entry.outcome == "aborted":
+            return "Turn aborted (interrupted before it finished)."
+        if entry.outcome == "errored":
+            return "Turn errored: " + _line(clean, entry.error or "unknown error", ERROR_CHARS)
+        return None
+    return None
+
+
+def build_context(
+    transcript: Transcript,
+    *,
+    max_chars: int = 12000,
+    extras: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> str:
+    """The exact, capped text a model would see for a recap of ``transcript``.
+
+    ``extras`` are short framing lines (task list, memory notes) that share a small fixed budget.
+    Returns an empty string when the transcript has nothing a model should see.
+    """
+    clean = Redactor(env)
+    with transcript.locked() as entries:
+        snap = transcript.snapshot()
+        last_prompt = snap.prompts[-1] if snap.prompts else None
+        # The framing orients; the recent detail is what the recap is about. At most half the
+        # cap goes to the framing, so a long one never crowds out the latest prompt.
+        framing = _framing(entries, snap.prompts, snap.summary, extras, clean, max_chars // 2)
+        used = len(framing) + 2 if framing else 0  # the framing and the blank line after it
+        budget = max_chars - used - len(RECENT_HEADER)  # each line costs its length + "\n"
+        recent = _recent(entries, last_prompt, snap.size, budget, clean)
+    if not recent and not framing:
+        return ""
+    parts = [framing] if framing else []
+    parts.append(RECENT_HEADER + "\n" + "\n".join(recent))
+    # Every part was sized to fit; the cut is only a backstop for caps too small to hold one.
+    return "\n\n".join(parts)[:max_chars]
+
+
+def _framing(
+    entries: list[Entry],
+    prompts: Sequence[int],
+    summary_index: int | None,
+    extras: Sequence[str],
+    clean: Redactor,
+    limit: int,
+) -> str:
+    """The task framing in at most ``limit`` characters ("" when there is none).
+
+    Over the limit, the least telling lines go first: earlier prompts (oldest first), then
+    the extras (last first); then the summary and the original task are shortened.
+    """
+    first = summary = None
+    if len(prompts) > 1:
+        first = "Original task: " + _line(clean, entries[prompts[0]].text, FIRST_PROMPT_CHARS)
+    if summary_index is not None:
+        summary_text = entries[summary_index].text
+        summary = "Latest summary: " + _line(clean, summary_text, SUMMARY_CHARS)
+    earlier = [
+        "- " + shorten(clean(entries[i].text), EARLIER_PROMPT_CHARS)
+        for i in list(prompts[1:-1])[-EARLIER_PROMPTS:]
+    ]
+    notes: list[str] = []
+    used = 0
+    for extra in extras:
+        line = _line(clean, extra, EXTRAS_CHARS - used)
+        if not line or used + len(line) > EXTRAS_CHARS:
+            break
+        notes.append(line)
+        used += len(line) + 1
+
+    def render() -> str:
+        lines = [line for line in (first, summary) if line]
+        if earlier:
+            lines += ["Earlier prompts:", *earlier]
+        lines += notes
+        return FRAMING_HEADER + "\n" + "\n".join(lines) if lines else ""
+
+    text = render()
+    while len(text) > limit and earlier:
+        earlier.pop(0)
+        text = render()
+    while len(text) > limit and notes:
+        notes.pop()
+        text = render()
+    if len(text) > limit and summary:
+        room = len(summary) - (len(text) - limit)
+        summary = shorten(summary, room) if room >= _MIN_FRAMING_LINE else None
+        text = render()
+    if len(text) > limit and first:
+        room = len(first) - (len(text) - limit)
+        first = shorten(first, room) if room >= _MIN_FRAMING_LINE else None
+        text = render()
+    return text if len(text) <= limit else ""
+
+
+def _recent(
+    entries: list[Entry], last_prompt: int | None, size: int, budget: int, clean: Redactor
+) -> list[str]:
+    """Lines since the latest prompt; when over budget, the prompt plus the newest lines.
+
+    ``budget`` counts each line with its line break; the result never exceeds it (but for
+    the head of the prompt, when not even that fits).
+    """
+    start = last_prompt if last_prompt is not None else 0
+    head: list[str] = []
+    if last_prompt is not None:
+        line = render_entry(entries[last_prompt], clean)
+        if line:
+            # Too long for the room (less the "omitted" line when steps follow it): its head.
+            room = budget - (len(OMITTED) + 1 if size > last_prompt + 1 else 0)
+            if len(line) + 1 > room:
+                line = shorten(line, max(room - 1, 1))
+            head.append(line)
+            budget -= len(line) + 1
+            start = last_prompt + 1
+    tail: list[tuple[int, str]] = []
+    index = size - 1
+    while index >= start:
+        line = render_entry(entries[index], clean)
+        if line is not None:
+            if len(line) + 1 > budget:
+                break
+            tail.append((index, line))
+            budget -= len(line) + 1
+        index -= 1
+    tail.reverse()
+    if index >= start:  # truncated: say so, in room taken from the oldest lines kept
+        while tail and budget < len(OMITTED) + 1:
+            budget += len(tail.pop(0)[1]) + 1
+        # Never open on a tool result whose call was cut away: the model would misread it.
+        while tail and entries[tail[0][0]].kind == "tool_result":
+            budget += len(tail.pop(0)[1]) + 1
+        if budget >= len(OMITTED) + 1:
+            head.append(OMITTED)
+    return head + [line for _, line in tail]
+
+
+def fingerprint(context: str) -> str:
+    """A short stable digest of a context: equal text, equal fingerprint (dedupe key)."""
+    return hashlib.sha256(context.encode("utf-8")).hexdigest()[:20]

@@ -1,0 +1,209 @@
+"""Which model writes a recap: model ids, credentials, the choice itself, and the provider.
+
+Model ids come from people and from jupyter-ai, so several spellings are accepted:
+``provider:model`` (jupyter-ai 2), ``provider/model`` (jupyter-ai 3 / LiteLLM), jupyter-ai 2's
+aliases, ``offline`` and bare model names whose provider is obvious (``gpt-4o``, ``claude-…``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ..errors import ConfigError
+from .providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
+from .providers.anthropic import AnthropicProvider
+from .providers.base import OFFLINE, ModelRef, Provider
+from .providers.ollama import DEFAULT_HOST as OLLAMA_HOST
+from .providers.ollama import OllamaProvider
+from .providers.openai import DEFAULT_BASE_URL as OPENAI_BASE_URL
+from .providers.openai import OpenAIProvider
+
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+
+#: Provider ids as jupyter-ai and LiteLLM spell them → the provider we speak to.
+PROVIDER_IDS: dict[str, str] = {
+    "openai": "openai",
+    "openai-chat": "openai",
+    "openai-chat-custom": "openai",
+    "anthropic": "anthropic",
+    "anthropic-chat": "anthropic",
+    "ollama": "ollama",
+    "ollama_chat": "ollama",
+    "openrouter": "openrouter",  # OpenAI wire format, its own URL and key (see make_provider)
+}
+
+#: jupyter-ai 2's model aliases.
+ALIASES: dict[str, ModelRef] = {
+    "chatgpt": ModelRef("openai", "gpt-3.5-turbo"),
+    "gpt4": ModelRef("openai", "gpt-4"),
+    "gpt3": ModelRef("openai", "text-davinci-003"),
+}
+
+#: Bare model-name prefixes whose provider is unambiguous.
+_BARE_PREFIXES = (
+    (("gpt-", "o1", "o3", "o4", "chatgpt"), "openai"),
+    (("claude",), "anthropic"),
+)
+
+_SUPPORTED = "openai, anthropic, ollama, openrouter or offline"
+
+
+def parse_model_id(text: str) -> ModelRef:
+    """Parse a model id in any accepted spelling; raise ConfigError if it cannot be used."""
+    spelled = text.strip()
+    if not spelled:
+        raise ConfigError("empty model id: use provider:model, e.g. openai:gpt-4o-mini")
+    lowered = spelled.lower()
+    if lowered == "offline":
+        return OFFLINE
+    if lowered in ALIASES:
+        return ALIASES[lowered]
+    # Split on whichever separator comes first: "ollama/llama3.2:3b" and
+    # "openrouter:anthropic/claude-3.5-sonnet" both keep the rest as the model name.
+    cut = min((i for i in (spelled.find(":"), spelled.find("/")) if i >= 0), default=-1)
+    if cut < 0:
+        for prefixes, guessed in _BARE_PREFIXES:
+            if lowered.startswith(prefixes):
+                return ModelRef(guessed, spelled)
+        raise ConfigError(
+            f"cannot tell the provider of model {spelled!r}: write provider:model "
+            f"({_SUPPORTED}), e.g. ollama:{spelled}"
+        )
+    prefix, model = spelled[:cut].strip().lower(), spelled[cut + 1 :].strip()
+    provider = PROVIDER_IDS.get(prefix)
+    if provider is None:
+        raise ConfigError(
+            f"model provider {prefix!r} of {spelled!r} is not supported: use {_SUPPORTED}"
+        )
+    if not model:
+        raise ConfigError(f"model id {spelled!r} names no model after {prefix!r}")
+    return ModelRef(provider, model)
+
+
+#: Environment variables that make a provider usable; a base URL alone means a local server.
+_CREDENTIAL_ENV: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+}
+
+
+def credential_source(ref: ModelRef, env: Mapping[str, str]) -> str | None:
+    """What makes ``ref`` usable (e.g. "OPENAI_API_KEY set"), or None if nothing does."""
+    if ref.provider in ("offline", "ollama"):
+        return "no key needed"
+    for name in _CREDENTIAL_ENV.get(ref.provider, ()):
+        if env.get(name, "").strip():
+            return f"{name} set"
+    return None
+
+
+def missing_credentials(ref: ModelRef) -> str:
+    """A one-line reason naming the variables that would make ``ref`` usable."""
+    names = " or ".join(_CREDENTIAL_ENV.get(ref.provider, ())) or "credentials"
+    return f"{ref.id} has no credentials: set {names}"
+
+
+def has_credentials(ref: ModelRef, env: Mapping[str, str]) -> bool:
+    """True if ``ref`` can be called with what ``env`` holds (Ollama and offline need nothing)."""
+    return credential_source(ref, env) is not None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The models to try, in order, and one human line saying why."""
+
+    candidates: tuple[ModelRef, ...]
+    why: str
+
+
+def resolve_models(
+    setting: str,
+    *,
+    override: str | None = None,
+    fast_model: str = "",
+    active_model: str | None = None,
+    env: Mapping[str, str],
+) -> Resolution:
+    """Choose the models for one recap.
+
+    An ``override`` (``%recap --model``) wins alone, then a ``setting`` other than "auto"; both
+    raise ConfigError when unusable, since a person typed them. In "auto", ``fast_model`` and then
+    ``active_model`` (the latest agent cell's) are candidates if they have credentials; a bad id
+    there is only skipped, since a ``%%ai`` cell on an unsupported provider must not break
+    recaps. With no candidate left, the offline engine.
+    """
+    if override is not None and override.strip():
+        ref = parse_model_id(override)
+        return Resolution((ref,), f"override from %recap --model: {ref.id}")
+    if setting.strip() and setting.strip().lower() != "auto":
+        ref = parse_model_id(setting)
+        return Resolution((ref,), f"model setting {ref.id} (Recap.model / JUPYTER_RECAP_MODEL)")
+
+    chosen: list[ModelRef] = []
+    reasons: list[str] = []
+    skipped: list[str] = []
+    for label, raw in (("fast model", fast_model), ("active model", active_model or "")):
+        if not raw.strip():
+            continue
+        try:
+            ref = parse_model_id(raw)
+        except ConfigError as error:
+            # the part before the advice is enough in a one-line "why"
+            skipped.append(f"{label} skipped: {str(error).split(': ', 1)[0]}")
+            continue
+        if ref == OFFLINE:  # asking for offline by name ends the search
+            if not chosen:
+                return Resolution((OFFLINE,), f"{label} is the offline engine")
+            break
+        if ref in chosen:
+            continue
+        source = credential_source(ref, env)
+        if source is None:
+            skipped.append(f"{label} {ref.id} skipped: no credentials")
+            continue
+        chosen.append(ref)
+        reasons.append(f"{label} {ref.id} ({source})")
+    if chosen:
+        notes = f" ({'; '.join(skipped)})" if skipped else ""
+        return Resolution(tuple(chosen), ", then ".join(reasons) + notes)
+    if not skipped:
+        return Resolution((OFFLINE,), "no agent model seen yet: offline engine")
+    return Resolution(
+        (OFFLINE,), f"no model with credentials: offline engine ({'; '.join(skipped)})"
+    )
+
+
+def make_provider(ref: ModelRef, env: Mapping[str, str]) -> Provider:
+    """Build the provider for ``ref`` with keys and URLs from ``env``.
+
+    The offline engine is not a provider (it lives elsewhere), so OFFLINE raises ValueError.
+    """
+
+    def get(name: str) -> str:
+        return env.get(name, "").strip()
+
+    if ref.provider == "offline":
+        raise ValueError("the offline engine is not an HTTP provider")
+    if ref.provider == "openai":
+        return OpenAIProvider(
+            ref,
+            api_key=get("OPENAI_API_KEY") or None,
+            base_url=get("OPENAI_BASE_URL") or OPENAI_BASE_URL,
+        )
+    if ref.provider == "openrouter":
+        return OpenAIProvider(
+            ref,
+            api_key=get("OPENROUTER_API_KEY") or None,
+            base_url=get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL,
+        )
+    if ref.provider == "anthropic":
+        return AnthropicProvider(
+            ref,
+            api_key=get("ANTHROPIC_API_KEY") or None,
+            base_url=get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
+        )
+    if ref.provider == "ollama":
+        return OllamaProvider(ref, host=get("OLLAMA_HOST") or OLLAMA_HOST)
+    raise ConfigError(f"model provider {ref.provider!r} is not supported: use {_SUPPORTED}")

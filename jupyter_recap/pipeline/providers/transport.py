@@ -1,0 +1,295 @@
+"""One JSON POST to a model server, with every failure translated into the exception tree.
+
+This is the only module that knows about httpx errors. It enforces two limits that httpx alone
+does not: a *total* deadline for the whole call (httpx timeouts are per operation, so a server
+that drips one byte a second would never time out) and a size cap on the answer. Both, and a
+cancel from another thread, abort the exchange by shutting the socket down: closing a socket does
+not wake a thread blocked reading it, shutting it down does.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from ...errors import (
+    Cancelled,
+    ProviderAuthError,
+    ProviderBadResponse,
+    ProviderError,
+    ProviderHTTPError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+    RecapError,
+)
+from ...textutil import shorten
+from .base import CancelToken
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
+#: Bytes of an error body read for its message; the rest is not worth waiting for.
+_ERROR_BODY_LIMIT = 64_000
+#: Longest excerpt of a server's error message quoted in one of our messages.
+_EXCERPT_CHARS = 120
+#: Headers whose values are secrets and must never appear in a message (a caller names its
+#: own others with ``secret_headers``).
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+
+
+class _Abort:
+    """Aborts one exchange from another thread (deadline timer or cancel token)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: list[Any] = []
+        self.reason: str | None = None
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        """httpcore trace hook: remember every network stream so :meth:`fire` can reach it."""
+        if event not in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            return
+        stream = info.get("return_value")
+        with self._lock:
+            self._streams.append(stream)
+            fired = self.reason is not None
+        if fired:  # aborted while connecting: stop as soon as there is a socket to stop
+            _shut_down(stream)
+
+    def fire(self, reason: str) -> None:
+        """Abort for ``reason`` ("timeout" or "cancel"); the first reason wins."""
+        with self._lock:
+            if self.reason is not None:
+                return
+            self.reason = reason
+            streams = list(self._streams)
+        for stream in streams:
+            _shut_down(stream)
+
+
+def _shut_down(stream: Any) -> None:
+    try:
+        sock = stream.get_extra_info("socket")
+        if isinstance(sock, socket.socket):
+            sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, AttributeError):  # already closed, or a stream without a socket
+        pass
+
+
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """Built once: loading the CA bundle costs ~50 ms, a client per call would pay it each time."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def post_json(
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    timeout: float,
+    cancel: CancelToken | None,
+    provider_id: str,
+    max_bytes: int = 1_000_000,
+) -> dict[str, Any]:
+    """POST ``body`` as JSON and return the JSON object answered, within ``timeout`` seconds.
+
+    Raises a :class:`~jupyter_recap.errors.ProviderError` subclass (with ``provider=provider_id``)
+    for every failure, or :class:`~jupyter_recap.errors.Cancelled` when ``cancel`` fires.
+    """
+    return request_json(
+        "POST",
+        url,
+        headers=headers,
+        body=body,
+        timeout=timeout,
+        cancel=cancel,
+        provider_id=provider_id,
+        max_bytes=max_bytes,
+    )
+
+
+def request_json(
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any] | None,
+    timeout: float,
+    cancel: CancelToken | None,
+    provider_id: str,
+    max_bytes: int = 1_000_000,
+    secret_headers: Iterable[str] = (),
+) -> dict[str, Any]:
+    """Send one request (``body`` as JSON, if any) and return the JSON object answered.
+
+    The same limits and error mapping as :func:`post_json`, for any method; the kernel's focus
+    feed uses it for its long polls so that unloading can abort one mid-wait.
+    ``secret_headers`` are more header names whose values no message may quote.
+    """
+    import httpx  # lazily: importing jupyter_recap must stay cheap
+
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    name = provider_id.split(":", 1)[0]
+    secrets = _secrets(headers, secret_headers)
+    timeout = max(timeout, 0.001)
+    deadline = time.monotonic() + timeout
+    abort = _Abort()
+    timer = threading.Timer(timeout, abort.fire, args=("timeout",))
+    timer.daemon = True
+    unregister = cancel.on_cancel(lambda: abort.fire("cancel")) if cancel else (lambda: None)
+    timer.start()
+    try:
+        # identity: a compressed answer could expand far past max_bytes between two checks
+        sent = {"accept-encoding": "identity", **headers}
+        with (
+            httpx.Client(timeout=httpx.Timeout(timeout), verify=_ssl_context()) as client,
+            client.stream(
+                method, url, json=body, headers=sent, extensions={"trace": abort.trace}
+            ) as response,
+        ):
+            limit = max_bytes if response.is_success else _ERROR_BODY_LIMIT
+            raw = _read_capped(response, limit, deadline, abort)
+            status = response.status_code
+    except Exception as exc:
+        if abort.reason is not None:  # whatever broke, it broke because we aborted it
+            raise _aborted(abort.reason, name, provider_id, timeout) from None
+        if isinstance(exc, (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL)):
+            raise _from_httpx(exc, url, name, provider_id, timeout, secrets) from exc
+        raise
+    finally:
+        timer.cancel()
+        unregister()
+    if abort.reason is not None:  # aborted after the last byte, or a close-delimited body
+        raise _aborted(abort.reason, name, provider_id, timeout)
+    if not 200 <= status < 300:
+        raise _from_status(status, raw or b"", name, provider_id, secrets)
+    if raw is None:
+        raise ProviderBadResponse(
+            f"answer too large: {name} sent more than {max_bytes:,} bytes", provider=provider_id
+        )
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        message = f"{name} sent an answer that is not JSON"
+        raise ProviderBadResponse(message, provider=provider_id) from None
+    if not isinstance(data, dict):
+        raise ProviderBadResponse(f"{name} sent JSON that is not an object", provider=provider_id)
+    return data
+
+
+def _read_capped(
+    response: httpx.Response, limit: int, deadline: float, abort: _Abort
+) -> bytes | None:
+    """The body, or None when it is longer than ``limit`` (stops reading at that point)."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    buffer = bytearray()
+    for chunk in response.iter_bytes():
+        buffer += chunk
+        if len(buffer) > limit:
+            return None
+        if time.monotonic() > deadline:  # the timer fires too; this just stops sooner
+            abort.fire("timeout")
+            break
+    return bytes(buffer)
+
+
+def _aborted(reason: str, name: str, provider_id: str, timeout: float) -> RecapError:
+    if reason == "cancel":
+        return Cancelled("the draft was cancelled")
+    return ProviderTimeout(f"{name} sent no answer within {timeout:g} s", provider=provider_id)
+
+
+def _from_httpx(
+    exc: Exception, url: str, name: str, provider_id: str, timeout: float, secrets: list[str]
+) -> ProviderError:
+    import httpx
+
+    if isinstance(exc, httpx.TimeoutException):
+        return ProviderTimeout(f"{name} sent no answer within {timeout:g} s", provider=provider_id)
+    if isinstance(exc, (httpx.TransportError, httpx.InvalidURL)):
+        # connection refused, DNS, TLS, a proxy, an unsupported URL: all "cannot reach"
+        detail = _one_line(re.sub(r"^\[Errno -?\d+\]\s*", "", str(exc)), secrets)
+        where = _host(url)
+        message = f"cannot reach {where}" + (f" ({detail})" if detail else "")
+        return ProviderUnavailable(message, provider=provider_id)
+    detail = _one_line(str(exc), secrets) or type(exc).__name__
+    return ProviderBadResponse(f"{name} answer could not be read ({detail})", provider=provider_id)
+
+
+def _from_status(
+    status: int, raw: bytes, name: str, provider_id: str, secrets: list[str]
+) -> ProviderError:
+    if status in (401, 403):
+        what = "rejected the API key" if secrets else "requires an API key"
+        return ProviderAuthError(f"{name} {what} (HTTP {status})", provider=provider_id)
+    excerpt = _one_line(_error_message(raw), secrets)
+    suffix = f": {excerpt}" if excerpt else ""
+    if status == 429:
+        message = f"{name} is rate limiting requests (HTTP 429){suffix}"
+        return ProviderRateLimited(message, provider=provider_id)
+    message = f"{name} answered HTTP {status}{suffix}"
+    return ProviderHTTPError(message, provider=provider_id, status=status)
+
+
+def _error_message(raw: bytes) -> str:
+    """The message in an error body: OpenAI/Anthropic ``error.message``, Ollama ``error``."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    error = data.get("error")
+    if isinstance(error, dict):
+        error = error.get("message")
+    if not isinstance(error, str):
+        error = data.get("message")
+    return error if isinstance(error, str) else ""
+
+
+def _secrets(headers: dict[str, str], more: Iterable[str] = ()) -> list[str]:
+    """Secret header values (and the token inside ``Bearer <token>``) to redact from messages."""
+    names = _SECRET_HEADERS | {name.lower() for name in more}
+    found: list[str] = []
+    for key, value in headers.items():
+        if key.lower() in names and value:
+            found.append(value)
+            token = value.partition(" ")[2]
+            if token:
+                found.append(token)
+    return found
+
+
+def _one_line(text: str, secrets: list[str]) -> str:
+    """``text`` redacted, on one line, at most :data:`_EXCERPT_CHARS` characters."""
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return shorten(text, _EXCERPT_CHARS)
+
+
+def _host(url: str) -> str:
+    """``host:port`` of ``url`` without any user:password part."""
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "the configured URL (invalid)"
+    if not host:
+        return "the configured URL"
+    return f"{host}:{port}" if port else host

@@ -1,0 +1,242 @@
+"""Reading a saved notebook's agent session into a
+:class:`~jupyter_recap.record.transcript.Transcript`.
+
+Works on the ``.ipynb`` JSON directly (nbformat 4) so that ``jupyter recap NOTEBOOK`` needs no
+kernel, no IPython and no nbformat. Agent cells are the ``%%ai`` cells (or any cell magic in
+``agent_magics``) and cells whose outputs carry jupyter-ai's model metadata; their replies come
+from the saved outputs. Ordinary code cells are recorded as surrounding activity.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import NotebookError
+from .agentcells import ai_line_prompt, is_recap_only_cell, parse_agent_cell, parse_ai_line
+from .outputs import bundle_text, multiline_text, strip_ansi
+from .transcript import Outcome, Transcript
+
+#: What jupyter-ai shows instead of the reply for ``%%ai -f code``: the code goes into a new cell.
+CODE_INSERTED_MARKER = "AI generated code inserted below"
+
+# jupyter-ai returns some failures as the cell's result instead of raising (v2: unknown model,
+# v3: any model call error); such a "reply" is an error message, not an answer.
+_FAILURE_REPLIES = (
+    "Cannot determine model provider from model ID",
+    "Error calling language model:",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Outputs:
+    """What a cell's saved outputs say: the reply text, an error, the model that answered."""
+
+    text: str
+    error: str | None
+    aborted: bool
+    model: str | None
+    code_inserted: bool
+    stderr: str
+
+
+def read_notebook(
+    path: str | os.PathLike[str],
+    *,
+    agent_magics: Iterable[str] = ("ai", "agent"),
+    record_code_cells: bool = True,
+) -> Transcript:
+    """Read the notebook at ``path`` into a transcript of its agent session.
+
+    Raises :class:`~jupyter_recap.errors.NotebookError` (a one-line message naming ``path``)
+    when the file is missing, a directory, unreadable, or not an nbformat 4 notebook.
+    """
+    cells = _load_cells(path)
+    magics = tuple(agent_magics)
+    transcript = Transcript()
+    consumed: set[int] = set()
+    latest_error: str | None = None  # what a later "%ai error" / "%ai fix" asks about
+    for index, cell in enumerate(cells):
+        if index in consumed or cell.get("cell_type") != "code":
+            continue  # markdown and raw cells are the person's notes, not activity
+        source = multiline_text(cell.get("source"))
+        if not source.strip() or is_recap_only_cell(source):
+            continue
+        cell_id = _str_or_none(cell.get("id"))
+        outputs = _read_outputs(cell.get("outputs"))
+        agent = parse_agent_cell(source, magics)
+        if agent is None and "%ai" in source:
+            agent = parse_ai_line(source)
+        if agent is None and outputs.model is None:
+            latest_error = outputs.error or latest_error
+            if record_code_cells:
+                count = cell.get("execution_count")
+                transcript.code(
+                    source.strip(),
+                    error=outputs.error,
+                    count=count if isinstance(count, int) else None,
+                    cell_id=cell_id,
+                )
+            continue
+        # The metadata names the model that really answered (aliases like "chatgpt" resolved),
+        # so it wins over what the magic line says.
+        model = outputs.model or (agent.model if agent else None)
+        prompt = agent.body if agent else source.strip()
+        if agent is not None and not agent.body:
+            prompt = ai_line_prompt(agent, latest_error)  # "%ai error": about the latest failure
+        transcript.user(prompt, model=model, cell_id=cell_id)
+        reply = outputs.text
+        # A returned str is saved as its repr, quotes included: 'Error calling language model: …'
+        unquoted = reply.strip("'\"")
+        if unquoted.startswith(_FAILURE_REPLIES) and outputs.error is None:
+            outputs = dataclasses.replace(outputs, text="", error=_first_line(unquoted))
+            reply = ""
+        if outputs.code_inserted:
+            follower = _code_follower(cells, index + 1, magics)
+            if follower is not None:
+                reply = follower
+                # Once the person ran the inserted code it is their activity too (and its
+                # error is what comes next), exactly as the live recorder would have seen it.
+                if not isinstance(cells[index + 1].get("execution_count"), int):
+                    consumed.add(index + 1)
+            else:
+                reply = CODE_INSERTED_MARKER
+        if reply:
+            transcript.assistant(reply, cell_id=cell_id)
+        transcript.outcome(*_outcome(outputs), cell_id=cell_id)
+    return transcript
+
+
+def _outcome(outputs: _Outputs) -> tuple[Outcome, str | None]:
+    if outputs.aborted:
+        return "aborted", outputs.error
+    if outputs.error:
+        return "errored", outputs.error
+    if not outputs.text and not outputs.code_inserted and outputs.stderr:
+        # jupyter-ai reports bad model ids and missing keys on stderr and returns nothing.
+        return "errored", _last_line(outputs.stderr)
+    return "ok", None
+
+
+def _load_cells(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The notebook's cells, or a NotebookError whose message the CLI prints as is."""
+    name = os.fspath(path)
+    try:
+        with open(name, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise NotebookError(f"no such file: {name}") from None
+    except IsADirectoryError:
+        raise NotebookError(f"{name} is a directory, not a notebook") from None
+    except OSError as error:
+        raise NotebookError(f"cannot read {name}: {error.strerror or error}") from None
+    if os.path.isdir(name):  # Windows reports directories as PermissionError above
+        raise NotebookError(f"{name} is a directory, not a notebook")
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        raise NotebookError(f"{name} is not a readable notebook: not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"{name} is not a readable notebook: {error}") from None
+    if not isinstance(data, dict):
+        raise NotebookError(f"{name} is not a readable notebook: not a JSON object")
+    if "worksheets" in data:
+        raise NotebookError(
+            f"{name} is not a readable notebook: nbformat 3 (open and save it in Jupyter first)"
+        )
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError(f'{name} is not a readable notebook: no "cells" list')
+    # A hand-edited file may hold junk entries; skip them rather than give up on the rest.
+    return [cell for cell in cells if isinstance(cell, dict)]
+
+
+def _read_outputs(outputs: object) -> _Outputs:
+    texts: list[str] = []
+    stderr: list[str] = []
+    error: str | None = None
+    aborted = False
+    model: str | None = None
+    inserted = False
+    previous: object = None
+    for output in outputs if isinstance(outputs, list) else ():
+        if not isinstance(output, dict):
+            continue
+        kind = output.get("output_type")
+        if kind == "stream":
+            text = multiline_text(output.get("text"))
+            if output.get("name") == "stderr":
+                stderr.append(text)
+            elif previous == "stdout" and texts:
+                texts[-1] += text  # one print split over several messages is one text
+            else:
+                texts.append(text)
+            previous = output.get("name")
+            continue
+        previous = kind
+        if kind == "error":
+            ename = strip_ansi(multiline_text(output.get("ename"))).strip() or "Error"
+            evalue = strip_ansi(multiline_text(output.get("evalue"))).strip()
+            error = f"{ename}: {evalue}" if evalue else ename
+            aborted = ename == "KeyboardInterrupt"
+        elif kind in ("display_data", "execute_result"):
+            model = _model_from_metadata(output.get("metadata")) or model
+            text = bundle_text(output.get("data"))
+            if CODE_INSERTED_MARKER in text:
+                inserted = True
+            elif text:
+                texts.append(text)
+    return _Outputs(
+        text="\n\n".join(t.strip() for t in texts if t.strip()),
+        error=error,
+        aborted=aborted,
+        model=model,
+        code_inserted=inserted,
+        stderr="".join(stderr).strip(),
+    )
+
+
+def _model_from_metadata(metadata: object) -> str | None:
+    """The model recorded by jupyter-ai: v2 ``provider_id:model_id``, v3 ``model_id`` as is."""
+    if not isinstance(metadata, dict):
+        return None
+    v3 = metadata.get("jupyter_ai_v3")
+    if isinstance(v3, dict) and isinstance(v3.get("model_id"), str) and v3["model_id"]:
+        return str(v3["model_id"])
+    v2 = metadata.get("jupyter_ai")
+    if not isinstance(v2, dict):
+        return None
+    provider, model = v2.get("provider_id"), v2.get("model_id")
+    if isinstance(provider, str) and isinstance(model, str) and provider and model:
+        return f"{provider}:{model}"
+    chain = v2.get("custom_chain_id")
+    return chain if isinstance(chain, str) and chain else None
+
+
+def _code_follower(cells: list[dict[str, Any]], index: int, magics: Iterable[str]) -> str | None:
+    """The source of the code cell jupyter-ai inserted below an ``-f code`` cell, if any.
+
+    When the person replaced it with another prompt, that prompt is not the generated code.
+    """
+    if index >= len(cells) or cells[index].get("cell_type") != "code":
+        return None
+    source = multiline_text(cells[index].get("source")).strip()
+    if not source or parse_agent_cell(source, magics) is not None:
+        return None
+    return source
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else text

@@ -1,0 +1,421 @@
+"""The transcript of one notebook's agent session: prompts, replies, tool traffic, cells.
+
+Entries are bounded when they are recorded, so an agent cell that prints 50 MB keeps only a few
+kilobytes (its head and tail). The transcript keeps small indexes (where the prompts and the latest
+summary are) so that building a recap context never walks the whole history.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeGuard, get_args
+
+from ..pipeline.redact import redact_ends
+
+Kind = Literal[
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "code",
+    "summary",
+    "outcome",
+    "recap",
+    "meta",
+    "event",
+]
+Outcome = Literal["ok", "errored", "aborted"]
+
+_now = time.time
+
+#: Longest text kept for one entry; longer text keeps its head and tail around a marker.
+MAX_ENTRY_CHARS = 4000
+
+#: Kinds that never reach the model: recaps already shown, and bookkeeping.
+SILENT_KINDS: frozenset[str] = frozenset({"recap", "meta"})
+
+
+def clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
+    """Keep at most ``limit`` characters of ``text``: its head and tail around a marker."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 40, 2)
+    # Redacted before the cut: a secret cut in two leaves a piece no pattern recognises later.
+    head, tail = redact_ends(text, keep // 2, keep - keep // 2)
+    return f"{head}\n… [{len(text) - keep} characters omitted] …\n{tail}"
+
+
+@dataclass(slots=True)
+class Entry:
+    """One recorded event. ``text`` is already bounded; ``time`` is a UNIX timestamp.
+
+    Entries are never changed after they are appended (treat them as read-only); the class is
+    not frozen only because frozen dataclasses are several times slower to create, and one is
+    created for every cell.
+    """
+
+    kind: Kind
+    text: str = ""
+    time: float = field(default_factory=time.time)
+    cell_id: str | None = None
+    name: str | None = None
+    """Tool name for tool calls and results, model id for agent prompts."""
+    error: str | None = None
+    """For code cells, tool results and outcomes: what went wrong, if anything."""
+    count: int | None = None
+    """The execution count of a notebook cell (``In[n]``)."""
+    outcome: Outcome | None = None
+    """For ``outcome`` entries: how the agent turn ended."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict without the fields left at their defaults (None, no text)."""
+        values = ((name, getattr(self, name)) for name in _ENTRY_FIELDS)
+        return {k: v for k, v in values if v is not None and not (k == "text" and v == "")}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Entry:
+        """Rebuild an entry written by :meth:`to_dict`; ValueError when ``data`` is not one.
+
+        Entries come back from files anyone could have edited, so every field is checked: a
+        wrong type must become a skipped line, never a crash in whoever reads it later.
+        """
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        known = {k: data[k] for k in _ENTRY_FIELDS if k in data}
+        if "kind" not in known:
+            raise ValueError("an entry without a kind")
+        for name, value in known.items():
+            if not _FIELD_CHECKS[name](value):
+                raise ValueError(f"bad {name!r} in a {known.get('kind')!r} entry")
+        return cls(**known)
+
+
+_ENTRY_FIELDS = tuple(Entry.__dataclass_fields__)
+_KINDS = frozenset(get_args(Kind))
+_OUTCOMES = frozenset(get_args(Outcome))
+
+
+def is_optional_text(value: object) -> bool:
+    """Whether ``value`` read from a file is text or null."""
+    return value is None or isinstance(value, str)
+
+
+def is_finite_number(value: object) -> TypeGuard[float]:
+    """Whether ``value`` read from a file is a number (not a bool, not NaN, not infinite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value)
+
+
+_FIELD_CHECKS: dict[str, Callable[[object], bool]] = {
+    "kind": lambda value: isinstance(value, str) and value in _KINDS,
+    "text": lambda value: isinstance(value, str),
+    "time": is_finite_number,
+    "cell_id": is_optional_text,
+    "name": is_optional_text,
+    "error": is_optional_text,
+    "count": lambda value: value is None or (type(value) is int),
+    "outcome": lambda value: value is None or (isinstance(value, str) and value in _OUTCOMES),
+}
+
+
+Listener = Callable[["Transcript", Entry], None]
+
+
+class Transcript:
+    """An append-only, thread-safe record of one agent session.
+
+    Agent frameworks running in background threads may append while a recap is being built;
+    every append happens under a lock and readers work on a consistent snapshot of the indexes.
+    """
+
+    def __init__(self, entries: list[Entry] | None = None) -> None:
+        self._lock = threading.RLock()
+        self._entries: list[Entry] = []
+        self._prompts: list[int] = []
+        self._summary: int | None = None
+        self._turns = 0
+        self._revision = 0
+        # (kinds or None for all, listener), and the listeners of each kind worked out from
+        # them: both replaced on change, so append looks up one tuple, without copying.
+        self._listeners: tuple[tuple[frozenset[str] | None, Listener], ...] = ()
+        self._routes: dict[str, tuple[Listener, ...]] = {}
+        self.active_model: str | None = None
+        """The model named by the most recent agent prompt (``provider:model``), if any."""
+        for entry in entries or ():
+            self.append(entry)
+
+    # -- recording -------------------------------------------------------------------------
+
+    def append(self, entry: Entry) -> Entry:
+        """Add ``entry`` (its text bounded) and tell the listeners."""
+        if len(entry.text) > MAX_ENTRY_CHARS or len(entry.error or "") > MAX_ENTRY_CHARS:
+            entry = Entry(
+                kind=entry.kind,
+                text=clip(entry.text),
+                time=entry.time,
+                cell_id=entry.cell_id,
+                name=entry.name,
+                error=clip(entry.error) if entry.error else entry.error,
+                count=entry.count,
+                outcome=entry.outcome,
+            )
+        with self._lock:
+            self._add(entry)
+            listeners = self._routes.get(entry.kind, ())
+        for listener in listeners:
+            listener(self, entry)
+        return entry
+
+    def restore(self, entries: Iterable[Entry]) -> None:
+        """Replace the contents with stored ``entries`` (a resumed session), telling no one.
+
+        Listeners react to live activity (a prompt starts a turn); history brought back from
+        disk is not activity.
+        """
+        with self._lock:
+            self._reset()
+            for entry in entries:
+                self._add(entry)
+
+    def _add(self, entry: Entry) -> None:
+        """Append and keep the indexes current; the caller holds the lock."""
+        index = len(self._entries)
+        self._entries.append(entry)
+        if entry.kind not in SILENT_KINDS:
+            self._revision += 1
+        if entry.kind == "user":
+            self._prompts.append(index)
+            if entry.name:
+                self.active_model = entry.name
+        elif entry.kind == "summary":
+            self._summary = index
+        elif entry.kind == "outcome":
+            self._turns += 1
+
+    def user(self, text: str, *, model: str | None = None, cell_id: str | None = None) -> Entry:
+        """Record a prompt to the agent; ``model`` (``provider:model``) becomes the active one."""
+        return self.append(Entry("user", text, cell_id=cell_id, name=model))
+
+    def assistant(self, text: str, *, cell_id: str | None = None) -> Entry:
+        """Record the agent's reply text."""
+        return self.append(Entry("assistant", text, cell_id=cell_id))
+
+    def tool_call(self, name: str, args: Any = None, *, cell_id: str | None = None) -> Entry:
+        """Record a tool call; ``args`` is shown on one line."""
+        return self.append(Entry("tool_call", _one_line_args(args), cell_id=cell_id, name=name))
+
+    def tool_result(
+        self, name: str, result: Any = "", *, error: bool | str = False, cell_id: str | None = None
+    ) -> Entry:
+        """Record a tool's result; ``error`` is True or the error text when the tool failed."""
+        text = result if isinstance(result, str) else repr(result)
+        err = (error if isinstance(error, str) else text or "failed") if error else None
+        return self.append(Entry("tool_result", text, cell_id=cell_id, name=name, error=err))
+
+    def code(
+        self,
+        source: str,
+        *,
+        error: str | None = None,
+        count: int | None = None,
+        cell_id: str | None = None,
+    ) -> Entry:
+        """Record an ordinary cell (its source) and, when it failed, the error."""
+        # Positional, with the time given: one of these is made for every cell.
+        return self.append(Entry("code", source, _now(), cell_id, None, error, count))
+
+    def summary(self, text: str) -> Entry:
+        """Record a compaction or branch summary: distilled framing for later recaps."""
+        return self.append(Entry("summary", text))
+
+    def outcome(
+        self, outcome: Outcome, error: str | None = None, *, cell_id: str | None = None
+    ) -> Entry:
+        """Record how an agent turn ended: ``ok``, ``errored`` (with the error) or ``aborted``."""
+        return self.append(Entry("outcome", "", cell_id=cell_id, error=error, outcome=outcome))
+
+    def recap(self, text: str, *, model: str | None = None) -> Entry:
+        """Record a recap the person was shown; never part of the next recap's context."""
+        return self.append(Entry("recap", text, name=model))
+
+    def meta(self, text: str) -> Entry:
+        """Record bookkeeping that must not count as activity."""
+        return self.append(Entry("meta", text))
+
+    def event(self, text: str, *, at: float | None = None, cell_id: str | None = None) -> Entry:
+        """Record something that happened around the work, not in it: the kernel restarted, a
+        cell ran for minutes. Recaps see it; it starts or ends no turn."""
+        return self.append(Entry("event", text, _now() if at is None else at, cell_id))
+
+    @contextmanager
+    def turn(self, prompt: str, *, model: str | None = None) -> Iterator[Transcript]:
+        """Record one agent turn run through the API: the prompt now, the outcome at the end.
+
+        ``with t.turn("fix the FK"): ...`` marks the turn as running (automatic recaps wait
+        and ``%recap`` is refused meanwhile); an exception marks it errored, an interrupt
+        aborted, and is re-raised.
+        """
+        self.user(prompt, model=model)
+        try:
+            yield self
+        except KeyboardInterrupt:
+            self.outcome("aborted")
+            raise
+        except BaseException as error:
+            self.outcome("errored", describe_error(error))
+            raise
+        self.outcome("ok")
+
+    def set_model(self, model: str | None) -> None:
+        """Set the active model without a prompt (for agent frameworks using the API)."""
+        self.active_model = model
+
+    def subscribe(
+        self, listener: Listener, kinds: Iterable[str] | None = None
+    ) -> Callable[[], None]:
+        """Call ``listener(transcript, entry)`` after each append (of ``kinds`` only, if given).
+
+        Returns a function that unsubscribes.
+        """
+        item = (frozenset(kinds) if kinds is not None else None, listener)
+        with self._lock:
+            self._set_listeners((*self._listeners, item))
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._set_listeners(tuple(i for i in self._listeners if i is not item))
+
+        return unsubscribe
+
+    def _set_listeners(self, listeners: tuple[tuple[frozenset[str] | None, Listener], ...]) -> None:
+        self._listeners = listeners
+        self._routes = {
+            kind: tuple(fn for kinds, fn in listeners if kinds is None or kind in kinds)
+            for kind in get_args(Kind)
+        }
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def __getitem__(self, index: int) -> Entry:
+        return self._entries[index]
+
+    @contextmanager
+    def locked(self) -> Iterator[list[Entry]]:
+        """Hold the lock and read the live entry list (no copy); do not modify it."""
+        with self._lock:
+            yield self._entries
+
+    @property
+    def entries(self) -> list[Entry]:
+        """A copy of all entries, oldest first."""
+        with self._lock:
+            return list(self._entries)
+
+    @property
+    def prompt_count(self) -> int:
+        """How many prompts the agent was given."""
+        return len(self._prompts)
+
+    def snapshot(self) -> Snapshot:
+        """The indexes and the entry count, taken together under the lock."""
+        with self._lock:
+            return Snapshot(
+                size=len(self._entries),
+                prompts=tuple(
+                    self._prompts
+                    if len(self._prompts) <= 7
+                    else self._prompts[:1] + self._prompts[-6:]
+                ),
+                prompt_count=len(self._prompts),
+                summary=self._summary,
+            )
+
+    @property
+    def revision(self) -> int:
+        """Grows with every entry a recap can see (and on restore or clear): equal revisions,
+        equal context, so a context built once is reused until the next change."""
+        return self._revision
+
+    @property
+    def completed_turns(self) -> int:
+        """Agent turns that have an outcome recorded."""
+        return self._turns
+
+    def clear(self) -> None:
+        """Forget everything (a new session)."""
+        with self._lock:
+            self._reset()
+
+    def _reset(self) -> None:
+        self._revision += 1  # a new story: whatever was built from the old one is stale
+        self._entries.clear()
+        self._prompts.clear()
+        self._summary = None
+        self._turns = 0
+        self.active_model = None
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """All entries as JSON-ready dicts."""
+        return [e.to_dict() for e in self.entries]
+
+    @classmethod
+    def from_list(cls, data: list[dict[str, Any]]) -> Transcript:
+        """Rebuild a transcript from :meth:`to_list` output."""
+        return cls([Entry.from_dict(d) for d in data])
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Where things are in a transcript at one moment (see :meth:`Transcript.snapshot`)."""
+
+    size: int
+    prompts: tuple[int, ...]
+    """The first prompt's index followed by the last few prompts' indexes."""
+    prompt_count: int
+    summary: int | None
+
+
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` on one line."""
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def _one_line_args(args: Any) -> str:
+    if args is None:
+        return ""
+    if isinstance(args, dict):
+        return ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return args if isinstance(args, str) else repr(args)
+
+
+_current: Transcript | None = None
+_current_lock = threading.Lock()
+
+
+def current() -> Transcript:
+    """The live transcript of this kernel's session (created on first use)."""
+    global _current
+    with _current_lock:
+        if _current is None:
+            _current = Transcript()
+        return _current
+
+
+def set_current(transcript: Transcript | None) -> None:
+    """Replace the live transcript (used by the extension when a session is resumed)."""
+    global _current
+    with _current_lock:
+        _current = transcript

@@ -1,0 +1,348 @@
+"""When to draft a recap: a pure state machine driven by focus, turns, input and a clock.
+
+Nothing here sleeps, starts threads or does I/O. Every input is a method that returns the actions
+the caller must carry out (start or cancel a draft, show or clear the banner, refuse a manual
+request); timers are deadlines the caller waits for (:meth:`Schedule.next_deadline`) before calling
+:meth:`Schedule.tick`. The clock, the transcript fingerprint and the count of completed turns are
+injected, so the whole behaviour can be replayed with a fake clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+# -- actions ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StartDraft:
+    """Draft a recap now (off the main thread) and report back with :meth:`Schedule.draft_done`."""
+
+    id: int
+    reason: str
+    """away, post_turn, idle, resume or manual."""
+    fingerprint: str
+    model: str | None = None
+    """A one-off model for a manual request (``%recap --model``)."""
+
+    @property
+    def manual(self) -> bool:
+        return self.reason == "manual"
+
+
+@dataclass(frozen=True)
+class CancelDraft:
+    """Abort the in-flight draft ``id`` (its HTTP request included)."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class ShowRecap:
+    """Show ``text`` by ``model`` in the banner."""
+
+    id: int
+    text: str
+    model: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ClearBanner:
+    """Hide the banner."""
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """A manual request that cannot run now, with the one line to tell the person."""
+
+    message: str
+
+
+Action = StartDraft | CancelDraft | ShowRecap | ClearBanner | Refuse
+
+
+class TriggerSettings(Protocol):
+    """The settings the schedule reads (the ``Recap`` traits satisfy this)."""
+
+    auto: bool
+    away_seconds: float
+    post_turn_seconds: float
+    idle_seconds: float
+    during_active: bool
+
+
+@dataclass
+class _InFlight:
+    draft: StartDraft
+    started: float
+
+
+@dataclass
+class EngineCounters:
+    """What ``%recap status`` reports about the schedule."""
+
+    drafts_started: int = 0
+    saved_by_dedupe: int = 0
+    skipped_no_activity: int = 0
+    discarded_stale: int = 0
+    cancelled: int = 0
+    last_reason: str | None = None
+    last_shown_at: float | None = None
+
+
+class Schedule:
+    """Decides when to draft; see the module docstring for how it is driven."""
+
+    def __init__(
+        self,
+        settings: TriggerSettings,
+        *,
+        clock: Callable[[], float],
+        fingerprint: Callable[[], str],
+        completed_turns: Callable[[], int],
+    ) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._fingerprint = fingerprint
+        self._completed_turns = completed_turns
+        self.focused: bool | None = None
+        """None until the first focus report: focus is then unproven for this kernel."""
+        self.focus_changed_at: float | None = None
+        self.turn_running = False
+        self.pending = False
+        """The away timer fired during a turn; draft when it ends, if still away."""
+        self.away_deadline: float | None = None
+        self.post_turn_deadline: float | None = None
+        self.idle_deadline: float | None = None
+        self.in_flight: _InFlight | None = None
+        self.banner_visible = False
+        self.last_fingerprint: str | None = None
+        self.last_text: str | None = None
+        self.counters = EngineCounters()
+        self._next_id = 0
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    @property
+    def focus_supported(self) -> bool:
+        """True once any focus report arrived; it disarms the idle fallback for good."""
+        return self.focused is not None
+
+    def focus(self, focused: bool, at: float | None = None) -> list[Action]:
+        """The person's focus on this notebook changed (``at`` in the schedule's clock)."""
+        now = self._clock() if at is None else at
+        if focused == self.focused:
+            return []
+        self.focused = focused
+        self.focus_changed_at = now
+        self.idle_deadline = None
+        if focused:
+            # Back: stop waiting, but let an in-flight draft land — that is when it helps.
+            self.away_deadline = self.post_turn_deadline = None
+            self.pending = False
+            return []
+        if self.settings.auto:
+            self.away_deadline = now + float(self.settings.away_seconds)
+        return []
+
+    def turn_started(self) -> list[Action]:
+        """An agent turn began (an agent cell, or an agent through the API)."""
+        self.turn_running = True
+        self.post_turn_deadline = None
+        self.idle_deadline = None
+        return self._cancel_and_clear()
+
+    def turn_ended(self, outcome: str = "ok") -> list[Action]:
+        """An agent turn ended, whatever its ``outcome`` (ok, errored, aborted)."""
+        self.turn_running = False
+        if not self.settings.auto:
+            return []
+        now = self._clock()
+        if self.pending:
+            self.pending = False
+            if self._away():
+                return self._try_draft("away")
+        if self._away():
+            self.post_turn_deadline = now + float(self.settings.post_turn_seconds)
+        elif not self.focus_supported:
+            self.idle_deadline = now + float(self.settings.idle_seconds)
+        return []
+
+    def user_input(self) -> list[Action]:
+        """The person did something in the notebook (ran a cell; later: typed)."""
+        self.post_turn_deadline = None
+        self.idle_deadline = None
+        return self._cancel_and_clear()
+
+    def cell_ended(self) -> list[Action]:
+        """An ordinary cell finished: the idle fallback counts from here after a turn."""
+        # Cheap checks first: this runs after every ordinary cell.
+        if (
+            self.focused is None
+            and not self.turn_running
+            and self.settings.auto
+            and self._completed_turns() > 0
+        ):
+            self.idle_deadline = self._clock() + float(self.settings.idle_seconds)
+        return []
+
+    def resume(self) -> list[Action]:
+        """The extension loaded on a notebook whose previous session has turns."""
+        if not self.settings.auto:
+            return []
+        return self._try_draft("resume")
+
+    def manual(self, model: str | None = None) -> list[Action]:
+        """``%recap``: draft now, bypassing the activity gate and dedupe."""
+        if self.turn_running:
+            return [Refuse("an agent turn is still running; ask again when it has finished")]
+        actions = self._cancel()
+        draft = self._start("manual", self._fingerprint(), model)
+        return [*actions, draft]
+
+    def cancel_in_flight(self) -> list[Action]:
+        """Abandon the in-flight draft (an interrupted ``%recap``), leaving the banner alone."""
+        return self._cancel()
+
+    def set_auto(self, enabled: bool) -> list[Action]:
+        """``Recap.auto`` changed: off drops every automatic timer and the pending bit."""
+        if not enabled:
+            self.away_deadline = self.post_turn_deadline = self.idle_deadline = None
+            self.pending = False
+            if self.in_flight is not None and not self.in_flight.draft.manual:
+                return self._cancel()
+        elif self.focused is False and self.away_deadline is None:
+            self.away_deadline = self._clock() + float(self.settings.away_seconds)
+        return []
+
+    def shutdown(self) -> list[Action]:
+        """The extension is unloading or the kernel is shutting down."""
+        self.away_deadline = self.post_turn_deadline = self.idle_deadline = None
+        self.pending = False
+        return self._cancel_and_clear()
+
+    def tick(self) -> list[Action]:
+        """Fire every timer whose deadline has passed."""
+        now = self._clock()
+        actions: list[Action] = []
+        if self.away_deadline is not None and now >= self.away_deadline:
+            self.away_deadline = None
+            if self._away():
+                if self.turn_running and not self.settings.during_active:
+                    self.pending = True
+                elif self.post_turn_deadline is None:
+                    actions += self._try_draft("away")
+                # else: a turn ended moments ago; the post-turn debounce drafts unless the
+                # agent loop goes on, so drafting now could only be cancelled by its next step.
+        if self.post_turn_deadline is not None and now >= self.post_turn_deadline:
+            self.post_turn_deadline = None
+            if self._away() and (not self.turn_running or self.settings.during_active):
+                actions += self._try_draft("post_turn")
+        if self.idle_deadline is not None and now >= self.idle_deadline:
+            self.idle_deadline = None
+            if not self.focus_supported and not self.turn_running:
+                actions += self._try_draft("idle")
+        return actions
+
+    def draft_done(self, draft_id: int, text: str | None, model: str = "") -> list[Action]:
+        """A draft finished (``text`` None when it failed). Decide whether to show it."""
+        flight = self.in_flight
+        if flight is None or flight.draft.id != draft_id:
+            return []  # cancelled meanwhile: its answer is stale by definition
+        self.in_flight = None
+        draft = flight.draft
+        if text is None:
+            return []
+        if self.turn_running and not (draft.manual or self.settings.during_active):
+            self.counters.discarded_stale += 1
+            return []
+        if not draft.manual and self._fingerprint() != draft.fingerprint:
+            self.counters.discarded_stale += 1  # the session moved on while we were drafting
+            if self._away() and self.settings.auto and self.post_turn_deadline is None:
+                # Still away: try again shortly with what happened meanwhile.
+                self.post_turn_deadline = self._clock() + float(self.settings.post_turn_seconds)
+            return []
+        if not draft.manual and text == self.last_text:
+            self.last_fingerprint = draft.fingerprint
+            return []  # never the same recap twice in a row
+        self.last_fingerprint = draft.fingerprint
+        self.last_text = text
+        self.banner_visible = True
+        self.counters.last_reason = draft.reason
+        self.counters.last_shown_at = self._clock()
+        return [ShowRecap(draft.id, text, model, draft.reason)]
+
+    def banner_dismissed(self) -> list[Action]:
+        """The person closed the banner themselves."""
+        self.banner_visible = False
+        return []
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def timers(self) -> tuple[float | None, float | None, float | None]:
+        """The away, post-turn and idle deadlines (None when not armed)."""
+        return (self.away_deadline, self.post_turn_deadline, self.idle_deadline)
+
+    def next_deadline(self) -> float | None:
+        """The earliest armed timer, or None when nothing is armed."""
+        armed = [deadline for deadline in self.timers() if deadline is not None]
+        return min(armed) if armed else None
+
+    def status(self) -> dict[str, Any]:
+        """A snapshot for ``%recap status`` and tests."""
+        return {
+            "focused": self.focused,
+            "focus_changed_at": self.focus_changed_at,
+            "turn_running": self.turn_running,
+            "pending": self.pending,
+            "in_flight": self.in_flight.draft.reason if self.in_flight else None,
+            "next_deadline": self.next_deadline(),
+            "banner_visible": self.banner_visible,
+        }
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _away(self) -> bool:
+        return self.focused is False
+
+    def _try_draft(self, reason: str) -> list[Action]:
+        """An automatic trigger: respect the gate, dedupe, the one in-flight slot and a turn."""
+        if self.in_flight is not None:
+            return []
+        if self.turn_running and not self.settings.during_active:
+            # Its answer would land mid-turn and be discarded; the turn's end arms the
+            # triggers that apply then (a resume while an agent works, say).
+            return []
+        if self._completed_turns() < 1:
+            self.counters.skipped_no_activity += 1
+            return []
+        fingerprint = self._fingerprint()
+        if fingerprint == self.last_fingerprint:
+            self.counters.saved_by_dedupe += 1
+            return []
+        return [self._start(reason, fingerprint, None)]
+
+    def _start(self, reason: str, fingerprint: str, model: str | None) -> StartDraft:
+        self._next_id += 1
+        draft = StartDraft(self._next_id, reason, fingerprint, model)
+        self.in_flight = _InFlight(draft, self._clock())
+        self.counters.drafts_started += 1
+        return draft
+
+    def _cancel(self) -> list[Action]:
+        if self.in_flight is None:
+            return []
+        draft_id = self.in_flight.draft.id
+        self.in_flight = None
+        self.counters.cancelled += 1
+        return [CancelDraft(draft_id)]
+
+    def _cancel_and_clear(self) -> list[Action]:
+        actions = self._cancel()
+        if self.banner_visible:
+            self.banner_visible = False
+            actions.append(ClearBanner())
+        return actions

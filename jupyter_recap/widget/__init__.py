@@ -1,0 +1,1 @@
+"""The recap banner: an anywidget whose front end (``static/``) needs no build step."""

@@ -1,0 +1,142 @@
+"""The recap banner: a small anywidget that shows a "where was I" recap above your next cell.
+
+Everything the model wrote is synced as plain text and rendered with ``textContent`` by
+``static/banner.js``; it never becomes HTML.  Front ends without widget support (terminal
+IPython, nbconvert) get :meth:`RecapBanner.plain_text` as the ``text/plain`` repr.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any
+
+import anywidget
+from traitlets import Bool, Dict, Enum, List, Unicode, observe
+
+from ..textutil import printable
+
+_STATIC = pathlib.Path(__file__).parent / "static"
+
+#: The states a banner can be in; ``hidden`` renders nothing.
+STATES = ("hidden", "drafting", "shown", "failed")
+
+_NO_LINKS: dict[str, Any] = {"links": [], "stop_cell": None}
+
+LABEL = "✦ recap"
+DRAFTING = "drafting…"
+FAILED = "recap failed"
+
+
+class RecapBanner(anywidget.AnyWidget):
+    """A compact, dismissible banner holding one recap (or its drafting / failed state)."""
+
+    # The sources as text, not as paths: for a path anywidget makes a shared FileContents and
+    # connects every instance to its ``changed`` signal for good, so no closed banner would
+    # ever be freed (about 30 KB on each ``%load_ext`` / ``%unload_ext``).
+    _esm = (_STATIC / "banner.js").read_text(encoding="utf-8")
+    _css = (_STATIC / "banner.css").read_text(encoding="utf-8")
+
+    text = Unicode("", help="The recap itself; always rendered as plain text.").tag(sync=True)
+    model = Unicode("", help='The engine that wrote it, e.g. "offline".').tag(sync=True)
+    state = Enum(STATES, default_value="hidden", help="What the banner shows.").tag(sync=True)
+    note = Unicode("", help="A short secondary line: failure reason or progress.").tag(sync=True)
+    reason = Unicode("manual", help='The trigger that produced it: "manual", "away", …').tag(
+        sync=True
+    )
+    dismissed = Bool(False, help="Set by the dismiss button in the browser.").tag(sync=True)
+    links = List(
+        Dict(),
+        help="""Spans of ``text`` that name a cell: ``{start, end, cell_id}`` with UTF-16
+        offsets. Made by jupyter_recap from recorded cell ids, never from model output; the
+        labextension turns them into links that select the cell.""",
+    ).tag(sync=True)
+    stop_cell = Dict(
+        None,
+        allow_none=True,
+        help="""Where the work stopped: ``{cell_id, label, failed}`` (the failed cell, else the
+        latest agent cell), or None.""",
+    ).tag(sync=True)
+
+    def show(
+        self,
+        text: str,
+        model: str,
+        reason: str = "manual",
+        note: str = "",
+        links: list[dict[str, Any]] | None = None,
+        stop_cell: dict[str, Any] | None = None,
+    ) -> None:
+        """Show a finished recap written by engine ``model``, with its cell links."""
+        self._set(
+            state="shown",
+            text=text,
+            model=model,
+            reason=reason,
+            note=note,
+            links=links or [],
+            stop_cell=stop_cell,
+        )
+
+    def drafting(self, model: str = "", reason: str = "manual") -> None:
+        """Show the "drafting…" state while a recap is being written."""
+        self._set(state="drafting", text="", model=model, reason=reason, note="", **_NO_LINKS)
+
+    def fail(self, note: str, model: str = "") -> None:
+        """Show that drafting failed, with a short human-readable reason in ``note``."""
+        self._set(state="failed", text="", model=model or self.model, note=note, **_NO_LINKS)
+
+    def clear(self) -> None:
+        """Hide the banner and forget its text."""
+        self._set(state="hidden", text="", note="", **_NO_LINKS)
+
+    def _set(self, **values: Any) -> None:
+        """Apply ``values`` and reset ``dismissed``, sending one update to the front end.
+
+        Every text is made inert first: the browser writes it with ``textContent``, which
+        would still let a bidi override reorder what is read, and :meth:`plain_text` goes to
+        terminals (``jupyter console``), which would act on escape sequences. (Link offsets
+        are computed by the caller on text that is already printable.)
+        """
+        with self.hold_sync():
+            self.set_trait("dismissed", False)
+            for name, value in values.items():
+                self.set_trait(name, printable(value) if isinstance(value, str) else value)
+
+    @observe("dismissed")
+    def _on_dismissed(self, change: dict[str, Any]) -> None:
+        """The dismiss button was clicked: hide the banner."""
+        if change["new"]:
+            self.state = "hidden"
+
+    def close(self) -> None:
+        """Close the banner and the ``Layout`` widget DOMWidget made for it.
+
+        ipywidgets closes only the widget itself; its layout keeps a comm open in the kernel
+        (and a model in the page), one more on every ``%load_ext`` / ``%unload_ext``.
+        """
+        layout = self.layout
+        super().close()
+        if layout is not None:
+            layout.close()
+
+    def plain_text(self) -> str:
+        """The banner as plain text (empty when hidden), for front ends without widgets."""
+        if self.state == "hidden":
+            return ""
+        header = f"{LABEL} · {self.model}" if self.model else LABEL
+        if self.state == "drafting":
+            body = DRAFTING
+        elif self.state == "failed":
+            body = self.text or FAILED
+        else:
+            body = self.text
+        text = "\n".join(line for line in (header, body, self.note) if line)
+        return printable(text)  # traits set directly bypass _set
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The widget view, with :meth:`plain_text` as the ``text/plain`` fallback."""
+        bundle = super()._repr_mimebundle_(**kwargs)
+        if bundle is None:
+            return None
+        data, metadata = bundle
+        return {**data, "text/plain": self.plain_text()}, metadata

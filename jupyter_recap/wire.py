@@ -1,0 +1,164 @@
+"""The JSON the server's routes exchange (docs/focus-protocol.md), as types.
+
+The server's handlers answer these, the kernel sends :class:`AgentReport`, and
+``labextension/src/api.ts`` declares the same shapes for the page: a change here is a change of
+the protocol and goes there too.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypedDict
+
+TurnState = Literal["running", "ok", "errored", "aborted"]
+RowState = Literal["running", "finished", "errored", "idle", "restarting", "dead"]
+
+
+class Capabilities(TypedDict):
+    """``GET capabilities``."""
+
+    version: str
+    features: list[str]
+    heartbeat_seconds: float
+
+
+class FocusAnswer(TypedDict):
+    """The answer to ``POST focus``."""
+
+    kernel_id: str
+    focused: bool | None
+    banner_model_id: str | None
+    agents_version: int
+
+
+class KernelState(TypedDict):
+    """``GET kernels/{id}``."""
+
+    kernel_id: str
+    focused: bool | None
+    banner_model_id: str | None
+    execution_state: str
+    idle_seconds: float | None
+
+
+class FeedEvent(TypedDict, total=False):
+    """One event of a kernel's feed: ``focus`` (with ``focused``), ``input`` or ``kernel``
+    (with ``what``)."""
+
+    seq: int
+    type: str
+    at: float
+    focused: bool | None
+    what: str | None
+
+
+class FeedAnswer(TypedDict):
+    """``GET kernels/{id}/events``."""
+
+    seq: int
+    events: list[FeedEvent]
+    focused: bool | None
+    focus_supported: bool
+    execution_state: str
+    idle_seconds: float | None
+
+
+class Link(TypedDict):
+    """A span of a recap (UTF-16 offsets) that names a cell."""
+
+    start: int
+    end: int
+    cell_id: str
+
+
+class RecapInfo(TypedDict):
+    """The latest recap a kernel showed."""
+
+    text: str
+    model: str
+    at: float | None
+    links: list[Link]
+
+
+class Progress(TypedDict):
+    done: int
+    total: int
+
+
+class StopCell(TypedDict):
+    """Where the work stopped."""
+
+    cell_id: str
+    label: str
+    failed: bool
+
+
+class AgentReport(TypedDict):
+    """The body of ``PUT kernels/{id}/agent``: a kernel's agent state."""
+
+    turn: TurnState | None
+    turn_started: float | None
+    turn_ended: float | None
+    error: str | None
+    last_activity: float | None
+    recap: RecapInfo | None
+    drafting: bool
+    progress: Progress | None
+    stop_cell: StopCell | None
+
+
+class AgentRow(AgentReport):
+    """One row of the agents panel: the report plus what the server knows."""
+
+    kernel_id: str
+    path: str
+    name: str
+    state: RowState
+    needs_you: Literal["finished", "errored"] | None
+    notice: int
+    focused: bool | None
+    execution_state: str
+    events: list[dict[str, object]]
+    updated: float
+
+
+class AgentList(TypedDict):
+    """``GET agents``."""
+
+    now: float
+    version: int
+    agents: list[AgentRow]
+
+
+class AgentAnswer(TypedDict):
+    """``GET agents/{id}``."""
+
+    now: float
+    version: int
+    agent: AgentRow
+
+
+class SessionSummaryJSON(TypedDict):
+    """One stored session in ``GET sessions`` (and ``jupyter recap --sessions --json``)."""
+
+    id: str
+    updated: float
+    title: str
+    turns: int
+    notebook: str | None
+    last_recap: str | None
+    progress: str | None
+
+
+class SessionList(TypedDict):
+    """``GET sessions``."""
+
+    sessions: list[SessionSummaryJSON]
+
+
+class SessionRecapAnswer(TypedDict):
+    """``POST sessions/{id}/recap``."""
+
+    session_id: str
+    recap: str | None
+    model: str | None
+    reason: str

@@ -1,0 +1,173 @@
+import type { Event } from '@jupyterlab/services';
+import { Stream } from '@lumino/signaling';
+
+import { AgentsModel, sortRows } from '../agents';
+import {
+  AGENTS_SCHEMA,
+  type IAgentAnswer,
+  type IAgentList,
+  type IAgentRow,
+  type RecapApi
+} from '../api';
+import { flush, row } from './helpers';
+
+/** The server side of the board: what GET agents and GET agents/{id} answer, and how often. */
+class FakeServer {
+  version = 0;
+  rows: IAgentRow[] = [];
+  readonly agents = jest.fn(async (): Promise<IAgentList> => ({
+    now: 1_000,
+    version: this.version,
+    agents: this.rows
+  }));
+  readonly agent = jest.fn(async (kernelId: string): Promise<IAgentAnswer> => {
+    const found = this.rows.find(r => r.kernel_id === kernelId);
+    if (found === undefined) {
+      throw new Error(`no row ${kernelId}`);
+    }
+    return { now: 1_000, version: this.version, agent: found };
+  });
+
+  get api(): RecapApi {
+    return this as unknown as RecapApi;
+  }
+}
+
+/** jupyter_server's event bus as the model sees it: a stream of emissions. */
+class FakeEvents {
+  readonly stream = new Stream<Event.IManager, Event.Emission>(this as unknown as Event.IManager);
+
+  push(kernelId: string, version: number, action: 'update' | 'remove' = 'update'): void {
+    this.stream.emit({ schema_id: AGENTS_SCHEMA, kernel_id: kernelId, action, version });
+  }
+
+  get manager(): Event.IManager {
+    return this as unknown as Event.IManager;
+  }
+}
+
+describe('sortRows', () => {
+  it('puts rows needing the person first (latest ended first), then running, then by activity', () => {
+    const rows = [
+      row('quiet-old', { last_activity: 100 }),
+      row('running', { state: 'running', turn: 'running' }),
+      row('needs-early', { needs_you: 'finished', turn_ended: 500 }),
+      row('quiet-new', { last_activity: 900 }),
+      row('needs-late', { needs_you: 'errored', turn_ended: 800 }),
+      row('never-active')
+    ];
+    expect(sortRows(rows).map(r => r.kernel_id)).toEqual([
+      'needs-late',
+      'needs-early',
+      'running',
+      'quiet-new',
+      'quiet-old',
+      'never-active'
+    ]);
+  });
+
+  it('keeps the given order between rows that tie', () => {
+    const rows = [
+      row('b', { last_activity: 5 }),
+      row('a', { last_activity: 5 }),
+      row('c', { last_activity: 5 })
+    ];
+    expect(sortRows(rows).map(r => r.kernel_id)).toEqual(['b', 'a', 'c']);
+  });
+});
+
+describe('AgentsModel', () => {
+  let server: FakeServer;
+  let events: FakeEvents;
+  let model: AgentsModel;
+
+  beforeEach(async () => {
+    server = new FakeServer();
+    server.version = 5;
+    server.rows = [row('k1', { last_activity: 10 }), row('k2', { last_activity: 5 })];
+    events = new FakeEvents();
+    model = new AgentsModel(server.api, events.manager);
+    jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+    await model.load();
+    server.agents.mockClear();
+  });
+
+  afterEach(() => {
+    model.dispose();
+    jest.restoreAllMocks();
+  });
+
+  describe('noteServerVersion (the version in each focus answer)', () => {
+    it('loads the board once when the server is ahead (a push went missing)', async () => {
+      server.version = 7;
+      model.noteServerVersion(7);
+      model.noteServerVersion(7); // the next heartbeat while that load is in flight
+      await flush();
+      expect(server.agents).toHaveBeenCalledTimes(1);
+      expect(model.version).toBe(7);
+    });
+
+    it('loads again and takes the lower number when the server counts anew (restarted)', async () => {
+      server.version = 2;
+      server.rows = [row('k3')];
+      model.noteServerVersion(2);
+      await flush();
+      expect(server.agents).toHaveBeenCalledTimes(1);
+      expect(model.version).toBe(2);
+      expect(model.rows.map(r => r.kernel_id)).toEqual(['k3']);
+    });
+
+    it('does nothing when the page is up to date', async () => {
+      model.noteServerVersion(5);
+      model.noteServerVersion(undefined);
+      await flush();
+      expect(server.agents).not.toHaveBeenCalled();
+      expect(server.agent).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('pushes', () => {
+    it('fetch only the pushed row and advance the version while versions are consecutive', async () => {
+      server.rows = [row('k1', { last_activity: 10 }), row('k2', { last_activity: 50 })];
+      server.version = 6;
+      events.push('k2', 6);
+      await flush();
+      server.version = 7;
+      events.push('k1', 7);
+      await flush();
+      expect(server.agent.mock.calls).toEqual([['k2'], ['k1']]);
+      expect(server.agents).not.toHaveBeenCalled();
+      expect(model.version).toBe(7);
+      // The updated row moved up: it was active more recently.
+      expect(model.rows.map(r => r.kernel_id)).toEqual(['k2', 'k1']);
+    });
+
+    it('load the whole board when a version was skipped', async () => {
+      server.version = 8;
+      events.push('k1', 8); // 6 and 7 never arrived
+      await flush();
+      expect(server.agents).toHaveBeenCalledTimes(1);
+      expect(model.version).toBe(8);
+    });
+
+    it('drop the row on a remove push, without asking the server', async () => {
+      server.version = 6;
+      const changed = jest.fn();
+      model.changed.connect(changed);
+      events.push('k1', 6, 'remove');
+      await flush();
+      expect(model.rows.map(r => r.kernel_id)).toEqual(['k2']);
+      expect(changed).toHaveBeenCalled();
+      expect(server.agent).not.toHaveBeenCalled();
+      expect(server.agents).not.toHaveBeenCalled();
+      expect(model.version).toBe(6);
+    });
+
+    it('ignore events of other schemas', async () => {
+      events.stream.emit({ schema_id: 'urn:other', kernel_id: 'k1', version: 9 });
+      await flush();
+      expect(server.agent).not.toHaveBeenCalled();
+      expect(server.agents).not.toHaveBeenCalled();
+    });
+  });
+});

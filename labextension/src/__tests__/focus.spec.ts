@@ -1,0 +1,278 @@
+import type { JupyterFrontEnd } from '@jupyterlab/application';
+import type { NotebookPanel } from '@jupyterlab/notebook';
+import { Signal } from '@lumino/signaling';
+
+import type { IFocusAnswer, IFocusReport, RecapApi } from '../api';
+import { FocusReporter } from '../focus';
+import { deferred, flush, setPage, type IDeferred } from './helpers';
+
+/** A notebook panel as the reporter reads it: its kernel, its path, and their signals. */
+class FakePanel {
+  constructor(kernelId: string | null, path: string) {
+    this.sessionContext.session = kernelId === null ? null : { kernel: { id: kernelId } };
+    this.context.path = path;
+  }
+
+  readonly sessionContext = {
+    session: null as { kernel: { id: string } } | null,
+    kernelChanged: new Signal<unknown, unknown>(this)
+  };
+  readonly context = { path: '', pathChanged: new Signal<unknown, unknown>(this) };
+  readonly disposed = new Signal<unknown, void>(this);
+  isDisposed = false;
+
+  dispose(): void {
+    this.isDisposed = true;
+    this.disposed.emit();
+  }
+
+  get asPanel(): NotebookPanel {
+    return this as unknown as NotebookPanel;
+  }
+}
+
+class FakeShell {
+  currentWidget: unknown = null;
+  readonly currentChanged = new Signal<unknown, unknown>(this);
+
+  activate(panel: FakePanel | null): void {
+    this.currentWidget = panel;
+    this.currentChanged.emit(undefined);
+  }
+}
+
+/** The server: records each report; `hold` keeps focus requests unanswered until released. */
+class FakeServer {
+  hold = false;
+  readonly held: IDeferred<IFocusAnswer>[] = [];
+  readonly focus = jest.fn((report: IFocusReport): Promise<IFocusAnswer> => {
+    if (this.hold) {
+      const answer = deferred<IFocusAnswer>();
+      this.held.push(answer);
+      return answer.promise;
+    }
+    return Promise.resolve(this.answer(report));
+  });
+  readonly beacon = jest.fn((report: IFocusReport): Promise<IFocusAnswer | null> =>
+    Promise.resolve(this.answer(report))
+  );
+
+  answer(report: IFocusReport): IFocusAnswer {
+    return { kernel_id: report.kernel_id, focused: report.focused, banner_model_id: null };
+  }
+
+  /** `[path, focused]` of every focus request so far, in order; then forget them. */
+  takeReports(): [string, boolean][] {
+    const reports = this.focus.mock.calls.map(([r]) => [r.path, r.focused] as [string, boolean]);
+    this.focus.mockClear();
+    return reports;
+  }
+
+  get api(): RecapApi {
+    return this as unknown as RecapApi;
+  }
+}
+
+describe('FocusReporter', () => {
+  const page = { visible: true, focused: true };
+  let server: FakeServer;
+  let shell: FakeShell;
+  let reporter: FocusReporter;
+  let a: FakePanel;
+  let b: FakePanel;
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    page.visible = true;
+    page.focused = true;
+    setPage(page);
+    server = new FakeServer();
+    shell = new FakeShell();
+    reporter = new FocusReporter({
+      api: server.api,
+      clientId: 'client-1',
+      shell: shell as unknown as JupyterFrontEnd.IShell,
+      heartbeatMs: 10_000
+    });
+    a = new FakePanel('kernel-a', 'a.ipynb');
+    b = new FakePanel('kernel-b', 'b.ipynb');
+  });
+
+  afterEach(() => {
+    reporter.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  it('reports the current notebook of a focused page as focused, the others not', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    expect(server.focus.mock.calls.map(([r]) => r)).toEqual([
+      { kernel_id: 'kernel-a', path: 'a.ipynb', focused: true, client_id: 'client-1' },
+      { kernel_id: 'kernel-b', path: 'b.ipynb', focused: false, client_id: 'client-1' }
+    ]);
+  });
+
+  it('sends only what changed when the person switches notebooks', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    server.takeReports();
+
+    shell.activate(b);
+    await flush();
+    expect(server.takeReports()).toEqual([
+      ['a.ipynb', false],
+      ['b.ipynb', true]
+    ]);
+
+    shell.activate(b); // no change
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+  });
+
+  it('reports every notebook unfocused when the page is hidden, and sends that with keepalive', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    server.takeReports();
+
+    page.visible = false;
+    document.dispatchEvent(new Event('visibilitychange'));
+    await flush();
+    // Only `a` changed; it goes out as a keepalive request, which survives the page closing.
+    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused])).toEqual([
+      ['a.ipynb', false]
+    ]);
+    expect(server.takeReports()).toEqual([]);
+
+    page.visible = true;
+    document.dispatchEvent(new Event('visibilitychange'));
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', true]]);
+  });
+
+  it('reports unfocused when the browser window loses focus, once the focus settled', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    server.takeReports();
+
+    page.focused = false;
+    setPage(page);
+    window.dispatchEvent(new Event('blur'));
+    expect(server.takeReports()).toEqual([]);
+    jest.advanceTimersByTime(0);
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', false]]);
+  });
+
+  it('treats a notebook open in two views as focused while either view is current', async () => {
+    const twin = new FakePanel('kernel-a', 'a.ipynb');
+    shell.currentWidget = twin;
+    reporter.track(a.asPanel);
+    reporter.track(twin.asPanel);
+    await flush();
+    expect(server.takeReports().pop()).toEqual(['a.ipynb', true]);
+
+    shell.activate(a); // the other view of the same notebook: still looked at
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+    shell.activate(null);
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', false]]);
+  });
+
+  it('re-sends every notebook on each heartbeat, changed or not', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    server.takeReports();
+
+    jest.advanceTimersByTime(9_999);
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+    jest.advanceTimersByTime(1);
+    await flush();
+    expect(server.takeReports()).toEqual([
+      ['a.ipynb', true],
+      ['b.ipynb', false]
+    ]);
+  });
+
+  it('reports a closed notebook unfocused once, under its kernel and path', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    server.takeReports();
+
+    a.dispose();
+    await flush();
+    expect(server.focus.mock.calls.map(([r]) => [r.kernel_id, r.focused])).toEqual([
+      ['kernel-a', false]
+    ]);
+  });
+
+  it('skips notebooks without a kernel', async () => {
+    const noKernel = new FakePanel(null, 'c.ipynb');
+    shell.currentWidget = noKernel;
+    reporter.track(noKernel.asPanel);
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+  });
+
+  it('keeps one request in flight per notebook and sends only the latest state after it', async () => {
+    shell.currentWidget = a;
+    server.hold = true;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    expect(server.takeReports()).toEqual([
+      ['a.ipynb', true],
+      ['b.ipynb', false]
+    ]);
+
+    // The person switches back and forth while the first answers are outstanding.
+    shell.activate(b);
+    shell.activate(a);
+    shell.activate(b);
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+
+    // Each notebook's answer lets exactly its latest state go out: no stale state overtakes.
+    server.held[0].resolve({ kernel_id: 'kernel-a', focused: true, banner_model_id: null });
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', false]]);
+    server.held[1].resolve({ kernel_id: 'kernel-b', focused: false, banner_model_id: null });
+    await flush();
+    expect(server.takeReports()).toEqual([['b.ipynb', true]]);
+  });
+
+  it('tells every answer to its listeners (the banner ids come with them)', async () => {
+    const answers: IFocusAnswer[] = [];
+    reporter.answered.connect((_, answer) => answers.push(answer));
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    expect(answers).toEqual([{ kernel_id: 'kernel-a', focused: true, banner_model_id: null }]);
+  });
+
+  it('reports nothing more once disposed', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    server.takeReports();
+    reporter.dispose();
+    server.beacon.mockClear();
+    shell.activate(b);
+    jest.advanceTimersByTime(60_000);
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+    expect(server.beacon).not.toHaveBeenCalled();
+  });
+});

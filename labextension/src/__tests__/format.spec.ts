@@ -1,0 +1,135 @@
+import type { IAgentLink } from '../api';
+import {
+  ago,
+  appendLinked,
+  duration,
+  eventText,
+  firstLine,
+  firstSentence,
+  stateText,
+  validLinks
+} from '../format';
+import { row } from './helpers';
+
+const link = (start: number, end: number, cellId = 'c1'): IAgentLink => ({
+  start,
+  end,
+  cell_id: cellId
+});
+
+/** The recap as the panel shows it: link spans in [brackets]. */
+function rendered(text: string, links: IAgentLink[]): string {
+  const parent = document.createElement('div');
+  appendLinked(parent, text, links, () => document.createElement('a'));
+  return [...parent.childNodes]
+    .map(node => (node.nodeName === 'A' ? `[${node.textContent}]` : node.textContent))
+    .join('');
+}
+
+describe('validLinks', () => {
+  const text = 'Cell 3 failed, then cell 5 fixed it.';
+
+  it('keeps well-formed, ascending spans inside the text', () => {
+    const links = [link(0, 6, 'a'), link(20, 26, 'b')];
+    expect(validLinks(text, links)).toEqual(links);
+    expect(rendered(text, links)).toBe('[Cell 3] failed, then [cell 5] fixed it.');
+  });
+
+  it('skips spans that are not integers, empty, reversed or without a cell id', () => {
+    const links = [
+      link(0.5, 6),
+      link(4, 4),
+      link(6, 0),
+      link(0, 6, ''),
+      { start: '0', end: 6, cell_id: 'c' } as unknown as IAgentLink,
+      null as unknown as IAgentLink,
+      link(20, 26)
+    ];
+    expect(validLinks(text, links)).toEqual([link(20, 26)]);
+    expect(rendered(text, links)).toBe('Cell 3 failed, then [cell 5] fixed it.');
+  });
+
+  it('skips a span overlapping the previous one or before it, keeps the text plain there', () => {
+    const links = [link(5, 13, 'first'), link(0, 6, 'overlaps'), link(10, 20, 'inside')];
+    expect(validLinks(text, links)).toEqual([link(5, 13, 'first')]);
+    expect(rendered(text, links)).toBe('Cell [3 failed], then cell 5 fixed it.');
+  });
+
+  it('skips a span ending past the text, and accepts one ending exactly at its end', () => {
+    expect(validLinks(text, [link(27, text.length + 1)])).toEqual([]);
+    expect(validLinks(text, [link(27, text.length)])).toEqual([link(27, text.length)]);
+  });
+
+  it('counts offsets in UTF-16 code units, so spans after an emoji land on the right words', () => {
+    // 🚀 is two code units: "In[3]" starts at 9, not 8.
+    const emoji = '🚀 fixed In[3] and ✅ In[4]';
+    const links = [link(9, 14, 'x'), link(21, 26, 'y')];
+    expect(rendered(emoji, links)).toBe('🚀 fixed [In[3]] and ✅ [In[4]]');
+  });
+
+  it('accepts a missing link list', () => {
+    expect(validLinks(text, null)).toEqual([]);
+    expect(validLinks(text, undefined)).toEqual([]);
+    expect(rendered(text, [])).toBe(text);
+  });
+});
+
+describe('firstSentence and firstLine', () => {
+  it('takes the first sentence, not a dot inside a number or a name', () => {
+    expect(firstSentence('Trained v1.2 to 0.93 accuracy. Then it saved the model.')).toBe(
+      'Trained v1.2 to 0.93 accuracy.'
+    );
+    expect(firstSentence('Done! Next step')).toBe('Done!');
+  });
+
+  it('flattens whitespace and keeps text without an end mark whole', () => {
+    expect(firstSentence('  loaded the\n  data\tset  ')).toBe('loaded the data set');
+  });
+
+  it('cuts a sentence over 200 characters with an ellipsis', () => {
+    const long = `${'word '.repeat(60)}end.`;
+    const sentence = firstSentence(long);
+    expect(sentence.length).toBeLessThanOrEqual(200);
+    expect(sentence.endsWith('word…')).toBe(true);
+  });
+
+  it('takes the first line of a traceback', () => {
+    expect(firstLine('\n  ValueError: bad shape  \nTraceback (most recent call last):')).toBe(
+      'ValueError: bad shape'
+    );
+  });
+});
+
+describe('elapsed and ago', () => {
+  it('says how long a turn or cell ran, in the two largest units', () => {
+    expect(duration(45)).toBe('45 s');
+    expect(duration(123)).toBe('2 min 3 s');
+    expect(duration(120)).toBe('2 min');
+    expect(duration(3_900)).toBe('1 h 5 min');
+    expect(duration(2 * 86_400 + 3 * 3_600 + 59)).toBe('2 d 3 h');
+    expect(duration(-5)).toBe('0 s');
+  });
+
+  it('says how long ago in one unit, "just now" under 10 s', () => {
+    expect(ago(3)).toBe('just now');
+    expect(ago(-30)).toBe('just now'); // a server clock ahead of the event
+    expect(ago(40)).toBe('40 s ago');
+    expect(ago(185)).toBe('3 min ago');
+    expect(ago(7_300)).toBe('2 h ago');
+    expect(ago(3 * 86_400 + 10)).toBe('3 d ago');
+  });
+
+  it('shows a running turn with its elapsed time, and events with how long ago', () => {
+    const now = 1_000_000;
+    expect(stateText(row('k', { state: 'running', turn_started: now - 192 }), now)).toBe(
+      'turn running · 3 min 12 s'
+    );
+    expect(stateText(row('k', { state: 'finished' }), now)).toBe('finished while you were away');
+    expect(eventText({ type: 'long_cell', at: now - 300, seconds: 192, failed: true }, now)).toBe(
+      'a cell ran 3 min 12 s and failed 5 min ago'
+    );
+    expect(eventText({ type: 'restarted', at: now - 5, crashed: true }, now)).toBe(
+      'kernel crashed and restarted just now'
+    );
+  });
+});
