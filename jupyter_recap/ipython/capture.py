@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any
 
 from ..record.outputs import bundle_text
+from .shell import Shell
 
 HEAD_CHARS = 6000
 TAIL_CHARS = 6000
@@ -62,7 +63,7 @@ class BoundedText:
 class OutputTap:
     """Tees one cell's outputs into a :class:`BoundedText`; ``start`` then ``stop``."""
 
-    def __init__(self, shell: Any) -> None:
+    def __init__(self, shell: Shell) -> None:
         self.shell = shell
         self.output = BoundedText()
         self.next_input: str | None = None
@@ -176,7 +177,8 @@ class OutputTap:
             self.next_input = text
             return original(text, replace=replace)
 
-        shell.set_next_input = set_next_input
+        # An instance attribute over the method, for the length of the cell (undone by stop).
+        setattr(shell, "set_next_input", set_next_input)  # noqa: B010 - patching a method
         self._undo.append(lambda: _restore_attr(shell, "set_next_input", set_next_input))
 
 

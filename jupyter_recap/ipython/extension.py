@@ -9,7 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..capture.manager import Capture
 from ..capture.runs import RunHub
@@ -30,6 +30,9 @@ from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connecti
 from .recorder import Recorder
 from .triggers import Surface, TriggerRunner
 
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
 # The stored session the live transcript (``current()``) belongs to, across unload/reload.
@@ -39,7 +42,7 @@ _live_session: str | None = None
 class RecapExtension:
     """Everything the extension adds to one shell, and how to take it all away again."""
 
-    def __init__(self, shell: Any, transcript: Transcript | None = None) -> None:
+    def __init__(self, shell: InteractiveShell, transcript: Transcript | None = None) -> None:
         from .magics import RecapMagics
         from .statemagics import WorkStateMagics
 
@@ -89,10 +92,18 @@ class RecapExtension:
 
     # -- lifecycle -------------------------------------------------------------------------
 
+    @property
+    def _configurables(self) -> list[Any]:
+        """What ``%config`` can reach. IPython annotates the list as holding shells only; any
+        Configurable belongs there."""
+        configurables: list[Any] = self.shell.configurables
+        return configurables
+
     def attach(self) -> None:
         """Register the configurable, the hooks, the magics, the timer and the banner."""
-        if self.settings not in self.shell.configurables:
-            self.shell.configurables.append(self.settings)
+        configurables = self._configurables
+        if self.settings not in configurables:
+            configurables.append(self.settings)
         self.recorder.events.on_input.append(self.runner.user_input)
         self.recorder.events.on_cell_end.append(self.runner.cell_ended)
         self.recorder.attach()
@@ -153,9 +164,10 @@ class RecapExtension:
             for name in magics.magics.get("line", {}):
                 manager.magics["line"].pop(name, None)
             manager.registry.pop(type(magics).__name__, None)
+        configurables = self._configurables
         for configurable in (self.settings, *self.magics):
-            while configurable in self.shell.configurables:
-                self.shell.configurables.remove(configurable)
+            while configurable in configurables:
+                configurables.remove(configurable)
         if self._banner is not None:
             self._banner.close()
             self._banner = None
@@ -441,7 +453,7 @@ class RecapExtension:
         return result
 
 
-def load(shell: Any) -> RecapExtension | None:
+def load(shell: InteractiveShell) -> RecapExtension | None:
     """Load into ``shell``; a second load returns the existing extension unchanged.
 
     A load that fails half-way takes back everything it registered (hooks, magics, threads,
@@ -470,7 +482,7 @@ def load(shell: Any) -> RecapExtension | None:
     return extension
 
 
-def unload(shell: Any) -> None:
+def unload(shell: InteractiveShell) -> None:
     """Remove everything :func:`load` added to ``shell``."""
     with _instances_lock:
         extension = _instances.pop(id(shell), None)
@@ -479,6 +491,6 @@ def unload(shell: Any) -> None:
         get_logger().info("extension unloaded")
 
 
-def extension_for(shell: Any) -> RecapExtension | None:
+def extension_for(shell: InteractiveShell) -> RecapExtension | None:
     """The loaded extension of ``shell``, if any."""
     return _instances.get(id(shell))

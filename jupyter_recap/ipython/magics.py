@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
@@ -14,6 +14,8 @@ from .statemagics import compact_memory_now
 from .status import status_report
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from .extension import RecapExtension
 
 USAGE = (
@@ -26,7 +28,7 @@ USAGE = (
 class RecapMagics(Magics):
     """The ``%recap`` line magic."""
 
-    def __init__(self, shell: Any, *, extension: RecapExtension) -> None:
+    def __init__(self, shell: InteractiveShell, *, extension: RecapExtension) -> None:
         super().__init__(shell)
         self.extension = extension
 

@@ -29,6 +29,7 @@ from ..record.transcript import Outcome, Transcript, describe_error
 from ..settings import Recap
 from ..textutil import duration, first_line, shorten
 from .capture import OutputTap
+from .shell import Shell
 
 # The settings the recorder keeps plain copies of.
 _SETTINGS = ["agent_magics", "record_code_cells", "long_cell_seconds"]
@@ -61,7 +62,7 @@ class Recorder:
     """Records this shell's cells into ``transcript``; register with :meth:`attach`."""
 
     def __init__(
-        self, shell: Any, transcript: Transcript, settings: Recap, hub: RunHub | None = None
+        self, shell: Shell, transcript: Transcript, settings: Recap, hub: RunHub | None = None
     ) -> None:
         self.shell = shell
         self.hub = hub

@@ -21,6 +21,8 @@ from ..stores.workstate import WorkState
 from ..textutil import printable
 
 if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
     from ..stores.compaction import CompactResult
     from .extension import RecapExtension
 
@@ -43,7 +45,7 @@ def _print_warnings(state: WorkState) -> None:
 class WorkStateMagics(Magics):
     """The task list and project memory, for the person at the notebook."""
 
-    def __init__(self, shell: Any, *, extension: RecapExtension) -> None:
+    def __init__(self, shell: InteractiveShell, *, extension: RecapExtension) -> None:
         super().__init__(shell)
         self.extension = extension
 
