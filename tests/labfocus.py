@@ -169,6 +169,11 @@ class LabPage:
                       reason: root ? root.dataset.reason : null,
                       note: root ? ((n) => n.hidden ? null : n.textContent)(
                         root.querySelector('.jp-RecapBanner-note')) : null,
+                      progress: root ? ((p) => p.hidden ? null : {
+                        value: p.querySelector('progress').value,
+                        max: p.querySelector('progress').max,
+                        label: p.querySelector('.jp-RecapBanner-progressLabel').textContent,
+                      })(root.querySelector('.jp-RecapBanner-progress')) : null,
                       visible_banners: [...document.querySelectorAll('.jp-RecapBanner')]
                         .filter(n => n.checkVisibility()).length,
                     };"""

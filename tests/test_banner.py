@@ -215,6 +215,13 @@ def test_renders_and_updates(page: Page) -> None:
     assert "ollama:llama3.2" in header.inner_text()
     set_value(page, "note", "tasks ####.... 2/5")
     assert root.locator(".jp-RecapBanner-note").inner_text() == "tasks ####.... 2/5"
+    # With the counts, the task list is a real progress bar and its ASCII form steps aside.
+    set_value(page, "progress", {"done": 2, "total": 5, "blocked": 1})
+    bar = root.locator(".jp-RecapBanner-progress progress")
+    assert (bar.get_attribute("max"), bar.evaluate("b => b.value")) == ("5", 2)
+    label = root.locator(".jp-RecapBanner-progressLabel").inner_text()
+    assert label == "2/5 tasks · 1 blocked"
+    assert not root.locator(".jp-RecapBanner-note").is_visible()
     set_value(page, "reason", "away")
     assert root.get_attribute("title") == "Recap by ollama:llama3.2 (trigger: away)"
 

@@ -120,7 +120,9 @@ def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> 
     assert "Migrate the billing tables to the v2 schema" in str(state["text"])
     assert "Next: repoint it to customers_v2 and rerun the migration." in str(state["text"])
     assert state["model"] == "offline" and state["reason"] == "away"
-    assert state["note"] == "tasks ###......... 1/4  1 blocked"  # the agent's task list
+    # The agent's task list, as a progress bar (its ASCII form stays in the text/plain output).
+    assert state["progress"] == {"value": 1, "max": 4, "label": "1/4 tasks · 1 blocked"}
+    assert state["note"] is None
     # The output view (the one %load_ext displayed) stays hidden: exactly one banner shows.
     assert state["count"] == 1 and state["visible_banners"] == 1
     assert tab.execution_counts(name) == counts, "no cell ran"

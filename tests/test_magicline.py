@@ -176,3 +176,20 @@ def test_recap_only_cells(source: str) -> None:
 )
 def test_not_recap_only_cells(source: str) -> None:
     assert not is_recap_only_cell(source)
+
+
+@pytest.mark.parametrize(
+    ("line", "model"),
+    [
+        ("%%agent 20", None),  # a stand-in agent's seconds, not a model
+        ("%%agent 0.5", None),
+        ("%%agent 20 openai:gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("%%ai @jupyternaut", None),
+        ("%%ai gpt-4o", "gpt-4o"),
+        ("%%ai llama3.2", "llama3.2"),
+        ("%%ai anthropic/claude-haiku-4-5 -f code", "anthropic/claude-haiku-4-5"),
+    ],
+)
+def test_only_a_token_that_looks_like_a_model_id_names_one(line: str, model: str | None) -> None:
+    cell = parse_agent_cell(f"{line}\nsummarise the ledger", ["ai", "agent"])
+    assert cell is not None and cell.model == model

@@ -190,3 +190,22 @@ def test_unloading_clears_the_banner_and_stops_the_timer(
     shell.run_line_magic("unload_ext", "jupyter_recap")
     assert banner.state == "hidden"
     assert timer is not None and not timer.is_alive()
+
+
+def test_sessions_of_a_kernel_without_a_notebook_are_not_passed_off_as_its_own(
+    shell: Any, capsys: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    from jupyter_recap.record.transcript import Transcript
+    from jupyter_recap.stores.sessions import SessionWriter
+
+    other = Transcript()
+    other.user("reconcile the March invoices")
+    writer = SessionWriter(other, notebook="/work/billing.ipynb", delay=3600)
+    assert writer.flush()
+    writer.close()
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    out = recap_output(shell, capsys, "sessions")
+    assert "does not know its notebook" in out and "%recap sessions --all" in out
+    assert "reconcile the March invoices" not in out
+    assert "reconcile the March invoices" in recap_output(shell, capsys, "sessions --all")

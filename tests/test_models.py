@@ -203,7 +203,7 @@ def test_override_wins_over_everything() -> None:
         "anthropic:claude-x", override="ollama:qwen3", active_model="gpt-4o", env=OPENAI_KEY
     )
     assert result.candidates == (ModelRef("ollama", "qwen3"),)
-    assert result.why.startswith("override from %recap --model")
+    assert result.why.startswith("asked for this recap (--model)")
 
 
 @pytest.mark.parametrize(("setting", "override"), [("bedrock:x", None), ("auto", "gemini:y")])

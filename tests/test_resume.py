@@ -123,7 +123,8 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
         assert shown[-1]["note"] == "tasks ####........ 1/3"
         # the banner's progress line follows the list without any cell being run
         later = widget_states(collect(kc, 4), banner)
-        assert later == [{"note": "tasks ########.... 2/3"}]
+        progress = {"done": 2, "total": 3, "blocked": 0}
+        assert later == [{"note": "tasks ########.... 2/3", "progress": progress}]
         assert "saved" in stream_text(execute(kc, "%recap save"))
 
     # A restart brings the list back with the session, and the resume recap uses it.

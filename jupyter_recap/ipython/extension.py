@@ -22,7 +22,7 @@ from ..schedule import ShowRecap, StartDraft
 from ..settings import Recap
 from ..stores.sessionfiles import AppendFile
 from ..stores.sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
-from ..stores.tasks import Task, TaskList, progress_line
+from ..stores.tasks import Task, TaskList, progress_counts, progress_line
 from ..stores.workstate import current_state
 from ..textutil import printable
 from ..wire import AgentReport
@@ -401,6 +401,7 @@ class RecapExtension:
                 note=note,
                 links=recap_links(text, self.recorder.cells),
                 stop_cell=self._agent_report()["stop_cell"],
+                progress=progress_counts(self.state.tasks),
             )
         self._state_changed()
 
@@ -411,8 +412,10 @@ class RecapExtension:
         self._state_changed()
         banner = self._banner
         if banner is not None and banner.state == "shown":
-            with contextlib.suppress(Exception):  # the comm may already be gone at shutdown
+            # The comm may already be gone at shutdown.
+            with contextlib.suppress(Exception), banner.hold_sync():
                 banner.note = progress_line(tasks)
+                banner.progress = progress_counts(tasks)
 
     def _on_capture_setting(self, change: Any) -> None:
         self.capture.restart(change["new"])

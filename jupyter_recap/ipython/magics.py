@@ -118,6 +118,14 @@ class RecapMagics(Magics):
         if ext.writer is not None:
             ext.writer.flush()  # list what is live too
         notebook = None if all_notebooks else ext.notebook
+        if notebook is None and not all_notebooks:
+            # No notebook name (terminal IPython, a kernel started by hand): listing every
+            # notebook's sessions here would pass them off as this one's.
+            print(
+                "recap: this kernel does not know its notebook, so it cannot tell which "
+                "sessions are its own; %recap sessions --all lists every notebook's"
+            )
+            return
         try:
             summaries = SessionStore().list(notebook)
         except RecapError as error:  # a refused store: say why, list nothing from it

@@ -136,7 +136,7 @@ def resolve_models(
     """
     if override is not None and override.strip():
         ref = parse_model_id(override)
-        return Resolution((ref,), f"override from %recap --model: {ref.id}")
+        return Resolution((ref,), f"asked for this recap (--model): {ref.id}")
     if setting.strip() and setting.strip().lower() != "auto":
         ref = parse_model_id(setting)
         return Resolution((ref,), f"model setting {ref.id} (Recap.model / JUPYTER_RECAP_MODEL)")

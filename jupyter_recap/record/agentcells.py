@@ -7,6 +7,7 @@ must stay importable without IPython.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -84,6 +85,15 @@ def parse_agent_cell(source: str, agent_magics: Iterable[str]) -> AgentCell | No
     return None
 
 
+_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.:/+-]*$")
+
+
+def looks_like_model_id(token: str) -> bool:
+    """``openai-chat:gpt-4o-mini``, ``openai/gpt-4o``, ``gpt-4o``, ``llama3.2``: letters in it,
+    none of a persona's ``@`` or a number's bare digits."""
+    return bool(_MODEL_ID.match(token)) and any(c.isalpha() for c in token)
+
+
 def _tokens(args: str) -> list[str]:
     try:
         return shlex.split(args)
@@ -116,8 +126,9 @@ def _model_and_format(args: str) -> tuple[str | None, str | None]:
             # Unknown options are skipped on their own: guessing they take a value could
             # swallow the model id.
             continue
-        elif model is None and "@" not in token:
-            # "@name" is a jupyter-ai v3 persona, not a model.
+        elif model is None and looks_like_model_id(token):
+            # "@name" is a jupyter-ai v3 persona, and a bare number ("%%agent 20") is some
+            # agent's own argument: neither names a model.
             model = token
     return model, fmt or None
 

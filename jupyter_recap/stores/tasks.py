@@ -129,6 +129,17 @@ def _count(tasks: Sequence[Task], status: str) -> int:
     return sum(task.status == status for task in tasks)
 
 
+def progress_counts(tasks: Sequence[Task]) -> dict[str, int] | None:
+    """``{done, total, blocked}`` of the list (None when empty): what a progress bar shows."""
+    if not tasks:
+        return None
+    return {
+        "done": _count(tasks, "completed"),
+        "total": len(tasks),
+        "blocked": _count(tasks, "blocked"),
+    }
+
+
 def progress_line(tasks: Sequence[Task]) -> str:
     """``tasks ####........ 2/5  1 blocked``; the bar fills only when every task is completed."""
     if not tasks:

@@ -8,6 +8,7 @@ IPython, nbconvert) get :meth:`RecapBanner.plain_text` as the ``text/plain`` rep
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anywidget
@@ -20,7 +21,7 @@ _STATIC = pathlib.Path(__file__).parent / "static"
 #: The states a banner can be in; ``hidden`` renders nothing.
 STATES = ("hidden", "drafting", "shown", "failed")
 
-_NO_LINKS: dict[str, Any] = {"links": [], "stop_cell": None}
+_NO_LINKS: dict[str, Any] = {"links": [], "stop_cell": None, "progress": None}
 
 LABEL = "✦ recap"
 DRAFTING = "drafting…"
@@ -50,6 +51,12 @@ class RecapBanner(anywidget.AnyWidget):
         offsets. Made by jupyter_recap from recorded cell ids, never from model output; the
         labextension turns them into links that select the cell.""",
     ).tag(sync=True)
+    progress = Dict(
+        None,
+        allow_none=True,
+        help="""The task list's progress, ``{done, total, blocked}``, shown as a progress bar
+        (``note`` holds its text form for plain-text front ends), or None.""",
+    ).tag(sync=True)
     stop_cell = Dict(
         None,
         allow_none=True,
@@ -63,18 +70,21 @@ class RecapBanner(anywidget.AnyWidget):
         model: str,
         reason: str = "manual",
         note: str = "",
-        links: list[dict[str, Any]] | None = None,
-        stop_cell: dict[str, Any] | None = None,
+        links: Sequence[Mapping[str, Any]] | None = None,
+        stop_cell: Mapping[str, Any] | None = None,
+        progress: Mapping[str, int] | None = None,
     ) -> None:
-        """Show a finished recap written by engine ``model``, with its cell links."""
+        """Show a finished recap written by engine ``model``, with its cell links and the task
+        list's progress (``note`` is its text form, for plain text)."""
         self._set(
             state="shown",
             text=text,
             model=model,
             reason=reason,
             note=note,
-            links=links or [],
-            stop_cell=stop_cell,
+            links=[dict(link) for link in links or ()],
+            stop_cell=dict(stop_cell) if stop_cell is not None else None,
+            progress=dict(progress) if progress is not None else None,
         )
 
     def drafting(self, model: str = "", reason: str = "manual") -> None:

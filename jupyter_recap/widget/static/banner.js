@@ -11,7 +11,17 @@
  * @property {() => void} save_changes
  */
 
-const KEYS = ["text", "model", "state", "note", "reason", "dismissed", "links", "stop_cell"];
+const KEYS = [
+  "text",
+  "model",
+  "state",
+  "note",
+  "reason",
+  "dismissed",
+  "links",
+  "stop_cell",
+  "progress",
+];
 const STATES = ["hidden", "drafting", "shown", "failed"];
 // The jupyter_recap labextension's mount above the active cell: only there can a cell link be
 // followed (the mount listens for SELECT_CELL). Elsewhere (VS Code, output views) text stays text.
@@ -103,6 +113,9 @@ function render({ model, el }) {
   const body = part("div", "jp-RecapBanner-text", root);
   const stop = part("div", "jp-RecapBanner-stop", root);
   const note = part("div", "jp-RecapBanner-note", root);
+  const tasks = part("div", "jp-RecapBanner-progress", root);
+  const bar = /** @type {HTMLProgressElement} */ (part("progress", "", tasks));
+  const count = part("span", "jp-RecapBanner-progressLabel", tasks);
 
   /** Re-read every synced value and update the DOM to match. */
   function update() {
@@ -149,7 +162,19 @@ function render({ model, el }) {
     }
     stop.hidden = !stop.firstChild;
 
-    note.textContent = String(model.get("note") || "");
+    // The task list as a real progress bar; its text form (the note) stays for plain text.
+    const progress = model.get("progress");
+    const total = progress && Number.isInteger(progress.total) ? progress.total : 0;
+    if (total > 0) {
+      const done = Math.min(Math.max(Number(progress.done) || 0, 0), total);
+      const blocked = Number(progress.blocked) || 0;
+      bar.max = total;
+      bar.value = done;
+      count.textContent = `${done}/${total} tasks${blocked > 0 ? ` · ${blocked} blocked` : ""}`;
+      bar.setAttribute("aria-label", count.textContent);
+    }
+    tasks.hidden = total <= 0;
+    note.textContent = total > 0 ? "" : String(model.get("note") || "");
     note.hidden = !note.textContent;
   }
 
