@@ -7,7 +7,6 @@ must stay importable without IPython.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -85,13 +84,11 @@ def parse_agent_cell(source: str, agent_magics: Iterable[str]) -> AgentCell | No
     return None
 
 
-_MODEL_ID = re.compile(r"^[A-Za-z0-9][\w.:/+-]*$")
-
-
 def looks_like_model_id(token: str) -> bool:
     """``openai-chat:gpt-4o-mini``, ``openai/gpt-4o``, ``gpt-4o``, ``llama3.2``: letters in it,
-    none of a persona's ``@`` or a number's bare digits."""
-    return bool(_MODEL_ID.match(token)) and any(c.isalpha() for c in token)
+    and neither a persona's ``@`` nor only a number's digits (``20``, ``0.5``). Odd characters
+    are left to the model resolution, which refuses (and shows inertly) what it cannot use."""
+    return "@" not in token and any(c.isalpha() for c in token)
 
 
 def _tokens(args: str) -> list[str]:
