@@ -201,7 +201,7 @@ def test_sessions_of_a_kernel_without_a_notebook_are_not_passed_off_as_its_own(
 
     other = Transcript()
     other.user("reconcile the March invoices")
-    writer = SessionWriter(other, notebook="/work/billing.ipynb", delay=3600)
+    writer = SessionWriter(other, notebook="projects/billing.ipynb", delay=3600)
     assert writer.flush()
     writer.close()
     shell.run_line_magic("load_ext", "jupyter_recap")
