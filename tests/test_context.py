@@ -26,15 +26,27 @@ def test_tiers_and_order() -> None:
     framing, recent = text.split("Recent activity (oldest first)")
     assert framing.startswith("Task framing")
     assert "Original task: Migrate the billing tables" in framing
+    lines = recent.strip().splitlines()
+    # The whole short session fits: the recent detail runs back across every earlier turn,
+    # oldest first, so the earlier prompts are not repeated in the framing.
+    assert "Earlier prompts" not in framing
+    assert lines.index("User: step 4: migrate table 4") < lines.index("Assistant: table 5 migrated")
+    latest = lines.index("User: why does invoices.ts fail its FK constraint?")
+    assert lines[latest + 1] == "Tool call: read_file(path='invoices.ts')"
+    assert lines[latest + 2].startswith("Tool result (read_file): export const invoices")
+    assert lines[-1] == "In[12]: df.merge(rates) (+1 lines) → error: KeyError: 'region'"
+
+
+def test_framing_lists_the_earlier_prompts_the_recent_detail_cannot_hold() -> None:
+    t = session()
+    for n in range(40):
+        t.tool_call("read_file", {"path": f"table_{n}.ts"})
+        t.tool_result("read_file", "y" * 250)
+    framing, recent = build_context(t, max_chars=6000).split("Recent activity (oldest first)")
     # the four prompts before the latest, not older ones, and no old replies
     assert "step 5: migrate table 5" in framing and "step 2: migrate table 2" in framing
     assert "step 1: migrate table 1" not in framing
-    assert "table 5 migrated" not in text
-    lines = recent.strip().splitlines()
-    assert lines[0] == "User: why does invoices.ts fail its FK constraint?"
-    assert lines[1] == "Tool call: read_file(path='invoices.ts')"
-    assert lines[2].startswith("Tool result (read_file): export const invoices")
-    assert lines[4] == "In[12]: df.merge(rates) (+1 lines) → error: KeyError: 'region'"
+    assert "table 5 migrated" not in recent
 
 
 def test_framing_caps() -> None:
@@ -62,7 +74,7 @@ def test_total_cap_keeps_prompt_and_newest_steps() -> None:
     text = build_context(t, max_chars=4000)
     assert len(text) <= 4000
     assert "User: run the long agent loop" in text
-    assert "earlier steps of this turn omitted" in text
+    assert "… (earlier steps omitted)" in text
     assert "result 1999" in text and "result 10 " not in text
 
 
@@ -166,3 +178,77 @@ def test_listeners_hear_only_their_kinds_until_they_unsubscribe() -> None:
     t.user("and the tests")
     assert turns == ["user", "outcome"]
     assert everything == ["user", "tool_call", "assistant", "outcome", "code", "user"]
+
+
+def test_a_short_follow_up_comes_with_the_failure_it_means() -> None:
+    t = jr.Transcript()
+    t.user("load sales.parquet and plot revenue by region")
+    t.tool_call("run_python", {"code": "pd.read_parquet('sales.parquet')"})
+    t.tool_result("run_python", "ArrowInvalid: could not open sales.parquet", error=True)
+    t.assistant("Reading the file failed: the parquet footer is corrupt.")
+    t.outcome("ok")
+    t.code("df = pd.read_parquet('sales.parquet')", error="ArrowInvalid: footer", count=4)
+    t.user("It failed, see above.")
+    lines = build_context(t).split("Recent activity (oldest first)\n")[1].splitlines()
+    # The turn before the follow-up is there, whole, oldest first, ahead of the follow-up.
+    assert lines[0] == "User: load sales.parquet and plot revenue by region"
+    assert "Tool error (run_python): ArrowInvalid: could not open sales.parquet" in lines
+    assert lines[-2] == "In[4]: df = pd.read_parquet('sales.parquet') → error: ArrowInvalid: footer"
+    assert lines[-1] == "User: It failed, see above."
+
+
+def test_earlier_turns_fill_the_room_left_newest_first() -> None:
+    t = jr.Transcript()
+    for n in range(30):
+        t.user(f"turn {n}: clean column c{n}")
+        t.assistant(f"cleaned c{n} " + "x" * 150)
+        t.outcome("ok")
+    t.user("and now?")
+    text = build_context(t, max_chars=3000)
+    assert len(text) <= 3000
+    recent = text.split("Recent activity (oldest first)\n")[1].splitlines()
+    assert recent[-1] == "User: and now?"
+    assert "User: turn 29: clean column c29" in recent and "cleaned c5 " not in text
+    # the run of earlier turns never opens on a reply cut from its prompt in a way that hides
+    # which turn it belongs to: whole lines only, in order
+    kept = [int(line.split()[2].rstrip(":")) for line in recent if line.startswith("User: turn")]
+    assert kept == sorted(kept) and kept[-1] == 29
+
+
+def test_an_unresolved_failure_outlives_later_successes() -> None:
+    t = jr.Transcript()
+    t.user("join the invoices to the customers")
+    t.code("inv = inv.merge(cust, on='cid')", error="KeyError: 'cid'", count=3, cell_id="c3")
+    t.code("print(len(inv))", count=4, cell_id="c4")  # unrelated and fine: hides nothing
+    t.code("plot(inv)", error="NameError: name 'plot' is not defined", count=5, cell_id="c5")
+    t.code("inv.plot()", count=6, cell_id="c5")  # the same cell again, fixed
+    t.user("now build the monthly report")
+    for n in range(200):
+        t.tool_call("query", {"month": n})
+        t.tool_result("query", f"rows for month {n} " + "y" * 150)
+    text = build_context(t, max_chars=4000)
+    assert len(text) <= 4000
+    recent = text.split("Recent activity (oldest first)\n")[1].splitlines()
+    assert recent[0] == "In[3]: inv = inv.merge(cust, on='cid') → error: KeyError: 'cid'"
+    assert recent[1] == "… (earlier steps omitted)"
+    assert recent[2] == "User: now build the monthly report"
+    assert "NameError" not in text  # fixed by a later run of the same cell
+    assert "rows for month 199" in text
+
+
+def test_an_unresolved_tool_error_keeps_its_call() -> None:
+    t = jr.Transcript()
+    t.user("deploy the dashboard")
+    t.tool_call("deploy", {"env": "staging"})
+    t.tool_result("deploy", "403 Forbidden: token lacks scope", error=True)
+    for n in range(120):
+        t.tool_call("render", {"page": n})
+        t.tool_result("render", "ok " + "z" * 120)
+    text = build_context(t, max_chars=3000)
+    recent = text.split("Recent activity (oldest first)\n")[1].splitlines()
+    assert recent[:3] == [
+        "User: deploy the dashboard",
+        "Tool call: deploy(env='staging')",
+        "Tool error (deploy): 403 Forbidden: token lacks scope",
+    ]
+    assert recent[3] == "… (earlier steps omitted)"

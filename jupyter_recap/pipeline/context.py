@@ -1,17 +1,20 @@
 """The text a model sees for one recap: two tiers, capped, secrets removed.
 
 *Task framing* is cheap orientation: the session's first prompt, the latest summary, a few earlier
-prompts and (later) tasks and memory notes. *Recent detail* is everything since the latest prompt,
-newest kept first when the budget runs out. Only the framing indexes and the tail are touched, so
-the cost does not grow with the length of the session.
+prompts, the task list and memory notes. *Recent detail* is the latest prompt, the failures no later
+run fixed, and then the newest lines: everything since the latest prompt and, while there is room,
+the turns before it, so a short follow-up ("it failed, see above") comes with the failure it means.
+Only the indexes and the tail are touched, so the cost does not grow with the length of the session.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
-from ..record.transcript import SILENT_KINDS, Entry, Transcript
+from ..record.transcript import SILENT_KINDS, Entry, Snapshot, Transcript
 from ..textutil import first_line, shorten
 from .redact import Redactor, strip_reasoning
 
@@ -28,7 +31,7 @@ ERROR_CHARS = 240
 
 FRAMING_HEADER = "Task framing"
 RECENT_HEADER = "Recent activity (oldest first)"
-OMITTED = "… (earlier steps of this turn omitted)"
+OMITTED = "… (earlier steps omitted)"
 # A framing line shortened to less than this says too little to be worth its room.
 _MIN_FRAMING_LINE = 60
 
@@ -95,13 +98,16 @@ def build_context(
     clean = Redactor(env)
     with transcript.locked() as entries:
         snap = transcript.snapshot()
-        last_prompt = snap.prompts[-1] if snap.prompts else None
         # The framing orients; the recent detail is what the recap is about. At most half the
         # cap goes to the framing, so a long one never crowds out the latest prompt.
-        framing = _framing(entries, snap.prompts, snap.summary, extras, clean, max_chars // 2)
+        limit = max_chars // 2
+        framing = _framing(entries, snap.prompts, snap.summary, extras, clean, limit)
         used = len(framing) + 2 if framing else 0  # the framing and the blank line after it
         budget = max_chars - used - len(RECENT_HEADER)  # each line costs its length + "\n"
-        recent = _recent(entries, last_prompt, snap.size, budget, clean)
+        recent, shown = _recent(entries, snap, budget, clean)
+        if framing and shown.intersection(snap.prompts[1:-1]):
+            # Prompts the recent detail reached say it there: once is enough.
+            framing = _framing(entries, snap.prompts, snap.summary, extras, clean, limit, shown)
     if not recent and not framing:
         return ""
     parts = [framing] if framing else []
@@ -117,8 +123,11 @@ def _framing(
     extras: Sequence[str],
     clean: Redactor,
     limit: int,
+    shown: AbstractSet[int] = frozenset(),
 ) -> str:
-    """The task framing in at most ``limit`` characters ("" when there is none).
+    """The task framing in at most ``limit`` characters ("" when there is none), leaving out
+    the earlier prompts in ``shown`` (the recent detail has them; the original task stays, as
+    the one line that says what the session is for).
 
     Over the limit, the least telling lines go first: earlier prompts (oldest first), then
     the extras (last first); then the summary and the original task are shortened.
@@ -132,6 +141,7 @@ def _framing(
     earlier = [
         "- " + shorten(clean(entries[i].text), EARLIER_PROMPT_CHARS)
         for i in list(prompts[1:-1])[-EARLIER_PROMPTS:]
+        if i not in shown
     ]
     notes: list[str] = []
     used = 0
@@ -167,46 +177,97 @@ def _framing(
     return text if len(text) <= limit else ""
 
 
-def _recent(
-    entries: list[Entry], last_prompt: int | None, size: int, budget: int, clean: Redactor
-) -> list[str]:
-    """Lines since the latest prompt; when over budget, the prompt plus the newest lines.
+def _visible(entry: Entry) -> bool:
+    """Whether :func:`render_entry` gives ``entry`` a line (without rendering it)."""
+    kind = entry.kind
+    if kind in SILENT_KINDS or kind == "summary":
+        return False
+    return kind != "outcome" or entry.outcome in ("errored", "aborted")
 
-    ``budget`` counts each line with its line break; the result never exceeds it (but for
-    the head of the prompt, when not even that fits).
+
+def _recent(
+    entries: list[Entry], snap: Snapshot, budget: int, clean: Redactor
+) -> tuple[list[str], set[int]]:
+    """The recent detail in at most ``budget`` characters, and the indexes it shows.
+
+    The latest prompt always has a line (its head, when not even that fits). Failures that no
+    later run fixed are kept next, in a quarter of the room at most. The rest is the newest
+    lines, walking back from the end and on across earlier turns while they fit whole. Lines
+    stay in the order they happened; a marker stands wherever steps were left out.
+    ``budget`` counts each line with its line break.
     """
-    start = last_prompt if last_prompt is not None else 0
-    head: list[str] = []
-    if last_prompt is not None:
-        line = render_entry(entries[last_prompt], clean)
+    gap = len(OMITTED) + 1
+    last = snap.prompts[-1] if snap.prompts else None
+    # Lines kept whatever the walk reaches. Each reserves room for the marker that may follow
+    # it; the room comes back when the walk reaches it and no steps are left out after it.
+    pinned: dict[int, str] = {}
+    if last is not None:
+        line = render_entry(entries[last], clean)
         if line:
-            # Too long for the room (less the "omitted" line when steps follow it): its head.
-            room = budget - (len(OMITTED) + 1 if size > last_prompt + 1 else 0)
+            room = budget - (gap if snap.size > last + 1 else 0)
             if len(line) + 1 > room:
                 line = shorten(line, max(room - 1, 1))
-            head.append(line)
-            budget -= len(line) + 1
-            start = last_prompt + 1
-    tail: list[tuple[int, str]] = []
-    index = size - 1
-    while index >= start:
-        line = render_entry(entries[index], clean)
-        if line is not None:
-            if len(line) + 1 > budget:
-                break
-            tail.append((index, line))
-            budget -= len(line) + 1
+            pinned[last] = line
+            budget -= len(line) + 1 + gap
+    share = budget // 4
+    for index in reversed(snap.unresolved):
+        if index in pinned:
+            continue
+        failure = _failure_lines(entries, index, clean)
+        cost = sum(len(line) + 1 + gap for line in failure.values())
+        if cost > share:
+            continue
+        pinned.update(failure)
+        share -= cost
+        budget -= cost
+    walked: list[int] = []
+    shown: dict[int, str] = {}
+    index = snap.size - 1
+    while index >= 0:
+        if index in pinned:
+            budget += gap
+        elif _visible(entries[index]):
+            line = render_entry(entries[index], clean)
+            if line is not None:
+                if len(line) + 1 > budget:
+                    break
+                shown[index] = line
+                walked.append(index)
+                budget -= len(line) + 1
         index -= 1
-    tail.reverse()
-    if index >= start:  # truncated: say so, in room taken from the oldest lines kept
-        while tail and budget < len(OMITTED) + 1:
-            budget += len(tail.pop(0)[1]) + 1
+    if index >= 0:
         # Never open on a tool result whose call was cut away: the model would misread it.
-        while tail and entries[tail[0][0]].kind == "tool_result":
-            budget += len(tail.pop(0)[1]) + 1
-        if budget >= len(OMITTED) + 1:
-            head.append(OMITTED)
-    return head + [line for _, line in tail]
+        while walked and entries[walked[-1]].kind == "tool_result":
+            del shown[walked.pop()]
+    shown.update(pinned)
+    order = sorted(shown)
+    lines: list[str] = []
+    for previous, current in itertools.pairwise([-1, *order]):
+        if previous >= 0 and _any_visible(entries, previous + 1, current):
+            lines.append(OMITTED)
+        lines.append(shown[current])
+    if order and _any_visible(entries, order[-1] + 1, snap.size):
+        lines.append(OMITTED)  # only when a pinned line is newer than every line the walk kept
+    return lines, set(order)
+
+
+def _any_visible(entries: list[Entry], start: int, stop: int) -> bool:
+    """Whether any of ``entries[start:stop]`` has a line (stops at the first; no copy)."""
+    return any(_visible(entries[i]) for i in range(start, stop))
+
+
+def _failure_lines(entries: list[Entry], index: int, clean: Redactor) -> dict[int, str]:
+    """The line of an unresolved failure, with the call of a failed tool when it is close."""
+    lines: dict[int, str] = {}
+    entry = entries[index]
+    if entry.kind == "tool_result":
+        for back in range(index - 1, max(index - 4, -1), -1):
+            call = entries[back]
+            if call.kind == "tool_call" and call.name == entry.name:
+                lines[back] = render_entry(call, clean) or ""
+                break
+    lines[index] = render_entry(entry, clean) or ""
+    return {i: line for i, line in lines.items() if line}
 
 
 def fingerprint(context: str) -> str:

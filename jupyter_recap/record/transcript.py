@@ -7,6 +7,7 @@ summary are) so that building a recap context never walks the whole history.
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 import time
@@ -35,6 +36,9 @@ _now = time.time
 
 #: Longest text kept for one entry; longer text keeps its head and tail around a marker.
 MAX_ENTRY_CHARS = 4000
+
+#: How many unresolved failures a snapshot lists (the newest ones).
+UNRESOLVED = 6
 
 #: Kinds that never reach the model: recaps already shown, and bookkeeping.
 SILENT_KINDS: frozenset[str] = frozenset({"recap", "meta"})
@@ -141,6 +145,9 @@ class Transcript:
         self._summary: int | None = None
         self._turns = 0
         self._revision = 0
+        # The latest failure of each cell and tool that no later run of it fixed, oldest first
+        # (a dict keeps insertion order; a failure moves to the end when it happens again).
+        self._failing: dict[str, int] = {}
         # (kinds or None for all, listener), and the listeners of each kind worked out from
         # them: both replaced on change, so append looks up one tuple, without copying.
         self._listeners: tuple[tuple[frozenset[str] | None, Listener], ...] = ()
@@ -197,6 +204,11 @@ class Transcript:
             self._summary = index
         elif entry.kind == "outcome":
             self._turns += 1
+        elif entry.kind == "code" or entry.kind == "tool_result":
+            key = _failure_key(entry)
+            self._failing.pop(key, None)
+            if entry.error:
+                self._failing[key] = index
 
     def user(self, text: str, *, model: str | None = None, cell_id: str | None = None) -> Entry:
         """Record a prompt to the agent; ``model`` (``provider:model``) becomes the active one."""
@@ -340,6 +352,9 @@ class Transcript:
                 ),
                 prompt_count=len(self._prompts),
                 summary=self._summary,
+                unresolved=tuple(itertools.islice(reversed(self._failing.values()), UNRESOLVED))[
+                    ::-1
+                ],
             )
 
     @property
@@ -364,6 +379,7 @@ class Transcript:
         self._prompts.clear()
         self._summary = None
         self._turns = 0
+        self._failing.clear()
         self.active_model = None
 
     def to_list(self) -> list[dict[str, Any]]:
@@ -385,6 +401,17 @@ class Snapshot:
     """The first prompt's index followed by the last few prompts' indexes."""
     prompt_count: int
     summary: int | None
+    unresolved: tuple[int, ...] = ()
+    """The newest few failures (cells and tools) that no later run of the same cell or tool
+    fixed, oldest first."""
+
+
+def _failure_key(entry: Entry) -> str:
+    """What makes two runs "the same" for :attr:`Snapshot.unresolved`: a notebook cell's id
+    (else its source, as in terminal IPython), or a tool's name."""
+    if entry.kind == "tool_result":
+        return "tool:" + (entry.name or "")
+    return "cell:" + (entry.cell_id or entry.text.strip())
 
 
 def describe_error(error: BaseException) -> str:

@@ -25,7 +25,7 @@ from jupyter_recap.record.transcript import Entry, Kind, Outcome
 NO_ENV: dict[str, str] = {}
 """No environment secrets: the context then depends on its inputs alone."""
 
-OMITTED = "… (earlier steps of this turn omitted)"
+OMITTED = "… (earlier steps omitted)"
 
 # Recap and bookkeeping texts carry a word no other text can spell (no capitals elsewhere).
 RECAP_WORD, META_WORD = "RECAPSHOWN", "METANOTE"
@@ -112,48 +112,87 @@ def recent_lines(text: str) -> list[str]:
 # -- the properties ------------------------------------------------------------------------------
 
 
-@settings(max_examples=120)
+def unresolved(entries: list[Entry]) -> set[int]:
+    """The failures no later run of the same cell (same source here) or tool fixed."""
+    latest: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        if entry.kind in ("code", "tool_result"):
+            key = (
+                f"{entry.kind}:{entry.name if entry.kind == 'tool_result' else entry.text.strip()}"
+            )
+            latest.pop(key, None)
+            if entry.error:
+                latest[key] = index
+    return set(latest.values())
+
+
+@settings(max_examples=150)
 @given(case=cases())
 def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case: Case) -> None:
-    """The model always sees the latest prompt and the newest steps of the turn, whole and in
-    order, within the cap, whatever came before them; it never sees a tool result whose call
-    was cut away as the first step it is shown."""
+    """The model always sees the latest prompt and then the newest steps, whole and in order,
+    within the cap, reaching back across earlier turns while they fit; out of that run it sees
+    only unresolved failures. Left-out steps are always marked, and the run of newest steps
+    never opens on a tool result whose call was cut away."""
     text = context(case)
     assert len(text) <= case.max_chars
     entries = case.transcript.entries
     prompts = [i for i, entry in enumerate(entries) if entry.kind == "user"]
-    rendered = [(i, render_entry(entry, Redactor(NO_ENV))) for i, entry in enumerate(entries)]
+    rendered = [render_entry(entry, Redactor(NO_ENV)) for entry in entries]
+    visible = [i for i, line in enumerate(rendered) if line is not None]
     if not text:
-        assert not prompts and not any(line for _, line in rendered)
+        assert not prompts and not visible
         return
-    lines = recent_lines(text)
-    start = 0
+    lines = [line for line in recent_lines(text) if line]
+    # Match the lines to entries from the newest back: each is a whole rendered entry, but for
+    # the latest prompt, which may be cut to its head.
+    shown: list[int] = []
+    marked: set[int] = set()  # the shown indexes a marker comes after
+    before = len(entries)
+    for line in reversed(lines):
+        if line == OMITTED:
+            marked.add(before)
+            continue
+        candidates = [i for i in range(before - 1, -1, -1) if rendered[i] is not None]
+        match = next((i for i in candidates if rendered[i] == line), None)
+        if match is None and prompts:
+            head = line[:-1] if line.endswith("…") else line
+            full = rendered[prompts[-1]] or ""
+            if prompts[-1] < before and full.startswith(head) and len(head) >= min(60, len(full)):
+                match = prompts[-1]
+        assert match is not None, f"not a whole line of the session, in order: {line!r}"
+        shown.append(match)
+        before = match
+    shown.reverse()
     if prompts:
-        prompt_line = rendered[prompts[-1]][1]
-        assert prompt_line is not None
-        shown = lines[0]
-        head = shown[:-1] if shown != prompt_line and shown.endswith("…") else shown
-        assert prompt_line.startswith(head) and len(head) >= min(60, len(prompt_line)), (
-            f"the latest prompt is missing or cut short: {shown!r}"
+        assert prompts[-1] in shown, "the latest prompt is missing"
+    # A marker stands exactly where visible steps were left out (none before the first line).
+    ends = [*shown[1:], len(entries)]
+    for index, after in zip(shown, ends, strict=True):
+        skipped = any(rendered[i] is not None for i in range(index + 1, after))
+        assert skipped == (after in marked), "steps left out without saying so, or a stray marker"
+    # The newest steps form one unbroken run to the end; before it, only pinned lines.
+    run_start = len(shown)
+    while run_start > 0 and not any(
+        rendered[i] is not None for i in range(shown[run_start - 1] + 1, ends[run_start - 1])
+    ):
+        run_start -= 1
+    if visible and visible[-1] not in shown:
+        run_start = len(shown)  # not even the newest step fitted
+    failures = unresolved(entries)
+    for index in shown[:run_start]:
+        entry = entries[index]
+        nxt = next(
+            (i for i in range(index + 1, min(index + 4, len(entries))) if i in failures), None
         )
-        lines = lines[1:]
-        start = prompts[-1] + 1
-    truncated = bool(lines) and lines[0] == OMITTED
-    if truncated:
-        lines = lines[1:]
-    segment = [(i, line) for i, line in rendered[start:] if line is not None]
-    tail = segment[len(segment) - len(lines) :] if lines else []
-    assert [line for _, line in tail] == [line for line in lines if line], (
-        "the recent tier must be the newest steps, whole and in order"
-    )
-    if not truncated:
-        assert len(tail) == len(segment), "steps left out without saying so"
-    if tail and entries[tail[0][0]].kind == "tool_result":
-        first = tail[0][0]
-        name = entries[first].name
-        calls = [i for i in range(start, first) if entries[i].kind == "tool_call"]
-        assert not any(entries[i].name == name for i in calls), (
-            f"opens on a result of {name} whose call was cut away"
+        assert (
+            (prompts and index == prompts[-1])
+            or index in failures
+            or (entry.kind == "tool_call" and nxt is not None and entries[nxt].name == entry.name)
+        ), f"an old step kept out of the newest run that is not an unresolved failure: {index}"
+    run = shown[run_start:]
+    if run and run[0] != visible[0] and entries[run[0]].kind == "tool_result":
+        assert run[0] in failures or (prompts and run[0] == prompts[-1]), (
+            "the newest steps open on a tool result whose call was cut away"
         )
 
 
