@@ -90,6 +90,8 @@ class RecapClient:
                     notebook=None if item.get("notebook") is None else str(item["notebook"]),
                     last_recap=None if item.get("last_recap") is None else str(item["last_recap"]),
                     progress=None if item.get("progress") is None else str(item["progress"]),
+                    # A server older than living titles sends none: its title is the prompt.
+                    first_prompt=str(item.get("first_prompt", item["title"])),
                 )
                 for item in data["sessions"]
             ]

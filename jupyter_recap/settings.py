@@ -6,9 +6,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 
-from traitlets import Bool, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
 from .focus.board import LONG_CELL_SECONDS
@@ -16,6 +17,7 @@ from .focus.board import LONG_CELL_SECONDS
 _FALSE = {"0", "false", "no", "off"}
 MEMORY_ENV = "JUPYTER_RECAP_MEMORY"
 CAPTURE_ENV = "JUPYTER_RECAP_CAPTURE"
+AUTO_HOSTED_ENV = "JUPYTER_RECAP_AUTO_HOSTED"
 
 
 def env_flag(name: str, fallback: bool) -> bool:
@@ -145,6 +147,59 @@ class Recap(Configurable):
         help="Backstop for one recap: a model call still unanswered after this is abandoned.",
     ).tag(config=True)
 
+    prices = Dict(
+        help="""Model prices in US dollars per million tokens, as [input, output], keyed by model
+        id, e.g. {"openai:gpt-4o-mini": [0.15, 0.6]}. They override or extend the built-in
+        table of list prices, which is an estimate; an entry also prices the dated versions of
+        its model ("anthropic:claude-3-5-haiku" prices "anthropic:claude-3-5-haiku-20241022").
+        A model priced nowhere has its tokens counted and no cost shown.""",
+    ).tag(config=True)
+
+    daily_budget = Int(
+        100,
+        help="""The most model calls automatic recaps may make per person per local day, across
+        all kernels. When it is spent, automatic recaps use the offline engine until midnight;
+        `%recap` still calls the model. 0: automatic recaps never call a model.""",
+    ).tag(config=True)
+
+    auto_hosted = Bool(
+        help="""Let automatic recaps send the recent transcript to a hosted model (OpenAI,
+        Anthropic, OpenRouter). Off: automatic recaps use only local models (Ollama, a
+        localhost server) or the offline engine; `%recap` still uses the model you set.
+        Defaults to on; JUPYTER_RECAP_AUTO_HOSTED=0 in the environment turns it off.""",
+    ).tag(config=True)
+
+    @default("auto_hosted")
+    def _auto_hosted_default(self) -> bool:
+        return env_flag(AUTO_HOSTED_ENV, True)
+
+    @validate("prices")
+    def _valid_prices(self, proposal: dict[str, object]) -> object:
+        value = proposal["value"]
+        checked: dict[str, list[float]] = {}
+        for name, price in value.items() if isinstance(value, dict) else ():
+            where = f"Recap.prices[{name!r}]"
+            if not isinstance(name, str) or not name.strip():
+                raise TraitError(f"{where}: the key must be a model id such as 'openai:gpt-4o'")
+            numbers = list(price) if isinstance(price, (list, tuple)) else None
+            if numbers is None or len(numbers) != 2 or not all(_is_price(n) for n in numbers):
+                raise TraitError(
+                    f"{where}: expected [input, output] US dollars per million tokens, two "
+                    f"non-negative numbers; got {price!r}"
+                )
+            checked[name.strip()] = [float(n) for n in numbers]
+        return checked
+
+    @validate("daily_budget")
+    def _valid_budget(self, proposal: dict[str, object]) -> object:
+        value = proposal["value"]
+        if isinstance(value, int) and value < 0:
+            raise TraitError(
+                f"Recap.daily_budget must not be negative (got {value}); 0 keeps automatic "
+                "recaps off the model"
+            )
+        return value
+
     @validate("away_seconds", "post_turn_seconds", "idle_seconds", "timeout_seconds")
     def _non_negative(self, proposal: dict[str, object]) -> object:
         value = proposal["value"]
@@ -172,3 +227,13 @@ class Recap(Configurable):
                 f"(known: all, {', '.join(SOURCE_NAMES)})"
             )
         return names
+
+
+def _is_price(value: object) -> bool:
+    """A price per million tokens: a finite number, not negative, not a bool."""
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )

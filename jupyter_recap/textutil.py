@@ -57,6 +57,31 @@ UNSAFE_CHARS = frozenset(
 _INVISIBLE = dict.fromkeys(map(ord, UNSAFE_CHARS))
 
 
+# "ValueError: …", "pandas.errors.ParserError: …", "KeyboardInterrupt": how Python names what
+# went wrong on the last line of a traceback.
+_ERROR_NAME = re.compile(
+    r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)\b"
+)
+_ERROR_WORD = re.compile(r"(?i)\b(?:error|failed|failure|exception|fatal)\b")
+
+
+def error_line(text: str) -> str:
+    """The line of an error text that says what went wrong, stripped.
+
+    A traceback opens with "Traceback (most recent call last):" and names the error on its last
+    line; a test runner or a shell prints its logs first. So: the last line that names an
+    exception, else the last line that says error or failed, else the last line.
+    """
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return lines[0] if lines else ""
+    for pattern in (_ERROR_NAME, _ERROR_WORD):
+        for line in reversed(lines):
+            if pattern.search(line) if pattern is _ERROR_WORD else pattern.match(line):
+                return line
+    return lines[-1]
+
+
 def printable(text: str) -> str:
     """``text`` safe to print to a terminal or a notebook's stream output.
 

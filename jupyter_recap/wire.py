@@ -138,7 +138,10 @@ class AgentAnswer(TypedDict):
 
 
 class SessionSummaryJSON(TypedDict):
-    """One stored session in ``GET sessions`` (and ``jupyter recap --sessions --json``)."""
+    """One stored session in ``GET sessions`` (and ``jupyter recap --sessions --json``).
+
+    ``title`` follows the work (taken from the latest recap); ``first_prompt`` stays.
+    """
 
     id: str
     updated: float
@@ -147,6 +150,7 @@ class SessionSummaryJSON(TypedDict):
     notebook: str | None
     last_recap: str | None
     progress: str | None
+    first_prompt: str
 
 
 class SessionList(TypedDict):

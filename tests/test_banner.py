@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from browser import needs_chromium
 from IPython.core.formatters import DisplayFormatter
-from playwright.sync_api import Browser, Locator, Page
+from playwright.sync_api import Browser, Locator, Page, Route
 from traitlets import TraitError
 
 from jupyter_recap.widget.banner import RecapBanner
@@ -69,7 +69,7 @@ def test_dismissed_hides_and_show_undismisses(banner: RecapBanner) -> None:
     banner.show("recap", "offline")
     banner.set_state({"dismissed": True})  # how an update from the browser's × button lands
     assert banner.state == "hidden"
-    assert banner.plain_text() == ""
+    assert banner.plain_text() == "✦ recap · offline\nrecap"  # what a saved notebook keeps
 
     banner.show("next recap", "offline")
     assert (banner.state, banner.dismissed) == ("shown", False)
@@ -95,18 +95,59 @@ def test_show_sends_one_update(banner: RecapBanner, monkeypatch: pytest.MonkeyPa
     assert sent[0]["state"]["text"] == "recap"
 
 
-def test_plain_text(banner: RecapBanner) -> None:
+def test_plain_text_is_the_latest_recap(banner: RecapBanner) -> None:
     assert banner.plain_text() == ""
+    banner.drafting("offline")
+    banner.fail("rate limited", model="offline")
+    assert banner.plain_text() == ""  # no recap yet: a saved notebook shows nothing
+
     banner.show("You were tuning the learning rate.", "offline")
     assert banner.plain_text() == "✦ recap · offline\nYou were tuning the learning rate."
     banner.show("Done.", "openai:gpt-4o-mini", note="tasks ####.... 2/5")
-    assert banner.plain_text() == "✦ recap · openai:gpt-4o-mini\nDone.\ntasks ####.... 2/5"
+    latest = "✦ recap · openai:gpt-4o-mini\nDone.\ntasks ####.... 2/5"
+    assert banner.plain_text() == latest
+    # Passing states are over long before anyone reads a saved notebook: the recap stays.
     banner.drafting()
-    assert banner.plain_text() == "✦ recap\ndrafting…"
+    assert banner.plain_text() == latest
     banner.fail("rate limited", model="offline")
-    assert banner.plain_text() == "✦ recap · offline\nrecap failed\nrate limited"
+    assert banner.plain_text() == latest
+    banner.clear()
+    assert banner.plain_text() == latest
     banner.show(XSS, "offline")
+    banner.set_state({"dismissed": True})
     assert banner.plain_text() == f"✦ recap · offline\n{XSS}"  # passed through untouched
+
+
+def test_plain_text_is_printable(banner: RecapBanner) -> None:
+    banner.show("You were \x1b]0;pwned\x07fixing\u202e the FK.", "off\x1b[2Jline", note="a\x07b")
+    assert banner.plain_text() == "✦ recap · offline\nYou were fixing the FK.\nab"
+
+
+def test_progress_follows_a_shown_recap_only(banner: RecapBanner) -> None:
+    one, two, three = ({"done": n, "total": 4, "blocked": 0} for n in (1, 2, 3))
+    assert banner.set_progress("tasks #... 1/4", one) is False
+    assert banner.plain_text() == ""
+    banner.show("You were migrating.", "offline", note="tasks #... 1/4", progress=one)
+    assert banner.set_progress("tasks #... 1/4", one) is False  # the saved text is unchanged
+    assert banner.set_progress("tasks ##.. 2/4", two) is True
+    assert (banner.note, banner.progress) == ("tasks ##.. 2/4", two)
+    assert banner.plain_text() == "✦ recap · offline\nYou were migrating.\ntasks ##.. 2/4"
+    # Hidden, the banner keeps the progress it was shown with.
+    banner.clear()
+    assert banner.set_progress("tasks ###. 3/4", three) is False
+    assert banner.plain_text() == "✦ recap · offline\nYou were migrating.\ntasks ##.. 2/4"
+
+
+def test_display_id_is_fixed_and_outlives_the_comm() -> None:
+    widget = RecapBanner()
+    other = RecapBanner()
+    display_id = widget.display_id
+    assert widget.model_id in display_id and display_id != other.display_id
+    widget.show("recap", "offline")
+    assert widget.display_id == display_id
+    widget.close()
+    other.close()
+    assert widget.display_id == display_id  # an update after close must not raise for its id
 
 
 def test_repr_mimebundle(banner: RecapBanner) -> None:
@@ -118,7 +159,7 @@ def test_repr_mimebundle(banner: RecapBanner) -> None:
     assert data[WIDGET_MIME]["model_id"] == banner.model_id
 
     # What terminal IPython would print.
-    formatted, _ = DisplayFormatter().format(banner)
+    formatted, _ = DisplayFormatter().format(banner)  # type: ignore[no-untyped-call]
     assert formatted["text/plain"] == banner.plain_text()
 
 
@@ -166,7 +207,12 @@ DEFAULTS = {
 def page(browser: Browser) -> Iterator[Page]:
     page = browser.new_page(viewport={"width": 760, "height": 520})
     requests: list[str] = []
-    page.route("**/*", lambda route: (requests.append(route.request.url), route.abort()))
+
+    def refuse(route: Route) -> None:
+        requests.append(route.request.url)
+        route.abort()
+
+    page.route("**/*", refuse)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     css = (STATIC / "banner.css").read_text(encoding="utf-8")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cliutil import VENV_BIN, offline_env, one_line_error, run_cli
+from fakellm import FakeLLM
 
 from jupyter_recap import cli
 from jupyter_recap.errors import NotebookError
@@ -196,3 +197,35 @@ def test_multi_line_notebook_error_is_flattened(
     monkeypatch.setattr("jupyter_recap.record.notebookfile.read_notebook", unreadable)
     assert cli.main(["x.ipynb"]) == 2
     assert capsys.readouterr().err == "jupyter recap: x.ipynb is not a readable notebook: odd\n"
+
+
+# -- --dry-run: the request, not a recap ---------------------------------------------------------
+
+
+def test_dry_run_prints_the_request_and_the_fake_server_sees_nothing(
+    tmp_path: Path, fake_llm: FakeLLM
+) -> None:
+    env = offline_env(
+        JUPYTER_RECAP_MODEL="openai:gpt-4o-mini", OPENAI_BASE_URL=fake_llm.url + "/v1"
+    )
+    result = recap(DEMO, "--dry-run", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    first, *rest = result.stdout.splitlines()
+    assert first.startswith("dry run: nothing was sent; openai:gpt-4o-mini would get ")
+    assert "--- system prompt (" in rest[1] and any("--- user message (" in r for r in rest)
+    assert "invoices" in result.stdout  # the demo session's context
+    assert fake_llm.requests == []
+    as_json = json.loads(recap(DEMO, "--dry-run", "--json", cwd=tmp_path, env=env).stdout)
+    assert as_json["dry_run"] is True and as_json["model"] == "openai:gpt-4o-mini"
+    assert as_json["chars"] == len(as_json["system"]) + len(as_json["user"])
+    assert 0 < as_json["tokens_estimate"] <= as_json["chars"]
+    assert fake_llm.requests == []
+
+
+def test_dry_run_offline_and_bad_combinations(tmp_path: Path) -> None:
+    result = recap(DEMO, "--dry-run", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("dry run: nothing would be sent (model setting offline")
+    assert "dry-run goes with a notebook or a session id only" in one_line_error(
+        recap("--sessions", "--dry-run", cwd=tmp_path)
+    )

@@ -42,9 +42,15 @@ def project(tmp_path: Path) -> Path:
 
 
 def make_session(
-    prompt: str, notebook: str | Path | None, *, session_id: str | None = None, turns: int = 1
+    prompt: str,
+    notebook: str | Path | None,
+    *,
+    session_id: str | None = None,
+    turns: int = 1,
+    recap: str | None = None,
 ) -> str:
-    """Store a finished session of ``turns`` prompts (the first one is ``prompt``); its id."""
+    """Store a finished session of ``turns`` prompts (the first one is ``prompt``), then the
+    ``recap`` shown, if any; its id."""
     t = Transcript()
     record = None
     if session_id is not None:  # a chosen id: continue an (empty) "stored" record
@@ -56,6 +62,8 @@ def make_session(
         t.user(prompt if n == 0 else f"and then step {n}", model="openai:gpt-4o-mini")
         t.assistant("Done. Next: check the totals against the ledger.")
         t.outcome("ok")
+    if recap is not None:
+        t.recap(recap, model="offline")
     writer.close()
     time.sleep(0.002)  # distinct update times: the listing order is well defined
     return writer.id
@@ -161,6 +169,32 @@ def test_sessions_as_json(stored: dict[str, str], home: Path, project: Path) -> 
     assert payload[0]["notebook"] == str(project / "sales.ipynb")
 
 
+def test_sessions_show_the_living_title_and_the_first_prompt(home: Path, project: Path) -> None:
+    asked = "I have orders.csv with columns id, customer_id, total"
+    moved = make_session(
+        asked,
+        project / "sales.ipynb",
+        turns=2,
+        recap="You were fixing the foreign key on orders. Next: rerun the migration.",
+    )
+    same = make_session("plot churn by cohort", project / "sales.ipynb")
+    lines = ok_lines(run("--sessions", "sales.ipynb", cwd=project, home=home))
+    rows = [squash(line) for line in lines]
+    assert same.startswith(rows[0].split()[0]) and moved.startswith(rows[1].split()[0])
+    assert rows[0].endswith(" 1 turn plot churn by cohort")  # still its first prompt: said once
+    assert rows[1].endswith(" 2 turns Fixing the foreign key on orders")
+    assert rows[2:] == [
+        f"asked: {asked}",
+        "✦ You were fixing the foreign key on orders. Next: rerun the migration.",
+    ]
+
+    payload = json.loads(run("--sessions", "sales.ipynb", "--json", cwd=project, home=home).stdout)
+    assert [(s["title"], s["first_prompt"]) for s in payload] == [
+        ("plot churn by cohort", "plot churn by cohort"),
+        ("Fixing the foreign key on orders", asked),
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -186,8 +220,8 @@ def test_sessions_of_other_notebooks_only(stored: dict[str, str], home: Path) ->
 def test_recap_by_full_id(stored: dict[str, str], home: Path, project: Path) -> None:
     lines = ok_lines(run(stored["sales2"], cwd=project, home=home))
     assert lines[-1] == "— offline"
-    assert "clean the invoices table" in " ".join(lines[:-1])
-    assert "check the totals" in " ".join(lines[:-1])
+    assert "Clean the invoices table" in " ".join(lines[:-1])
+    assert "Check the totals" in " ".join(lines[:-1])
 
 
 def test_recap_by_the_prefix_the_listing_shows(
@@ -198,7 +232,7 @@ def test_recap_by_the_prefix_the_listing_shows(
     prefix = churn.split()[0]
     assert stored["churn"].startswith(prefix) and len(prefix) < 36
     lines = ok_lines(run(prefix.upper(), cwd=project, home=home))
-    assert "plot churn by cohort" in " ".join(lines) and lines[-1] == "— offline"
+    assert "Plot churn by cohort" in " ".join(lines) and lines[-1] == "— offline"
 
 
 def test_recap_by_id_as_json(stored: dict[str, str], home: Path, project: Path) -> None:
@@ -208,7 +242,7 @@ def test_recap_by_id_as_json(stored: dict[str, str], home: Path, project: Path) 
     assert set(payload) == {"session_id", "recap", "model", "reason"}
     assert payload["session_id"] == stored["sales1"]
     assert payload["model"] == "offline" and payload["reason"] == "ok"
-    assert "fix the foreign key" in payload["recap"]
+    assert "Fix the foreign key" in payload["recap"]
 
 
 def test_recap_by_id_with_model_option(stored: dict[str, str], home: Path, project: Path) -> None:
@@ -234,7 +268,7 @@ def test_ambiguous_prefix(home: Path, project: Path) -> None:
     assert result.stdout == ""
     lines = ok_lines(run("--sessions", "a.ipynb", cwd=project, home=home))
     assert [line.split()[0] for line in lines] == [ID_B, ID_A]  # differ in the last digit only
-    assert "first" in " ".join(ok_lines(run(ID_A, cwd=project, home=home)))
+    assert "First" in " ".join(ok_lines(run(ID_A, cwd=project, home=home)))
 
 
 @pytest.mark.parametrize(
@@ -346,7 +380,7 @@ def test_recap_of_a_notebook_uses_its_tasks_and_notes(home: Path, project: Path)
     MemoryStore(project).remember("command", "pytest -x tests/test_loader.py")
     for target in (notebook, writer.id):
         lines = ok_lines(run(target, cwd=project, home=home))
-        assert lines[0].endswith("Next: pin the date format (0 of 1 tasks done).")
+        assert lines[0].endswith("Next: Pin the date format (0 of 1 tasks done).")
     # the listing shows each session's progress, and --json carries it
     listing = ok_lines(run("--sessions", notebook, cwd=project, home=home))
     assert listing[-1].strip() == "tasks ............ 0/1"

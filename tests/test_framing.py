@@ -68,7 +68,8 @@ def test_framing_lines_and_open_task(memory: MemoryStore) -> None:
     # the recalled note ranks first
     assert notes_line.startswith(NOTES_LABEL + "[gotcha] two-digit years before 1970")
     assert "[command] the tests run with pytest -x tests/" in notes_line
-    assert framing.open_task == "add a regression test for two-digit years (2 of 5 tasks done)"
+    assert framing.open_task == "add a regression test for two-digit years"
+    assert framing.progress == (2, 5)
 
 
 def test_no_tasks_no_notes_is_no_framing(memory: MemoryStore) -> None:
@@ -120,14 +121,14 @@ def test_offline_next_step_comes_from_the_task_list(memory: MemoryStore) -> None
     result = draft_recap(t, model="offline", framing=framing_for(PLAN, memory), env={})
     assert result.recap is not None
     assert result.recap.text.endswith(
-        "Next: add a regression test for two-digit years (2 of 5 tasks done)."
+        "Next: Add a regression test for two-digit years (2 of 5 tasks done)."
     )
     # a next step the transcript names wins over the list
     t2 = jr.Transcript()
     with t2.turn("fix the CSV loader", model="offline"):
         t2.assistant("Done with the parser. Next: rerun the notebook top to bottom.")
     text = draft_recap(t2, model="offline", framing=framing_for(PLAN, None), env={}).recap
-    assert text is not None and text.text.endswith("Next: rerun the notebook top to bottom.")
+    assert text is not None and text.text.endswith("Next: Rerun the notebook top to bottom.")
 
 
 def test_the_model_sees_the_framing(memory: MemoryStore) -> None:

@@ -60,7 +60,7 @@ def test_recap_cell_carries_the_banner_with_the_recap(kernel: Any) -> None:
     assert any(s.get("state") == "drafting" for s in states)  # visible while in flight
     assert final["state"] == "shown"
     assert final["model"] == "offline"
-    assert "invoices.ts" in final["text"] and "Next: repoint" in final["text"]
+    assert "invoices.ts" in final["text"] and "Next: Repoint" in final["text"]
     assert stream_text(messages) == ""  # nothing printed into the cell on success
 
 

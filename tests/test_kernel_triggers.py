@@ -80,7 +80,7 @@ def test_idle_fallback_shows_a_recap_without_any_cell_run(kernel: tuple[Any, str
     ended = time.monotonic()
     state, at = wait_for_shown(kc, comm_id, 10)
     assert (
-        "fix the flaky CSV loader" in state["text"] and "Next: rerun the loader." in state["text"]
+        "Fix the flaky CSV loader" in state["text"] and "Next: Rerun the loader." in state["text"]
     )
     assert state["reason"] == "idle"
     assert at - ended >= 0.9  # not before the idle time passed
@@ -107,7 +107,7 @@ def test_away_timer_during_a_long_turn_drafts_at_turn_end(kernel: tuple[Any, str
     assert shown, "no recap at turn end"
     state = shown[0]
     assert state["reason"] == "away"
-    assert "Next: the invoices FK." in state["text"]
+    assert "Next: The invoices FK." in state["text"]
     status = stream_text(execute(kc, "%recap status"))
     assert "source: api" in status and "away for" in status
 

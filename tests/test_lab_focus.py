@@ -118,7 +118,7 @@ def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> 
     assert state["in_active_cell"] and state["first_child"] and state["before_input"], state
     assert state["active_index"] == 3
     assert "Migrate the billing tables to the v2 schema" in str(state["text"])
-    assert "Next: repoint it to customers_v2 and rerun the migration." in str(state["text"])
+    assert "Next: Repoint it to customers_v2 and rerun the migration." in str(state["text"])
     assert state["model"] == "offline" and state["reason"] == "away"
     # The agent's task list, as a progress bar (its ASCII form stays in the text/plain output).
     assert state["progress"] == {"value": 1, "max": 4, "label": "1/4 tasks · 1 blocked"}

@@ -23,8 +23,11 @@ def summary(
     notebook: str | None = "/home/me/projects/sales.ipynb",
     last_recap: str | None = None,
     progress: str | None = None,
+    first_prompt: str = "",
 ) -> SessionSummary:
-    return SessionSummary(session_id, NOW - ago, title, turns, notebook, last_recap, progress)
+    return SessionSummary(
+        session_id, NOW - ago, title, turns, notebook, last_recap, progress, first_prompt
+    )
 
 
 @pytest.mark.parametrize(
@@ -151,3 +154,47 @@ def test_the_last_recap_and_the_task_progress_follow_their_session() -> None:
         "            tasks ########.... 2/3",
         "0193ab2c-2  2 min  2 turns  plot churn",
     ]
+
+
+def test_the_first_prompt_is_shown_under_a_title_that_moved_on() -> None:
+    asked = "I have orders.csv with columns id, customer_id, total; the FK fails"
+    listing = format_sessions(
+        [
+            summary(
+                "0193ab2c-1111-7000-8000-000000000001",
+                title="Fixing the foreign key on orders",
+                first_prompt=asked,
+                last_recap="You were fixing the foreign key on orders. Next: rerun the migration.",
+                progress="tasks ########.... 2/3",
+            ),
+            # a title that is still the first prompt (or says the same) is not repeated
+            summary(
+                "0193ab2c-2222-7000-8000-000000000002",
+                title="plot churn",
+                first_prompt="plot churn",
+            ),
+            summary(
+                "0193ab2c-3333-7000-8000-000000000003",
+                title="Plot churn by cohort",
+                first_prompt="plot churn by cohort.",
+            ),
+        ],
+        NOW,
+    )
+    assert listing.splitlines() == [
+        "0193ab2c-1  2 min  2 turns  Fixing the foreign key on orders",
+        "            asked: I have orders.csv with columns id, customer_id, total; the FK fails",
+        "            ✦ You were fixing the foreign key on orders. Next: rerun the migration.",
+        "            tasks ########.... 2/3",
+        "0193ab2c-2  2 min  2 turns  plot churn",
+        "0193ab2c-3  2 min  2 turns  Plot churn by cohort",
+    ]
+
+
+def test_the_first_prompt_is_made_inert_and_kept_on_one_line() -> None:
+    listing = format_sessions(
+        [summary(C, title="Cleaning invoices", first_prompt="clean\n\x1b[2Jthe\tinvoices")], NOW
+    )
+    title, asked = listing.splitlines()
+    assert title.endswith("Cleaning invoices")
+    assert asked.split("asked: ")[1].endswith("the invoices") and "\x1b" not in asked

@@ -31,7 +31,7 @@ def recap_output(shell: Any, capsys: Any, line: str = "") -> str:
 def test_manual_recap_offline(loaded: Any, capsys: Any) -> None:
     out = recap_output(loaded, capsys)
     assert out.startswith("✦ recap · offline\n")
-    assert "fix the FK constraint in invoices.ts" in out and "Next: repoint the FK." in out
+    assert "Fix the FK constraint in invoices.ts" in out and "Next: Repoint the FK." in out
 
 
 def test_manual_recap_bypasses_automatic_off(loaded: Any, capsys: Any) -> None:
@@ -149,7 +149,7 @@ def test_manual_recap_is_refused_while_an_api_agent_turn_runs(shell: Any, capsys
         release.set()
         worker.join(5)
     assert [e.kind for e in jr.current()][-2:] == ["assistant", "outcome"]
-    assert "Next: parse the tables." in recap_output(shell, capsys)
+    assert "Next: Parse the tables." in recap_output(shell, capsys)
 
 
 def test_api_turn_records_errors_and_interrupts() -> None:
@@ -209,3 +209,57 @@ def test_sessions_of_a_kernel_without_a_notebook_are_not_passed_off_as_its_own(
     assert "does not know its notebook" in out and "%recap sessions --all" in out
     assert "reconcile the March invoices" not in out
     assert "reconcile the March invoices" in recap_output(shell, capsys, "sessions --all")
+
+
+def test_sessions_show_the_title_the_latest_recap_gives(
+    shell: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("JPY_SESSION_NAME", "billing.ipynb")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    shell.agent = install(shell)
+    shell.agent.script.append(lambda prompt: print("Done. Next: rerun the tests."))
+    shell.run_cell("%%agent\nfix the FK constraint in invoices.ts", store_history=True)
+    before = recap_output(shell, capsys, "sessions").splitlines()
+    assert len(before) == 1 and before[0].endswith("1 turn  fix the FK constraint in invoices.ts")
+
+    recap_output(shell, capsys, "--model openai:gpt-4o-mini")  # "You are fixing the flaky …"
+    title, asked, told = recap_output(shell, capsys, "sessions").splitlines()
+    assert title.endswith("1 turn  Fixing the flaky CSV loader")
+    assert asked.split() == ["asked:", "fix", "the", "FK", "constraint", "in", "invoices.ts"]
+    said = "You are fixing the flaky CSV loader. Next: rerun the tests."
+    assert told.split() == ["✦", *said.split()]
+
+
+KEY = "Xb3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zA7cB"
+
+
+def test_dry_run_prints_the_request_and_sends_nothing(
+    loaded: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-" + KEY[::-1])
+    loaded.run_cell(f"print('token sk-proj-{KEY}')", store_history=True)
+    out = recap_output(loaded, capsys, "--dry-run --model openai:gpt-4o-mini")
+    lines = out.splitlines()
+    assert lines[0].startswith("dry run: nothing was sent; openai:gpt-4o-mini would get ")
+    assert "tokens" in lines[0]
+    assert "--- system prompt (" in out and "--- user message (" in out
+    assert "User: fix the FK constraint in invoices.ts" in out  # the context, as the model sees it
+    assert "<recap>" in out  # the instructions of the user message, whole
+    assert KEY[:12] not in out and KEY[::-1][:12] not in out  # after redaction
+    assert fake_llm.requests == []  # nothing left the kernel
+    assert "calls:       0 made" in recap_output(loaded, capsys, "status")
+
+
+def test_dry_run_with_the_offline_engine_says_nothing_would_be_sent(
+    loaded: Any, capsys: Any
+) -> None:
+    out = recap_output(loaded, capsys, "--dry-run")
+    assert out.startswith("dry run: nothing would be sent (no agent model seen yet: offline")
+    assert recap_output(loaded, capsys, "--dry-run --model nowhere:x").startswith(
+        "recap: model provider 'nowhere' of 'nowhere:x' is not supported"
+    )
+    assert recap_output(loaded, capsys, "status --dry-run").startswith(
+        "recap: --dry-run goes with %recap [--model M] only"
+    )

@@ -9,6 +9,7 @@ from jupyter_recap.errors import ConfigError
 from jupyter_recap.pipeline.models import (
     Resolution,
     has_credentials,
+    is_local,
     make_provider,
     parse_model_id,
     resolve_models,
@@ -261,3 +262,21 @@ def test_make_provider_ollama_host_without_scheme(fake_llm: FakeLLM) -> None:  #
     env = {"OLLAMA_HOST": fake_llm.url.removeprefix("http://")}
     assert _ask(ModelRef("ollama", "llama3.2"), env) == DEFAULT_TEXT
     assert fake_llm.requests[0].path == "/api/chat"
+
+
+@pytest.mark.parametrize(
+    ("model", "env", "local"),
+    [
+        ("offline", {}, True),
+        ("ollama:llama3.2", {}, True),
+        ("ollama:llama3.2", {"OLLAMA_HOST": "gpu-box.lan:11434"}, False),
+        ("openai:gpt-4o-mini", {}, False),
+        ("openai:gpt-4o-mini", {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1"}, True),
+        ("openai:qwen", {"OPENAI_BASE_URL": "http://localhost:1234/v1"}, True),
+        ("openai:qwen", {"OPENAI_BASE_URL": "http://[::1]:1234/v1"}, True),
+        ("anthropic:claude-haiku-4-5", {"ANTHROPIC_BASE_URL": "https://proxy.example"}, False),
+        ("openrouter:anthropic/claude-3.5-sonnet", {}, False),
+    ],
+)
+def test_is_local(model: str, env: dict[str, str], local: bool) -> None:
+    assert is_local(parse_model_id(model), env) is local

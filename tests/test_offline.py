@@ -1,9 +1,70 @@
-"""The offline engine on realistic transcripts: task first, how it ended, then the next step."""
+"""The offline engine: the task as asked, the failure nothing fixed, the next step, in the
+conversation's language."""
 
 from __future__ import annotations
 
+import pytest
+
 import jupyter_recap as jr
-from jupyter_recap.pipeline.offline import offline_recap
+from jupyter_recap.pipeline.language import GLUE, detect
+from jupyter_recap.pipeline.offline import asked, offline_recap, sentence_case
+
+
+def recap(t: jr.Transcript, **kwargs: object) -> str:
+    text = offline_recap(t, **kwargs)  # type: ignore[arg-type]
+    assert text is not None
+    return text
+
+
+# -- the task ------------------------------------------------------------------------------
+
+
+def test_the_task_is_the_sentence_that_asks_not_the_preamble() -> None:
+    t = jr.Transcript()
+    t.user(
+        "I have orders.csv with columns id, customer, amount, date. The amounts are in cents. "
+        "Please drop the duplicate orders and sum the amounts per customer."
+    )
+    assert recap(t) == (
+        "Task: Drop the duplicate orders and sum the amounts per customer (orders.csv)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("prompt", "task"),
+    [
+        (
+            "Why does invoices.ts fail its FK constraint?",
+            "Why does invoices.ts fail its FK constraint?",
+        ),
+        ("can you find why the loader drops rows?", "Find why the loader drops rows"),
+        ("build the ETL for the sales data", "Build the ETL for the sales data"),
+        ("df.merge fails on region; fix it", "df.merge fails on region; fix it"),
+        ("Ich habe kunden.csv. Bitte entferne die Dubletten.", "Entferne die Dubletten."),
+        ("J'ai un fichier. Peux-tu tracer les ventes ?", "Tracer les ventes"),
+        ("売上のグラフを作ってください。", "売上のグラフを作ってください。"),
+    ],
+)
+def test_asked(prompt: str, task: str) -> None:
+    assert asked(prompt) == task
+
+
+def test_sentence_case_leaves_identifiers_alone() -> None:
+    assert sentence_case("run it again") == "Run it again"
+    assert sentence_case("df.merge(rates) first") == "df.merge(rates) first"
+    assert sentence_case("orders_v2 is ready") == "orders_v2 is ready"
+    assert sentence_case("iPhone sales") == "iPhone sales"
+
+
+def test_the_summary_goal_is_the_task() -> None:
+    t = jr.Transcript()
+    t.user("set up the project")
+    t.summary("Goal: migrate billing tables to the v2 schema; 4 of 7 done")
+    t.user("now the invoices table")
+    assert recap(t).startswith("Task: Migrate billing tables to the v2 schema; 4 of 7 done.")
+
+
+# -- where things stand and what comes next ------------------------------------------------
 
 
 def test_next_step_from_the_last_reply() -> None:
@@ -16,75 +77,168 @@ def test_next_step_from_the_last_reply() -> None:
         "Next: point invoices.customer_id at customers_v2 and rerun the migration."
     )
     t.outcome("ok")
-    text = offline_recap(t)
-    assert text == (
+    assert recap(t) == (
         "Task: Why does invoices.ts fail its FK constraint after the v2 migration? "
-        "Next: point invoices.customer_id at customers_v2 and rerun the migration."
+        "Last reply: The FK on line 142 still references customers_v1. "
+        "Next: Point invoices.customer_id at customers_v2 and rerun the migration."
     )
 
 
-def test_errored_turn_is_named_and_a_step_suggested() -> None:
-    t = jr.Transcript()
-    t.user("train the churn model on the March data")
-    t.outcome("errored", "RateLimitError: 429 Too Many Requests")
-    text = offline_recap(t)
-    assert text is not None
-    assert "errored: RateLimitError: 429 Too Many Requests." in text
-    assert text.endswith("Next: look at that error, then rerun the agent cell.")
-
-
-def test_aborted_turn() -> None:
-    t = jr.Transcript()
-    t.user("scrape the pricing pages")
-    t.assistant("Fetched 12 of 40 pages")
-    t.outcome("aborted")
-    assert "interrupted before it finished" in (offline_recap(t) or "")
-
-
-def test_failing_cell_after_the_agent_becomes_the_next_step() -> None:
+def test_a_failing_cell_a_later_unrelated_success_does_not_hide() -> None:
     t = jr.Transcript()
     t.user("write the merge for rates")
     t.assistant("df = df.merge(rates, on='region')")
     t.outcome("ok")
-    t.code("df = df.merge(rates, on='region')", error="KeyError: 'region'", count=7)
-    text = offline_recap(t) or ""
-    assert "In[7] failed with KeyError: 'region'." in text
-    assert "Next: fix In[7] (df = df.merge(rates, on='region')) and run it again." in text
+    t.code("df = df.merge(rates, on='region')", error="KeyError: 'region'", count=7, cell_id="a")
+    t.code("df.head()", count=8, cell_id="b")
+    assert recap(t) == (
+        "Task: Write the merge for rates. In[7] failed with KeyError: 'region'. "
+        "Next: Fix In[7] (df = df.merge(rates, on='region')) and run it again."
+    )
 
 
-def test_summary_and_latest_ask() -> None:
+def test_a_failure_fixed_by_running_the_same_cell_again_is_gone() -> None:
     t = jr.Transcript()
-    t.user("set up the project")
-    t.summary("Goal: migrate billing tables to the v2 schema; 4 of 7 done")
-    t.user("now the invoices table")
-    text = offline_recap(t) or ""
-    assert text.startswith("Task: migrate billing tables to the v2 schema; 4 of 7 done.")
+    t.user("plot the basket sizes")
+    t.code(
+        "sns.histplot(sales)", error="NameError: name 'sns' is not defined", count=3, cell_id="p"
+    )
+    t.code("import seaborn as sns\nsns.histplot(sales)", count=4, cell_id="p")
+    assert "NameError" not in recap(t)
+    # Without cell ids (terminal IPython), a later cell that repeats its first line fixed it.
+    t = jr.Transcript()
+    t.user("plot the basket sizes")
+    t.code("sns.histplot(sales)", error="NameError: name 'sns' is not defined", count=3)
+    t.code("import seaborn as sns\nsns.histplot(sales)", count=4)
+    assert "NameError" not in recap(t)
 
 
-def test_latest_ask_when_it_differs_from_the_first() -> None:
+def test_the_step_proposed_after_a_failure_beats_fix_it_and_older_steps_are_stale() -> None:
+    t = jr.Transcript()
+    t.user("train the model")
+    t.assistant("Baseline done. Next: run the grid search.")
+    t.tool_call("run_cell", {"code": "search.fit(X, y)"})
+    t.tool_result("run_cell", "", error="Traceback (most recent call last):\n  ...\nMemoryError")
+    assert recap(t) == (
+        "Task: Train the model. The tool run_cell failed: MemoryError. "
+        "Next: Look at that error, then rerun the agent cell."
+    )
+    t.assistant("The grid search ran out of memory. I would need to rerun it with n_jobs=2.")
+    assert recap(t) == (
+        "Task: Train the model. Last reply: The grid search ran out of memory. "
+        "Next: Rerun it with n_jobs=2."
+    )
+
+
+def test_an_errored_turn_and_an_interrupted_one() -> None:
+    t = jr.Transcript()
+    t.user("train the churn model on the March data")
+    t.outcome("errored", "RateLimitError: 429 Too Many Requests")
+    assert recap(t) == (
+        "Task: Train the churn model on the March data. "
+        "The last agent turn errored: RateLimitError: 429 Too Many Requests. "
+        "Next: Look at that error, then rerun the agent cell."
+    )
+    t = jr.Transcript()
+    t.user("scrape the pricing pages")
+    t.outcome("aborted")
+    assert "interrupted before it finished" in recap(t)
+
+
+def test_a_new_ask_shows_a_short_follow_up_does_not() -> None:
     t = jr.Transcript()
     t.user("build the ETL for the sales data")
     t.user("add a test for the dedupe step")
-    assert offline_recap(t) == (
-        "Task: build the ETL for the sales data. Latest ask: add a test for the dedupe step."
+    assert recap(t) == (
+        "Task: Build the ETL for the sales data. Latest ask: Add a test for the dedupe step."
+    )
+    t.assistant("Added test_dedupe; it passes.")
+    t.user("and now?")
+    assert recap(t) == (
+        "Task: Build the ETL for the sales data. Last reply: Added test_dedupe; it passes."
     )
 
 
-def test_a_stated_next_step_replaces_the_latest_ask() -> None:
-    t = jr.Transcript()
-    t.user("Build the ETL for the sales data. It must run nightly and load into the warehouse.")
-    t.user("add a test for the dedupe step")
-    t.assistant("Added test_dedupe. Next: run it against the March extract.")
-    assert offline_recap(t) == (
-        "Task: Build the ETL for the sales data. Next: run it against the March extract."
-    )
-
-
-def test_open_task_is_the_fallback_next_step() -> None:
+def test_the_open_task_and_its_progress_come_last() -> None:
     t = jr.Transcript()
     t.user("refactor the loaders")
-    text = offline_recap(t, open_task="split loaders.py into one module per source")
-    assert text is not None and text.endswith("Next: split loaders.py into one module per source.")
+    text = recap(t, open_task="split loaders.py into one module per source", progress=(1, 3))
+    assert text.endswith("Next: Split loaders.py into one module per source (1 of 3 tasks done).")
+
+
+def test_cells_alone() -> None:
+    t = jr.Transcript()
+    t.code("import pandas as pd", count=1)
+    t.code("stores = pd.read_csv('stores.csv')", count=2)
+    assert recap(t) == "Last cell run: stores = pd.read_csv('stores.csv')."
+
+
+# -- the language --------------------------------------------------------------------------
+
+
+def test_a_german_session_gets_german_glue() -> None:
+    t = jr.Transcript()
+    t.user("Ich habe kunden.parquet. Bitte trainiere ein Modell für die Kündigungen.")
+    t.code("modell.fit(X, y)", error="ValueError: could not convert string to float", count=4)
+    assert recap(t, progress=(0, 2)) == (
+        "Aufgabe: Trainiere ein Modell für die Kündigungen (kunden.parquet). "
+        "In[4] schlug fehl mit ValueError: could not convert string to float. "
+        "Als Nächstes: In[4] (modell.fit(X, y)) korrigieren und erneut ausführen."
+    )
+
+
+@pytest.mark.parametrize(
+    ("prompts", "language"),
+    [
+        (["Fix the FK on the invoices table, it fails after the migration"], "en"),
+        (["Warum schlägt der Import fehl? Die Datei ist da."], "de"),
+        (["Écris un scraper pour le catalogue et enregistre les prix dans un fichier"], "fr"),
+        (["Necesito una migración que añada la columna nivel a la tabla"], "es"),
+        (["Preciso de um gráfico com as vendas por mês, por favor"], "pt"),
+        (["Crea un grafico delle vendite per mese e salvalo come immagine"], "it"),
+        (["Maak een grafiek van de verkoop per maand en sla het op"], "nl"),
+        (["帮我写一个天气 API 的客户端"], "zh"),
+        (["売上のグラフを作ってください"], "ja"),
+        (["Weiter."], "de"),
+        (["Исправь ошибку в загрузчике данных, пожалуйста"], None),
+        (["go"], None),
+    ],
+)
+def test_detect(prompts: list[str], language: str | None) -> None:
+    assert detect(prompts) == language
+
+
+@pytest.mark.parametrize("language", ["fr", "es", "pt", "it", "nl", "zh", "ja"])
+def test_every_language_has_its_own_glue(language: str) -> None:
+    assert GLUE[language].task != GLUE["en"].task
+    assert GLUE[language].next != GLUE["en"].next
+
+
+def test_chinese_and_japanese_sentences_end_the_cjk_way() -> None:
+    t = jr.Transcript()
+    t.user("帮我写一个天气 API 的 Python 客户端类 WeatherClient。")
+    t.code("client.forecast({'city': 'x'})", error="TypeError: unhashable type: 'dict'", count=5)
+    assert recap(t) == (
+        "任务：帮我写一个天气 API 的 Python 客户端类 WeatherClient。"
+        "In[5] 出错：TypeError: unhashable type: 'dict'。"
+        "下一步：修复 In[5] (client.forecast({'city': 'x'})) 并重新运行。"
+    )
+
+
+def test_no_glue_rather_than_the_wrong_language() -> None:
+    t = jr.Transcript()
+    t.user("Исправь загрузчик: он теряет строки с BOM в начале файла.")
+    t.code("load('a.csv')", error="UnicodeDecodeError: bad byte", count=2)
+    text = recap(t)
+    for words in ("Task", "failed", "Next", "Aufgabe"):
+        assert words not in text
+    assert text == (
+        "Исправь загрузчик: он теряет строки с BOM в начале файла. "
+        "In[2] ✗ UnicodeDecodeError: bad byte. → In[2] (load('a.csv'))."
+    )
+
+
+# -- bounds --------------------------------------------------------------------------------
 
 
 def test_nothing_to_say() -> None:
@@ -97,8 +251,7 @@ def test_at_most_three_sentences_and_bounded() -> None:
     t.user("b " * 500)
     t.assistant("Next: " + "c " * 500)
     t.outcome("errored", "E: " + "d " * 500)
-    text = offline_recap(t) or ""
-    assert len(text) <= 400
+    assert len(recap(t)) <= 400
 
 
 def test_secrets_never_appear() -> None:

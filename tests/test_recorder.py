@@ -46,6 +46,20 @@ def test_displayed_markdown_reply(loaded: Any, capsys: Any) -> None:
     assert "Markdown" in capsys.readouterr().out  # the user's display still happened
 
 
+def test_the_recap_banner_shown_during_a_turn_is_not_its_output(loaded: Any) -> None:
+    from jupyter_recap.widget.banner import RecapBanner
+
+    banner = RecapBanner()
+    banner.show("Task: an earlier recap.", "offline")
+
+    # A recap shown while the agent works is not something the agent said (a widget view
+    # records no text: its text/plain is the widget's, not the agent's).
+    loaded.agent.script.append(lambda prompt: display(banner))
+    run(loaded, "%%agent\nfix the loader")
+    assert "earlier recap" not in str(jr.current().to_list())
+    banner.close()
+
+
 def test_returned_value_is_the_reply(loaded: Any) -> None:
     run(loaded, "%%ai openai-chat:gpt-4o-mini\nWhy does invoices.ts fail its FK constraint?")
     entries = jr.current().entries

@@ -55,7 +55,7 @@ def test_restart_resumes_with_a_recap_and_other_notebooks_stay_apart(tmp_path: P
         shown = [s for s in banner_states(messages) if s.get("state") == "shown"]
         assert shown, "no resume recap appeared"
         assert shown[-1]["reason"] == "resume"
-        assert "migrate the billing tables" in shown[-1]["text"]
+        assert "Migrate the billing tables" in shown[-1]["text"]
         kinds = stream_text(
             execute(kc, "import jupyter_recap as jr; print([e.kind for e in jr.current()])")
         )
@@ -73,8 +73,8 @@ def test_restart_resumes_with_a_recap_and_other_notebooks_stay_apart(tmp_path: P
         )
         assert session_id not in stream_text(execute(kc, "%recap sessions"))
         listing = stream_text(execute(kc, "%recap sessions --all"))
-        assert session_id in listing and "migrate the billing tables" in listing
-        assert "✦ Task: migrate the billing tables" in listing  # what the person was told
+        assert session_id in listing and "Migrate the billing tables" in listing
+        assert "✦ Task: Migrate the billing tables" in listing  # what the person was told
         resumed = stream_text(execute(kc, f"%recap resume {session_id}"))
         assert resumed.startswith(f"recap: resumed session {session_id}")
         bad = stream_text(execute(kc, "%recap resume ../etc"))
@@ -118,7 +118,7 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
         shown = [s for s in widget_states(messages, banner) if "text" in s]
         assert shown[-1]["state"] == "shown"
         assert shown[-1]["text"].endswith(
-            "Next: make two-digit years parse as 19xx (1 of 3 tasks done)."
+            "Next: Make two-digit years parse as 19xx (1 of 3 tasks done)."
         )
         assert shown[-1]["note"] == "tasks ####........ 1/3"
         # the banner's progress line follows the list without any cell being run
@@ -133,7 +133,7 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
         messages = execute(kc, "%load_ext jupyter_recap") + collect(kc, 2)
         shown = [s for s in banner_states(messages) if s.get("state") == "shown"]
         assert shown and shown[-1]["reason"] == "resume"
-        assert shown[-1]["text"].endswith("Next: add a regression test (2 of 3 tasks done).")
+        assert shown[-1]["text"].endswith("Next: Add a regression test (2 of 3 tasks done).")
         assert shown[-1]["note"] == "tasks ########.... 2/3"
         assert stream_text(execute(kc, "%todos")) == (
             "tasks ########.... 2/3\n"

@@ -26,12 +26,17 @@ API = ("jupyter-recap", "api")
 NO_AUTH = {"Authorization": ""}
 
 
-def make_session(prompt: str, notebook: str | None = "a.ipynb", *, prompts: int = 1) -> str:
-    """Write a stored session whose first prompt is ``prompt``; returns its id."""
+def make_session(
+    prompt: str, notebook: str | None = "a.ipynb", *, prompts: int = 1, recap: str | None = None
+) -> str:
+    """Write a stored session whose first prompt is ``prompt`` (then ``recap``, if given);
+    returns its id."""
     transcript = Transcript()
     for index in range(prompts):
         transcript.user(prompt if index == 0 else f"{prompt} (again {index})")
         transcript.assistant("Changed loader.py; the tests pass now.")
+    if recap is not None:
+        transcript.recap(recap, model="offline")
     writer = SessionWriter(transcript, notebook=notebook, kernel_id="k1", delay=60)
     writer.close()
     time.sleep(0.01)  # distinct ``updated`` times, so the listing order is well defined
@@ -76,7 +81,7 @@ async def test_recap_uses_the_stored_task_list(api: Any) -> None:
     writer.close()
     code, answer = await api("sessions", writer.id, "recap", **recap_post())
     assert code == 200
-    assert answer["recap"].endswith("Next: pin the date format (1 of 2 tasks done).")
+    assert answer["recap"].endswith("Next: Pin the date format (1 of 2 tasks done).")
 
 
 @asynctest
@@ -163,6 +168,7 @@ async def test_listing_order_limit_and_notebook(api: Any) -> None:
         "notebook",
         "last_recap",
         "progress",
+        "first_prompt",
     }
     assert (items[2]["title"], items[2]["turns"], items[2]["notebook"]) == (
         "first task",
@@ -193,6 +199,22 @@ async def test_the_default_limit_is_15(api: Any) -> None:
     code, answer = await api("sessions")
     assert (code, len(answer["sessions"])) == (200, 15)
     assert answer["sessions"][0]["title"] == "task 16"
+
+
+@asynctest
+async def test_listing_has_the_living_title_and_the_first_prompt(api: Any) -> None:
+    asked = "the CSV loader drops rows, can you look"
+    session = make_session(asked, recap="Task: strip the BOM in utils.load_csv. Next: rerun.")
+    kept = make_session("plot churn by cohort")
+    code, answer = await api("sessions")
+    assert code == 200
+    by_id = {item["id"]: item for item in answer["sessions"]}
+    assert (by_id[session]["title"], by_id[session]["first_prompt"]) == (
+        "Strip the BOM in utils.load_csv",
+        asked,
+    )
+    assert by_id[session]["last_recap"] == "Task: strip the BOM in utils.load_csv. Next: rerun."
+    assert by_id[kept]["title"] == by_id[kept]["first_prompt"] == "plot churn by cohort"
 
 
 # -- auth and capabilities --------------------------------------------------------------------

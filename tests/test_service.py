@@ -37,7 +37,7 @@ def test_offline_by_default_with_no_credentials() -> None:
     recap = jr.generate_recap(session(), env={})
     assert recap is not None
     assert recap.model == "offline"
-    assert "invoices.ts" in recap.text and "Next: repoint it to customers_v2." in recap.text
+    assert "invoices.ts" in recap.text and "Next: Repoint it to customers_v2." in recap.text
 
 
 def test_active_model_answers_through_its_provider(fake_llm: FakeLLM) -> None:

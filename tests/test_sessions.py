@@ -24,6 +24,7 @@ from jupyter_recap.stores.sessions import (
     list_sessions,
     load,
 )
+from jupyter_recap.stores.titles import first_sentence, title_from_recap
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,8 +60,9 @@ def test_round_trip(home: Path) -> None:
     assert [e.to_dict() for e in loaded] == t.to_list()
     assert record.id == writer.id and record.notebook == "/nb/a.ipynb"
     assert record.kernel_id == "k1" and record.model == "openai:gpt-4o-mini"
-    assert record.title.startswith("a long prompt xxx") and len(record.title) == 80
-    assert "\n" not in record.title
+    assert record.first_prompt.startswith("a long prompt xxx") and len(record.first_prompt) == 80
+    assert "\n" not in record.first_prompt
+    assert record.title == "Fixing the FK"  # the recap's, not the first prompt's
     assert (record.turns, record.recaps, record.tokens_in, record.tokens_out) == (1, 1, 10, 5)
     assert record.tasks == [{"title": "x", "status": "pending"}]
     assert record.cwd == os.getcwd() and record.created <= record.updated
@@ -95,6 +97,168 @@ def test_notebook_from_env_and_listing(home: Path, monkeypatch: pytest.MonkeyPat
     found = latest_for("/projects/x.ipynb")
     assert found is not None and found.id == c.id
     assert latest_for("/projects/none.ipynb") is None
+
+
+def _header(home: Path, session_id: str) -> dict[str, object]:
+    """The header as it is on disk."""
+    data: dict[str, object] = json.loads((home / f"{session_id}.json").read_text())
+    return data
+
+
+def test_a_recap_retitles_the_session_and_the_first_prompt_stays(home: Path) -> None:
+    prompt = "I have orders.csv with columns id, customer_id, total; load it"
+    writer = _session(prompt)
+    assert _header(home, writer.id)["title"] == _header(home, writer.id)["first_prompt"] == prompt
+    t = writer._transcript
+    t.recap("You were fixing the foreign key on orders. Next: rerun the migration.")
+    writer.flush()
+    header = _header(home, writer.id)
+    assert header["title"] == "Fixing the foreign key on orders"
+    assert header["first_prompt"] == prompt
+    # the title keeps following the work; the latest recap wins
+    t.user("now plot the totals by month")
+    t.recap("Task: plot the monthly totals. Next: label the axes.")
+    writer.close()
+    (summary,) = list_sessions()
+    assert (summary.title, summary.first_prompt) == ("Plot the monthly totals", prompt)
+    assert summary.to_dict()["first_prompt"] == prompt
+    record, transcript = load(writer.id)
+    assert (record.title, record.first_prompt) == ("Plot the monthly totals", prompt)
+    # resumed, the session keeps its first prompt however many prompts follow
+    resumed = SessionWriter(transcript, record=record)
+    transcript.user("one more thing")
+    resumed.close()
+    assert _header(home, writer.id)["first_prompt"] == prompt
+
+
+@pytest.mark.parametrize("useless", ["...", "Ok.", "[redacted].", "Task: [redacted]. Next: x", " "])
+def test_a_recap_with_nothing_usable_keeps_the_title(home: Path, useless: str) -> None:
+    writer = _session("fix the foreign key")
+    t = writer._transcript
+    t.recap(useless)
+    writer.flush()
+    assert _header(home, writer.id)["title"] == "fix the foreign key"
+    t.recap("You're cleaning the invoices table.")
+    t.recap(useless)
+    writer.close()
+    assert _header(home, writer.id)["title"] == "Cleaning the invoices table"
+    assert _header(home, writer.id)["recaps"] == 3
+
+
+def test_a_secret_in_a_recap_never_reaches_the_title(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("WAREHOUSE_DB_PASSWORD", "correct-horse-battery")  # no shape: the env says
+    writer = _session()
+    # The secret straddles the title's length limit: a cut first could leave half of it behind.
+    lead = "You were rotating the credentials of the warehouse database, now "
+    writer._transcript.recap(
+        lead + "correct-horse-battery, and postgresql://admin:Tr0ub4dor-and-3@db/billing. Next."
+    )
+    writer.close()
+    stored = b"".join(p.read_bytes() for p in home.iterdir())
+    for fragment in (b"correct-h", b"horse", b"Tr0ub4dor"):
+        assert fragment not in stored
+    title = str(_header(home, writer.id)["title"])
+    assert title.startswith("Rotating the credentials") and "[redacted]" in title
+
+
+def test_a_header_of_an_older_version_reads_its_title_as_the_first_prompt(home: Path) -> None:
+    old, bad = _session("tune the model"), _session("plot churn")
+    for writer in (old, bad):
+        writer.close()
+        header = _header(home, writer.id)
+        del header["first_prompt"]  # as older versions wrote it
+        if writer is bad:
+            header["first_prompt"] = ["not", "text"]  # a hand edit
+        (home / f"{writer.id}.json").write_text(json.dumps(header))
+    by_id = {s.id: s for s in list_sessions()}
+    assert (by_id[old.id].title, by_id[old.id].first_prompt) == ("tune the model",) * 2
+    assert (by_id[bad.id].title, by_id[bad.id].first_prompt) == ("plot churn",) * 2
+    assert "ignoring malformed first_prompt" in Path(os.environ["JUPYTER_RECAP_LOG"]).read_text()
+    # continued by this version: the living title moves on, the first prompt is kept
+    record, transcript = load(old.id)
+    writer = SessionWriter(transcript, record=record)
+    transcript.recap("You are tuning the learning rate of the churn model.")
+    writer.close()
+    header = _header(home, old.id)
+    assert (header["title"], header["first_prompt"]) == (
+        "Tuning the learning rate of the churn model",
+        "tune the model",
+    )
+
+
+@pytest.mark.parametrize(
+    ("recap", "title"),
+    [
+        # the first sentence, without its period
+        ("Fix the loader. Next: rerun it.", "Fix the loader"),
+        ("Fix the loader! Then rerun it.", "Fix the loader"),
+        ("Why does the loader drop rows? Next: look at the BOM.", "Why does the loader drop rows?"),
+        ("Load orders.csv with pandas 2.2 into df", "Load orders.csv with pandas 2.2 into df"),
+        # no sentence ends at an abbreviation
+        (
+            "Compare models, e.g. the baseline vs. XGBoost. Next: plot.",
+            "Compare models, e.g. the baseline vs. XGBoost",
+        ),
+        ("注文データを整理する。次に集計を確認する。", "注文データを整理する"),
+        ("整理する！次に確認する", "整理する"),
+        # a short label goes, in any language
+        ("Task: plot churn by cohort. Next: label the axes.", "Plot churn by cohort"),
+        ("Aufgabe: die Rechnungen bereinigen.", "Die Rechnungen bereinigen"),
+        ("Tâche : nettoyer les factures.", "Nettoyer les factures"),
+        ("タスク：注文データを整理する。", "注文データを整理する"),
+        ("Recap: Task: fix the FK.", "Fix the FK"),
+        # ... but not what only looks like one
+        ("http://intranet/status is down. Next: ask IT.", "http://intranet/status is down"),
+        ("Meeting at 12:30 about the loader.", "Meeting at 12:30 about the loader"),
+        ("Last cell run: df.head().", "Last cell run: df.head()"),
+        # the lead-ins of model-written recaps
+        ("You were fixing the foreign key on orders.", "Fixing the foreign key on orders"),
+        ("You are investigating slow joins.", "Investigating slow joins"),
+        ("You're building a CSV loader.", "Building a CSV loader"),
+        ("You’re building a CSV loader.", "Building a CSV loader"),
+        ("We were migrating billing.", "Migrating billing"),
+        ("The agent was refactoring loader.py.", "Refactoring loader.py"),
+        ("You asked the agent to clean up the invoices.", "Clean up the invoices"),
+        ("You asked to clean up the invoices.", "Clean up the invoices"),
+        ("You've been tuning the churn model.", "Tuning the churn model"),
+        ("You were working on the churn plot.", "The churn plot"),
+        ("In this session, you are profiling the ETL job.", "Profiling the ETL job"),
+        ("Task: you were fixing the FK.", "Fixing the FK"),
+        # names keep their case
+        ("Task: df.head() fails with KeyError.", "df.head() fails with KeyError"),
+        ("Task: iPhone exports are empty.", "iPhone exports are empty"),
+        ("task: orders.csv has duplicate ids.", "orders.csv has duplicate ids"),
+        # nothing useful: the title stays
+        ("", None),
+        ("  \n ", None),
+        ("...", None),
+        ("Ok.", None),
+        ("[redacted].", None),
+        ("Task: [redacted]. Next: rotate it.", None),
+        ("You were.", "You were"),
+    ],
+)
+def test_title_from_recap(recap: str, title: str | None) -> None:
+    assert title_from_recap(recap) == title
+
+
+def test_a_title_is_one_short_line() -> None:
+    long = "You were fixing " + "the very long foreign key problem " * 6 + ". Next: rerun."
+    title = title_from_recap(long)
+    assert title is not None and len(title) <= sessionfiles.TITLE_CHARS and title.endswith("…")
+    assert title.startswith("Fixing the very long")
+    assert title_from_recap("You were\tfixing\n\nthe   FK.") == "Fixing the FK"
+    # a long sentence is cut where a clause ends rather than mid-thought
+    clauses = (
+        "You've been tuning the churn model; accuracy is at 0.91 and the next step is a "
+        "learning-rate schedule with warm-up and a larger batch."
+    )
+    assert title_from_recap(clauses) == "Tuning the churn model"
+    roomy = title_from_recap(clauses, limit=200)
+    assert roomy == "Tuning" + first_sentence(clauses)[len("You've been tuning") :]
+    assert roomy.endswith("with warm-up and a larger batch")
 
 
 def test_prefix_resolution(home: Path) -> None:

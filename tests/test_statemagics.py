@@ -286,8 +286,8 @@ def test_offline_recap_names_the_open_task(loaded: Any, capsys: Any) -> None:
         ]
     )
     out = run(loaded, capsys, "recap")
-    assert out.startswith("✦ recap · offline\nTask: fix the CSV loader's date parsing.")
-    assert out.rstrip().endswith("Next: make two-digit years parse as 19xx (1 of 3 tasks done).")
+    assert out.startswith("✦ recap · offline\nTask: Fix the CSV loader's date parsing.")
+    assert out.rstrip().endswith("Next: Make two-digit years parse as 19xx (1 of 3 tasks done).")
 
 
 def test_resuming_a_session_brings_its_task_list(loaded: Any, capsys: Any) -> None:
@@ -304,5 +304,5 @@ def test_resuming_a_session_brings_its_task_list(loaded: Any, capsys: Any) -> No
     jr.todo_write(["this notebook's own plan"])
     out = run(loaded, capsys, "recap", f"resume {writer.id[:8]}")
     assert out.startswith(f"recap: resumed session {writer.id[:8]}: tidy the plotting helpers")
-    assert out.rstrip().endswith("Next: move the colour maps out (0 of 1 tasks done).")
+    assert out.rstrip().endswith("Next: Move the colour maps out (0 of 1 tasks done).")
     assert run(loaded, capsys, "todos") == "tasks ............ 0/1\n[~] move the colour maps out\n"

@@ -153,7 +153,7 @@ def test_recap_framing_of_the_state(project: Path) -> None:
     state.todo_write([{"text": "fix the parser", "status": "in_progress"}, "write the test"])
     state.remember("command", "pytest -x tests/test_loader.py")
     framing = state.framing()
-    assert framing.open_task == "fix the parser (0 of 2 tasks done)"
+    assert framing.open_task == "fix the parser" and framing.progress == (0, 2)
     assert framing.extras == (
         "Tasks 0/2 done; in progress: fix the parser; next: write the test",
         "Project notes: [command] pytest -x tests/test_loader.py",

@@ -16,6 +16,7 @@ import argparse
 import os
 import re
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 from .._version import __version__
@@ -104,6 +105,12 @@ def build_parser() -> argparse.ArgumentParser:
         '"openai:gpt-4o-mini" (default: Recap.model / $JUPYTER_RECAP_MODEL)',
     )
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact request the recap would send (system prompt and user message, "
+        "after redaction) and to which model; send nothing",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help='print {"recap": ..., "model": ..., "reason": ...} instead of text (with an ID, '
@@ -120,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.sessions and args.notes:
             raise UsageError("--sessions and --notes do not go together")
+        if args.dry_run and (args.sessions or args.notes):
+            raise UsageError("--dry-run goes with a notebook or a session id only")
         if args.sessions:
             return list_sessions(args)
         if args.all or args.limit is not None:
@@ -131,9 +140,10 @@ def main(argv: list[str] | None = None) -> int:
                 "no notebook given: jupyter recap NOTEBOOK.ipynb (or a session ID, or --sessions)"
             )
         session_id = _session_id(args.target)
+        options = Options(model=args.model, as_json=args.json, dry_run=args.dry_run)
         if session_id is not None:
-            return _recap_session(session_id, model=args.model, as_json=args.json)
-        return _recap_notebook(args.target, model=args.model, as_json=args.json)
+            return _recap_session(session_id, options)
+        return _recap_notebook(args.target, options)
     except (UsageError, NotebookError, ConfigError, StoreError) as error:
         return fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
@@ -167,7 +177,16 @@ def _session_id(target: str) -> str | None:
     )
 
 
-def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
+@dataclass(frozen=True)
+class Options:
+    """How to answer: the model, JSON or text, a recap or only the request it would send."""
+
+    model: str | None = None
+    as_json: bool = False
+    dry_run: bool = False
+
+
+def _recap_notebook(path: str, options: Options) -> int:
     # Imported here so that --help and usage errors stay instant.
     from ..record.notebookfile import read_notebook
     from ..settings import Recap
@@ -179,40 +198,42 @@ def _recap_notebook(path: str, *, model: str | None, as_json: bool) -> int:
     )
     if transcript.prompt_count == 0:
         looked_for = ", ".join(f"%%{m}" for m in magics) or "no agent magics configured"
-        return _no_recap(f"no agent cells in {path} (looked for {looked_for})", as_json)
+        return _no_recap(f"no agent cells in {path} (looked for {looked_for})", options.as_json)
     from ..pipeline.framing import notebook_framing
 
     framing = notebook_framing(path, enabled=bool(settings.memory))
-    return _recap(transcript, settings, framing, model=model, as_json=as_json, extra={})
+    return _recap(transcript, settings, framing, options, extra={})
 
 
-def _recap_session(id_or_prefix: str, *, model: str | None, as_json: bool) -> int:
+def _recap_session(id_or_prefix: str, options: Options) -> int:
     from ..settings import Recap
     from ..stores.sessions import SessionStore
 
     record, transcript = SessionStore().load(id_or_prefix)  # StoreError: unknown or ambiguous
     extra: dict[str, str | None] = {"session_id": record.id}
     if transcript.prompt_count == 0:
-        return _no_recap(f"session {record.id} has no prompts", as_json, extra)
+        return _no_recap(f"session {record.id} has no prompts", options.as_json, extra)
     from ..pipeline.framing import record_framing
 
     settings = Recap()
     framing = record_framing(record, enabled=bool(settings.memory))
-    return _recap(transcript, settings, framing, model=model, as_json=as_json, extra=extra)
+    return _recap(transcript, settings, framing, options, extra=extra)
 
 
 def _recap(
     transcript: Transcript,
     settings: Recap,
     framing: Framing,
+    options: Options,
     *,
-    model: str | None,
-    as_json: bool,
     extra: dict[str, str | None],
 ) -> int:
     from ..pipeline.service import draft_recap
 
+    model, as_json = options.model, options.as_json
     _check_model(model, settings, transcript.active_model)
+    if options.dry_run:
+        return _dry_run(transcript, settings, framing, options, extra)
     result = draft_recap(transcript, model=model, settings=settings, trigger="cli", framing=framing)
     recap = result.recap
     if recap is None:
@@ -221,6 +242,28 @@ def _recap(
         print_json({**extra, "recap": recap.text, "model": recap.model, "reason": result.reason})
     else:
         say(f"{recap.text}\n— {recap.model}")  # both model output: made inert
+    return EXIT_OK
+
+
+def _dry_run(
+    transcript: Transcript,
+    settings: Recap,
+    framing: Framing,
+    options: Options,
+    extra: dict[str, str | None],
+) -> int:
+    """Print the request a recap would send (``--dry-run``), sending nothing."""
+    from ..pipeline.preview import preview_request
+
+    preview = preview_request(
+        transcript, settings=settings, env=os.environ, model=options.model, framing=framing
+    )
+    if preview is None:
+        return _no_recap("nothing to recap yet: no agent activity was recorded", options.as_json)
+    if options.as_json:
+        print_json({**extra, **preview.to_dict()})
+    else:
+        say(preview.render())  # the transcript is anyone's text: printed inert
     return EXIT_OK
 
 

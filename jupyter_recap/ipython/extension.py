@@ -33,6 +33,8 @@ from .triggers import Surface, TriggerRunner
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from ..pipeline.preview import RequestPreview
+
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
 # The stored session the live transcript (``current()``) belongs to, across unload/reload.
@@ -76,6 +78,8 @@ class RecapExtension:
         )
         self._unsubscribe_tasks: Callable[[], None] | None = None
         self._banner: Any = None
+        self._banner_displayed = False
+        """Whether the banner has an output in the notebook, which updates can then reach."""
         self.feed: FocusFeed | None = None
         self.reporter: StateReporter | None = None
         """Tells the server's agents panel about this kernel (with the feed, in a kernel)."""
@@ -123,9 +127,7 @@ class RecapExtension:
         if self.has_widgets:
             # Displayed now, empty and collapsed, so that an automatic recap can appear later
             # without any cell being run (the labextension shows it above the active cell).
-            from IPython.display import display
-
-            display(self.banner)
+            self._display_banner()
             self._start_feed()
         if resumed and self.settings.auto:
             self.resume()
@@ -171,6 +173,7 @@ class RecapExtension:
         if self._banner is not None:
             self._banner.close()
             self._banner = None
+            self._banner_displayed = False
 
     # -- inputs from outside the kernel's cells ----------------------------------------------
 
@@ -381,6 +384,32 @@ class RecapExtension:
             self._banner.observe(self._on_dismissed, names=["dismissed"])
         return self._banner
 
+    def _display_banner(self) -> None:
+        """Give the banner an output in the running cell, under its one display id."""
+        from IPython.display import display
+
+        banner = self.banner
+        display(banner, display_id=banner.display_id)
+        self._banner_displayed = True
+
+    def _update_saved_text(self) -> None:
+        """Send the banner's new ``text/plain`` to every output of it in the notebook.
+
+        A saved or exported notebook shows that text, computed when the output was made: without
+        this, a ``%recap`` cell would stay at its first state for good. ``update_display_data``
+        only replaces outputs that carry the banner's display id (JupyterLab, nbclient), so it
+        never adds an output to the cell running now; it may be sent from the draft's thread.
+        """
+        banner = self._banner
+        if banner is None or not self._banner_displayed:
+            return
+        try:
+            from IPython.display import update_display
+
+            update_display(banner, display_id=banner.display_id)
+        except Exception:  # noqa: BLE001 - e.g. the kernel or the comm is gone at shutdown
+            get_logger().debug("banner: could not update its saved text", exc_info=True)
+
     def _on_dismissed(self, change: Any) -> None:
         if change["new"]:
             self.runner.feed(self.schedule.banner_dismissed)
@@ -403,6 +432,7 @@ class RecapExtension:
                 stop_cell=self._agent_report()["stop_cell"],
                 progress=progress_counts(self.state.tasks),
             )
+            self._update_saved_text()
         self._state_changed()
 
     def _on_tasks(self, tasks: tuple[Task, ...]) -> None:
@@ -411,11 +441,13 @@ class RecapExtension:
             self.writer.set_tasks(TaskList(tasks).to_list())
         self._state_changed()
         banner = self._banner
-        if banner is not None and banner.state == "shown":
-            # The comm may already be gone at shutdown.
-            with contextlib.suppress(Exception), banner.hold_sync():
-                banner.note = progress_line(tasks)
-                banner.progress = progress_counts(tasks)
+        if banner is None:
+            return
+        # The comm may already be gone at shutdown.
+        with contextlib.suppress(Exception):
+            # The progress line is part of the saved text only while the recap shows.
+            if banner.set_progress(progress_line(tasks), progress_counts(tasks)):
+                self._update_saved_text()
 
     def _on_capture_setting(self, change: Any) -> None:
         self.capture.restart(change["new"])
@@ -439,6 +471,22 @@ class RecapExtension:
 
     # -- manual recaps ---------------------------------------------------------------------
 
+    def preview(self, model: str | None = None) -> RequestPreview | None:
+        """``%recap --dry-run``: the request ``%recap`` would send now (the context the
+        triggers built for this state of the transcript), sending nothing; ConfigError for a
+        model that cannot be used."""
+        from ..pipeline.preview import preview_request
+
+        context, _ = self.runner.context()
+        return preview_request(
+            self.transcript,
+            settings=self.settings,
+            env=os.environ,
+            model=model,
+            framing=self.runner.framing(),
+            context=context,
+        )
+
     def manual(self, model: str | None = None) -> RecapResult:
         """``%recap``: draft now off the main thread and wait; an interrupt cancels it."""
         job, refusal = self.runner.manual(model)
@@ -446,9 +494,7 @@ class RecapExtension:
             result = RecapResult(None, refusal or "no draft was started")
         else:
             if self.has_widgets:
-                from IPython.display import display
-
-                display(self.banner)
+                self._display_banner()
             result = self.runner.wait(job)
         self.last_result = result
         if result.recap is None and self.has_widgets and job is not None:

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from .extension import RecapExtension
 
 USAGE = (
-    "usage: %recap [--model M] | status | on | off | save | sessions [--all] | resume ID"
-    " | compact-memory [--model M]"
+    "usage: %recap [--model M] [--dry-run] | status | on | off | save | sessions [--all]"
+    " | resume ID | compact-memory [--model M]"
 )
 
 
@@ -38,6 +38,8 @@ class RecapMagics(Magics):
 
         %recap              draft one now with the configured model
         %recap --model M    use model M for this one recap ("offline", "openai:gpt-4o-mini", …)
+        %recap --dry-run    print the exact request a recap would send, and to which model;
+                            send nothing (with --model M: the request M would get)
         %recap status       which model would answer and why, and the counters
         %recap on | off     turn automatic recaps on or off for this kernel
         %recap save         write this session's record now
@@ -52,12 +54,19 @@ class RecapMagics(Magics):
         except ValueError as error:
             print(f"recap: {error}; {USAGE}")
             return
+        dry_run = "--dry-run" in words
+        if dry_run:
+            words = [word for word in words if word != "--dry-run"]
         if not words or words[0].startswith("--model"):
             model, ok = _model_option(words)
-            if ok:
-                self._manual(model)
-            else:
+            if not ok:
                 print(f"recap: unknown arguments {line.strip()!r}; {USAGE}")
+            elif dry_run:
+                self._dry_run(model)
+            else:
+                self._manual(model)
+        elif dry_run:
+            print(f"recap: --dry-run goes with %recap [--model M] only; {USAGE}")
         elif words[0] == "compact-memory":
             model, ok = _model_option(words[1:])
             if ok:
@@ -91,6 +100,20 @@ class RecapMagics(Magics):
             print(printable(f"recap: no recap ({result.reason})"))
         elif not ext.has_widgets:
             print(printable(f"✦ recap · {recap.model}\n{recap.text}"))
+
+    def _dry_run(self, model: str | None) -> None:
+        if model is not None and not model.strip():
+            print(f"recap: --model needs a model id; {USAGE}")
+            return
+        try:
+            preview = self.extension.preview(model)
+        except RecapError as error:  # a model id that cannot be used: one line
+            print(printable(f"recap: {error}"))
+            return
+        if preview is None:
+            print("recap: dry run: nothing to recap yet (no agent activity was recorded)")
+        else:
+            print(preview.render())
 
     def _save(self) -> None:
         writer = self.extension.writer

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..record.transcript import SILENT_KINDS, Entry, Snapshot, Transcript
-from ..textutil import first_line, shorten
+from ..textutil import error_line, first_line, shorten
 from .redact import Redactor, strip_reasoning
 
 FIRST_PROMPT_CHARS = 600
@@ -50,6 +50,20 @@ def _line(clean: Redactor, text: str, limit: int) -> str:
     return line
 
 
+def _error(clean: Redactor, error: str, limit: int) -> str:
+    """``error`` on one line of at most ``limit`` characters, led by the line that names what
+    went wrong (a traceback names it last, and only the head of an error fits).
+
+    The whole error is redacted before a line is taken out of it: a line of a private key
+    alone no longer looks like one. Errors are bounded when recorded, so this stays cheap.
+    """
+    redacted = clean(error)
+    telling = error_line(redacted)
+    if telling != first_line(redacted):
+        redacted = f"{telling} — {redacted}"
+    return shorten(redacted, limit)
+
+
 def render_entry(entry: Entry, clean: Redactor) -> str | None:
     """One transcript line for ``entry``, or None for entries the model never sees."""
     kind = entry.kind
@@ -63,14 +77,15 @@ def render_entry(entry: Entry, clean: Redactor) -> str | None:
         return "Tool call: " + _line(clean, f"{entry.name}({entry.text})", TOOL_CALL_CHARS)
     if kind == "tool_result":
         if entry.error:
-            return f"Tool error ({entry.name}): " + _line(clean, entry.error, TOOL_RESULT_CHARS)
+            return f"Tool error ({entry.name}): " + _error(clean, entry.error, TOOL_RESULT_CHARS)
         return f"Tool result ({entry.name}): " + _line(clean, entry.text, TOOL_RESULT_CHARS)
     if kind == "code":
         label = f"In[{entry.count}]" if entry.count is not None else "Cell"
         head = _line(clean, first_line(entry.text), CODE_HEAD_CHARS)
         lines = entry.text.strip().count("\n") + 1
         more = f" (+{lines - 1} lines)" if lines > 1 else ""
-        status = f" → error: {_line(clean, entry.error, ERROR_CHARS)}" if entry.error else " → ok"
+        error = entry.error and _error(clean, entry.error, ERROR_CHARS)
+        status = f" → error: {error}" if error else " → ok"
         return f"{label}: {head}{more}{status}"
     if kind == "event":
         return "Event: " + _line(clean, entry.text, ERROR_CHARS)

@@ -26,10 +26,12 @@ NOTES_LABEL = "Project notes: "
 
 @dataclass(frozen=True)
 class Framing:
-    """``extras``: framing lines for the model; ``open_task``: the offline engine's next step."""
+    """``extras``: framing lines for the model; ``open_task``: the offline engine's next step,
+    and ``progress``: how many of how many tasks are done (the engine words it)."""
 
     extras: tuple[str, ...] = ()
     open_task: str | None = None
+    progress: tuple[int, int] | None = None
 
 
 NO_FRAMING = Framing()
@@ -50,10 +52,8 @@ def framing_for(tasks: Sequence[Task], memory: MemoryStore | None) -> Framing:
         if notes:
             extras.append(NOTES_LABEL + "; ".join(notes))
     step = next_step(tasks)
-    if step is not None:
-        done = sum(task.status == "completed" for task in tasks)
-        step = f"{step} ({done} of {len(tasks)} tasks done)"
-    return Framing(tuple(extras), step)
+    done = sum(task.status == "completed" for task in tasks)
+    return Framing(tuple(extras), step, (done, len(tasks)) if step is not None else None)
 
 
 def memory_enabled() -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from ..errors import ConfigError
 from .providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
@@ -175,11 +176,9 @@ def resolve_models(
     )
 
 
-def make_provider(ref: ModelRef, env: Mapping[str, str]) -> Provider:
-    """Build the provider for ``ref`` with keys and URLs from ``env``.
-
-    The offline engine is not a provider (it lives elsewhere), so OFFLINE raises ValueError.
-    """
+def endpoint(ref: ModelRef, env: Mapping[str, str]) -> str:
+    """The base URL a call to ``ref`` goes to, with URLs from ``env`` (ConfigError for a
+    provider we do not speak to; ValueError for the offline engine, which has none)."""
 
     def get(name: str) -> str:
         return env.get(name, "").strip()
@@ -187,23 +186,43 @@ def make_provider(ref: ModelRef, env: Mapping[str, str]) -> Provider:
     if ref.provider == "offline":
         raise ValueError("the offline engine is not an HTTP provider")
     if ref.provider == "openai":
-        return OpenAIProvider(
-            ref,
-            api_key=get("OPENAI_API_KEY") or None,
-            base_url=get("OPENAI_BASE_URL") or OPENAI_BASE_URL,
-        )
+        return get("OPENAI_BASE_URL") or OPENAI_BASE_URL
     if ref.provider == "openrouter":
-        return OpenAIProvider(
-            ref,
-            api_key=get("OPENROUTER_API_KEY") or None,
-            base_url=get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL,
-        )
+        return get("OPENROUTER_BASE_URL") or OPENROUTER_BASE_URL
     if ref.provider == "anthropic":
-        return AnthropicProvider(
-            ref,
-            api_key=get("ANTHROPIC_API_KEY") or None,
-            base_url=get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL,
-        )
+        return get("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
     if ref.provider == "ollama":
-        return OllamaProvider(ref, host=get("OLLAMA_HOST") or OLLAMA_HOST)
+        return get("OLLAMA_HOST") or OLLAMA_HOST
     raise ConfigError(f"model provider {ref.provider!r} is not supported: use {_SUPPORTED}")
+
+
+_LOOPBACK = ("localhost", "::1", "0.0.0.0")
+
+
+def is_local(ref: ModelRef, env: Mapping[str, str]) -> bool:
+    """Whether a recap written by ``ref`` stays on this machine: the offline engine, or a model
+    server on a loopback address (a local Ollama, an OpenAI-compatible server on localhost)."""
+    if ref == OFFLINE:
+        return True
+    try:
+        url = endpoint(ref, env)
+    except (ConfigError, ValueError):
+        return False
+    host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
+    return host in _LOOPBACK or host.endswith(".localhost") or host.startswith("127.")
+
+
+def make_provider(ref: ModelRef, env: Mapping[str, str]) -> Provider:
+    """Build the provider for ``ref`` with keys and URLs from ``env``.
+
+    The offline engine is not a provider (it lives elsewhere), so OFFLINE raises ValueError.
+    """
+    url = endpoint(ref, env)
+    if ref.provider == "ollama":
+        return OllamaProvider(ref, host=url)
+    if ref.provider == "anthropic":
+        key = env.get("ANTHROPIC_API_KEY", "").strip()
+        return AnthropicProvider(ref, api_key=key or None, base_url=url)
+    # OpenAI and OpenRouter speak the same wire format, each with its own key.
+    name = "OPENROUTER_API_KEY" if ref.provider == "openrouter" else "OPENAI_API_KEY"
+    return OpenAIProvider(ref, api_key=env.get(name, "").strip() or None, base_url=url)

@@ -1,8 +1,13 @@
 """The offline engine: a deterministic recap built from the transcript alone, no network.
 
-It says what the task is (the latest summary or the first prompt), how the last agent turn ended
-when it did not end well, and the next step when the transcript states one: a "next:" line in the
-latest reply, an open task, or the cell that failed last.
+It is what everyone without an API key reads first, so it says, in at most three sentences and in
+the conversation's language (:mod:`.language`):
+
+1. the task as the person asked it: the sentence of the first prompt that asks (not the preamble
+   describing the data), or the goal of the latest summary;
+2. where things stand when they did not end well: the latest failure nothing fixed since, else
+   (when nothing failed and no step is named) the latest ask when it is a new one;
+3. what to do next: fix that failure, else the step the latest reply names, else the open task.
 """
 
 from __future__ import annotations
@@ -10,101 +15,286 @@ from __future__ import annotations
 import re
 
 from ..record.transcript import Entry, Transcript
-from ..textutil import first_line, shorten
+from ..textutil import error_line, first_line, shorten
+from .language import Glue, detect, glue_for
 from .prompt import tidy
 from .redact import Redactor, strip_reasoning
 
-_NEXT = re.compile(r"(?im)(?:^|[\s(])(?:next(?:\s+steps?)?|todo|then)\s*[:\-–—]\s*(?P<step>[^\n]+)")
-_NEXT_SENTENCE = re.compile(
-    r"(?i)\b(?:next,?\s+(?:I|we|you)\s+(?:will|should|need to)\s+)(?P<step>[^.!?\n]+)"
+_STEP_LABELS = (
+    r"next(?:\s+steps?)?|todo|then|n[äa]chster\s+schritt|als\s+n[äa]chstes|ensuite"
+    r"|prochaine\s+[ée]tape|siguiente(?:\s+paso)?|pr[óo]ximo\s+passo|prossimo\s+passo"
+    r"|volgende\s+stap|下一步|次に|次は|次"
 )
-_GOAL = re.compile(r"(?i)^\s*(?:goal|task|objective)\s*[:\-–—]\s*")
+_NEXT = re.compile(
+    rf"(?im)(?:^|[\s(])(?:{_STEP_LABELS})\s*[:\-–—：]\s*(?P<step>[^\n]+)"
+    r"|(?:下一步|次に|次は)[，、,:：\s]*(?P<cjk>[^\n]+)"
+)
+# A reply that proposes what to do, in the languages of the glue table: the step follows.
+_PROPOSAL = re.compile(
+    r"(?i)(?:^|(?<=[\s,;:(]))(?:next,?\s+(?:I|we|you)\s+(?:will|should|need to)"
+    r"|I\s+(?:would\s+|'d\s+)?(?:suggest|recommend)(?:\s+that\s+you)?|you\s+should\s+now"
+    r"|I\s+(?:would|'d)\s+(?:need|have)\s+to|(?:we|you)\s+(?:need|have)\s+to|the\s+fix\s+is\s+to"
+    r"|ich\s+(?:müsste|muss|sollte|schlage\s+vor,?)|wir\s+(?:müssen|sollten)"
+    r"|il\s+faut|il\s+faudrait|je\s+(?:dois|devrais|propose\s+de|vais)"
+    r"|hay\s+que|habría\s+que|tengo\s+que|propongo|debería"
+    r"|é\s+preciso|preciso|proponho|deveria"
+    r"|bisogna|dovrei|devo|propongo\s+di"
+    r"|ik\s+(?:moet|zou|stel\s+voor)|we\s+moeten)"
+    r"\s+(?P<step>[^\n]+)"
+)
+_CJK_PROPOSAL = re.compile(
+    r"[^。！？\n]*(?:需要|应该|建议|必要があります|する必要|すべき|しましょう)[^。！？\n]*"
+)
+_GOAL = re.compile(
+    r"(?i)^\s*(?:goal|task|objective|ziel|aufgabe|objectif|objetivo|obiettivo|doel)"
+    r"\s*[:\-–—：]\s*"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 _WINDOW = 200
+TASK_CHARS = 200
+ASK_CHARS = 120
+STEP_CHARS = 180
+
+# What opens a request, in the languages of the glue table: a sentence starting so asks.
+_ASKS = re.compile(
+    r"(?i)^(?:please|pls|can you|could you|would you|can we|could we|help me|i want you to|"
+    r"i need you to|i'?d like you to|i would like you to|let'?s|let us|"
+    r"bitte|kannst du|könntest du|können sie|könnten sie|hilf mir|"
+    r"peux-tu|pouvez-vous|pourrais-tu|pourriez-vous|merci de|s'il te plaît|s'il vous plaît|"
+    r"aide-moi|por favor|puedes|podrías|podrias|ayúdame|você pode|voce pode|poderia|pode|"
+    r"ajude-me|per favore|puoi|potresti|aiutami|kun je|kunt u|wil je|zou je|graag|"
+    r"alsjeblieft|help me)\b[\s,]*"
+)
+# Imperative openings (English verbs of data and code work) and question words.
+_IMPERATIVE = re.compile(
+    r"(?i)^(?:write|build|make|create|add|fix|find|plot|train|compute|calculate|show|load|clean|"
+    r"merge|join|implement|refactor|explain|debug|deduplicate|dedupe|migrate|scrape|fetch|"
+    r"parse|convert|summari[sz]e|analy[sz]e|compare|update|remove|drop|rename|split|test|"
+    r"why|how|what|which|where|warum|wieso|wie|was|pourquoi|comment|quel|por qué|cómo|qué|"
+    r"por que|porque|como|perché|come|waarom|hoe|wat)\b"
+)
+_CJK_ASK = re.compile(r"请|帮我|能否|为什么|怎么|ください|下さい|お願い|なぜ|どうして|してほしい")
+_PREAMBLE = re.compile(
+    r"(?i)^(?:i have|i've got|i got|here is|here's|there is|there are|we have|my |the file|"
+    r"the data|this is|context|background|fyi|ich habe|hier ist|es gibt|wir haben|meine? |"
+    r"j'ai|voici|il y a|nous avons|tengo|aquí|hay|tenemos|eu tenho|tenho|aqui está|temos|"
+    r"ho |ecco|abbiamo|ik heb|hier is|er is|we hebben|我有|这是)"
+)
+_POLITE = re.compile(r"(?i)\b(?:please|bitte|por favor|per favore|s'il vous plaît|alsjeblieft)\b")
+_SENTENCE_CASE = re.compile(r"^[a-zà-öø-ÿ]+(?=[\s,;:]|$)")
 
 
-def _sentence(text: str) -> str:
-    """End ``text`` with exactly one sentence mark."""
-    text = text.rstrip()
-    return text if text.endswith((".", "?", "!", "…")) else text + "."
+def _sentences(text: str) -> list[str]:
+    return [" ".join(part.split()) for part in _SENTENCE_END.split(text) if part.strip()]
 
 
-def _gist(text: str, limit: int) -> str:
-    """The first sentence of ``text`` when it fits in ``limit``, else ``text`` shortened."""
-    flat = " ".join(text.split())
-    first = re.split(r"(?<=[.!?])\s", flat, maxsplit=1)[0]
-    return first if len(first) <= limit else shorten(flat, limit)
+def asked(text: str) -> str:
+    """The sentence of a prompt that asks, without its polite opening, in sentence case.
+
+    A prompt often opens with a preamble ("I have orders.csv with columns …") and asks after it
+    ("Please drop the duplicates."); the ask is what the task is.
+    """
+    sentences = _sentences(text)
+    if not sentences:
+        return ""
+    best, best_score = sentences[0], None
+    for sentence in sentences:
+        score = 0
+        if sentence.endswith(("?", "？")):
+            score += 2
+        if _ASKS.match(sentence) or _CJK_ASK.search(sentence):
+            score += 3
+        elif _IMPERATIVE.match(sentence):
+            score += 2
+        if _POLITE.search(sentence):
+            score += 1
+        if _PREAMBLE.match(sentence):
+            score -= 3
+        if best_score is None or score > best_score:
+            best, best_score = sentence, score
+    stripped = _ASKS.sub("", best, count=1).strip()
+    if stripped and stripped != best:
+        # "Can you find why it fails?" asks to find why it fails: no longer a question.
+        best = stripped.rstrip("?？ ") if not _IMPERATIVE.match(best) else stripped
+    return sentence_case(shorten(best, TASK_CHARS))
 
 
-def _latest(entries: list[Entry], start: int, kinds: set[str]) -> Entry | None:
-    for entry in reversed(entries[start:]):
-        if entry.kind in kinds:
-            return entry
+def sentence_case(text: str) -> str:
+    """Capitalise a leading lowercase word; an identifier (``df.merge``, ``orders_v2``) stays."""
+    return text[:1].upper() + text[1:] if _SENTENCE_CASE.match(text) else text
+
+
+def _latest(entries: list[Entry], kinds: set[str]) -> tuple[int, Entry] | None:
+    for index in range(len(entries) - 1, -1, -1):
+        if entries[index].kind in kinds:
+            return index, entries[index]
     return None
 
 
-def _next_step(reply: Entry | None) -> str | None:
-    if reply is None:
-        return None
-    text = strip_reasoning(reply.text)
-    matches = list(_NEXT.finditer(text)) or list(_NEXT_SENTENCE.finditer(text))
+def _next_step(reply: Entry, clean: Redactor) -> str | None:
+    """The step a reply names or proposes, if any (from its redacted text: a piece cut out of
+    a secret could no longer be recognised as one)."""
+    text = clean(strip_reasoning(reply.text))
+    matches = list(_NEXT.finditer(text)) or list(_PROPOSAL.finditer(text))
     if not matches:
+        cjk = list(_CJK_PROPOSAL.finditer(text))
+        return shorten(cjk[-1].group(0).strip(), STEP_CHARS) if cjk else None
+    step = _sentences((matches[-1].group("step") or matches[-1].group("cjk") or "").strip())
+    if not step:
         return None
-    step = _gist(matches[-1].group("step").strip(), 180)
-    return step.rstrip(".") or None
+    return shorten(step[0], STEP_CHARS).rstrip(".。") or None
 
 
-def offline_recap(transcript: Transcript, *, open_task: str | None = None) -> str | None:
-    """A 1–3 sentence recap of ``transcript``, or None when there is nothing to say."""
+def _failures(
+    entries: list[Entry], start: int, unresolved: tuple[int, ...]
+) -> tuple[int | None, int | None]:
+    """The latest failure nothing explained and the latest the agent explained, as indexes in
+    ``entries`` (which starts at ``start`` of the transcript).
+
+    A cell or tool failure counts while no later run of the same cell or tool succeeded. A
+    cell is the person's own: nobody explained it. A tool failure is the agent's: a reply after
+    it explains it (or says it could not go on). A turn counts when it is the latest to end
+    and it errored.
+    """
+    reply = _latest(entries, {"assistant"})
+    last_reply = reply[0] if reply else -1
+    ended = _latest(entries, {"outcome"})
+    unexplained: list[int] = []
+    explained: list[int] = []
+    for index in unresolved:
+        local = index - start
+        if local < 0:
+            continue
+        if entries[local].kind == "tool_result" and local < last_reply:
+            explained.append(local)
+        else:
+            unexplained.append(local)
+    if ended is not None and ended[1].outcome == "errored" and ended[0] > last_reply:
+        unexplained.append(ended[0])
+    return max(unexplained, default=None), max(explained, default=None)
+
+
+def offline_recap(
+    transcript: Transcript,
+    *,
+    open_task: str | None = None,
+    progress: tuple[int, int] | None = None,
+) -> str | None:
+    """A 1–3 sentence recap of ``transcript``, or None when there is nothing to say.
+
+    ``open_task`` is the task list's next open task and ``progress`` its ``(done, total)``.
+    """
     clean = Redactor()
     with transcript.locked() as entries:
         snap = transcript.snapshot()
-        # Only the tail matters for how things ended; the framing comes from the indexes.
+        # Only the tail matters for how things ended; the framing comes from the indexes. A
+        # failure that matters is at most one turn old: a new ask leaves older ones behind.
+        prompts = snap.prompts
         start = max(0, snap.size - _WINDOW)
-        if snap.prompts:
-            start = min(start, snap.prompts[-1])
-        first = entries[snap.prompts[0]] if snap.prompts else None
-        latest = entries[snap.prompts[-1]] if snap.prompts else None
+        if prompts:
+            start = min(start, prompts[-2] if len(prompts) > 1 else prompts[-1])
+        first = entries[prompts[0]] if prompts else None
+        latest = entries[prompts[-1]] if prompts else None
         summary = entries[snap.summary] if snap.summary is not None else None
         tail = entries[start:]
+        said = [entries[i].text for i in prompts]
     if first is None and summary is None and not any(e.kind == "code" for e in tail):
         return None
+    glue = glue_for(detect(said) if said else "en")
 
-    sentences: list[str] = []
+    task = ""
     if summary is not None:
-        sentences.append(_sentence("Task: " + _gist(_GOAL.sub("", clean(summary.text)), 200)))
+        goal = _sentences(_GOAL.sub("", clean(summary.text)))
+        task = sentence_case(shorten(goal[0], TASK_CHARS)) if goal else ""
     elif first is not None:
-        sentences.append(_sentence("Task: " + _gist(clean(first.text), 200)))
+        task = _anchored(asked(clean(first.text)), clean(first.text))
+    sentences = [glue.task.format(task)] if task else []
 
-    ending = _latest(tail, 0, {"outcome", "code", "user"})
-    failure: str | None = None
-    if ending is not None and ending.kind == "outcome":
-        if ending.outcome == "aborted":
-            sentences.append("The last agent turn was interrupted before it finished.")
-        elif ending.outcome == "errored":
-            error = shorten(clean(ending.error or "an error"), 120)
-            sentences.append(_sentence(f"The last agent turn errored: {error}"))
-    elif ending is not None and ending.kind == "code" and ending.error:
-        label = f"In[{ending.count}]" if ending.count is not None else "the last cell"
-        failure = f"{label} ({shorten(clean(first_line(ending.text)), 60)})"
-        sentences.append(_sentence(f"{label} failed with {shorten(clean(ending.error), 100)}"))
-    elif first is None and summary is None:
-        code = _latest(tail, 0, {"code"})
-        if code is not None:
-            sentences.append(
-                _sentence("Last cell run: " + shorten(clean(first_line(code.text)), 100))
-            )
-
-    step = _next_step(_latest(tail, 0, {"assistant"}))
-    if not step and not open_task and latest is not None and latest is not first:
-        # Without a stated next step, the latest ask is the best hint of where things stand.
-        sentences.insert(1, _sentence("Latest ask: " + _gist(clean(latest.text), 120)))
-    if step:
-        sentences.append(_sentence(f"Next: {clean(step)}"))
-    elif open_task:
-        sentences.append(_sentence(f"Next: {shorten(clean(open_task), 140)}"))
-    elif failure:
-        sentences.append(f"Next: fix {failure} and run it again.")
-    elif ending is not None and ending.kind == "outcome" and ending.outcome != "ok":
-        sentences.append("Next: look at that error, then rerun the agent cell.")
-    text = tidy(" ".join(sentences))
+    failed, explained = _failures(tail, start, snap.unresolved)
+    replies = [i for i, entry in enumerate(tail) if entry.kind == "assistant"]
+    # The step the latest reply names; a step named before the latest failure is stale.
+    latest_failure = max((i for i in (failed, explained) if i is not None), default=-1)
+    after = [i for i in replies if i > latest_failure]
+    step = next(filter(None, (_next_step(tail[i], clean) for i in reversed(after))), None)
+    nxt = ""
+    if failed is not None:
+        state, fix = _state(tail[failed], glue, clean)
+        sentences.append(state)
+        nxt = step or fix
+    else:
+        ask = asked(clean(latest.text)) if latest is not None and latest is not first else ""
+        # What the agent said about its latest failure, else what its latest reply says.
+        told = [i for i in replies if explained is not None and i > explained][:1] or replies[-1:]
+        gist = _gist(tail[told[0]], step, clean) if told else ""
+        if ask and ask != task and not step and not open_task and not _short(ask):
+            # Without a stated next step, a new ask is the best hint of where things stand.
+            sentences.append(glue.latest_ask.format(shorten(ask, ASK_CHARS)))
+        elif gist:
+            sentences.append(glue.reply.format(gist))
+        elif (ended := _latest(tail, {"outcome"})) is not None and ended[1].outcome == "aborted":
+            sentences.append(glue.turn_aborted)
+        elif not sentences and (code := _latest(tail, {"code"})) is not None:
+            sentences.append(glue.last_cell.format(shorten(first_line(clean(code[1].text)), 100)))
+        if step:
+            nxt = step
+        elif open_task:
+            nxt = shorten(clean(open_task), STEP_CHARS)
+            if progress is not None:
+                nxt += " " + glue.progress.format(done=progress[0], total=progress[1])
+    if nxt:
+        sentences.append(glue.next.format(sentence_case(nxt)))
+    text = tidy(glue.space.join(_ended(sentence_case(s), glue) for s in sentences[:3] if s))
     return text or None
+
+
+def _short(ask: str) -> bool:
+    """A follow-up that only points back ("continue", "and now?", "Weiter.") asks nothing new."""
+    return len(ask) < 25 and len(ask.split()) <= 3
+
+
+_FILE = re.compile(
+    r"[\w./-]*\w\.(?:csv|tsv|parquet|xlsx?|json|jsonl|ya?ml|py|ipynb|sql|db|txt|md|html?|log|pdf|png)\b"
+)
+
+
+def _anchored(task: str, prompt: str) -> str:
+    """``task``, with the file the prompt is about when only the preamble named it."""
+    if _FILE.search(task):
+        return task
+    named = _FILE.search(prompt)
+    if named is None:
+        return task
+    return f"{task.rstrip('.。 ')} ({named.group(0)})"
+
+
+def _gist(reply: Entry, step: str | None, clean: Redactor) -> str:
+    """The first sentence of a reply that is not its proposed step: what it found or did."""
+    for sentence in _sentences(clean(strip_reasoning(reply.text)))[:3]:
+        if step and step[:30] in sentence:
+            continue
+        if len(sentence) >= 12:
+            return shorten(sentence, ASK_CHARS)
+    return ""
+
+
+def _state(entry: Entry, glue: Glue, clean: Redactor) -> tuple[str, str]:
+    """The sentence saying what failed, and the next step that fixes it."""
+    if entry.kind == "outcome":
+        if entry.outcome == "aborted":
+            return glue.turn_aborted, glue.retry_turn
+        error = shorten(error_line(clean(entry.error or "")) or "an error", 120)
+        return glue.turn_errored.format(error=error), glue.retry_turn
+    error = shorten(error_line(clean(entry.error or "")), 100)
+    if entry.kind == "tool_result":
+        return glue.tool_failed.format(name=entry.name or "?", error=error), glue.retry_turn
+    label = f"In[{entry.count}]" if entry.count is not None else first_line(entry.text)[:40]
+    cell = f"{label} ({shorten(first_line(clean(entry.text)), 60)})"
+    return glue.cell_failed.format(cell=label, error=error), glue.fix_cell.format(cell=cell)
+
+
+def _ended(sentence: str, glue: Glue) -> str:
+    """End ``sentence`` with exactly one sentence mark of its language."""
+    sentence = sentence.rstrip()
+    if sentence.endswith((".", "?", "!", "…", "。", "？", "！")):
+        return sentence
+    return sentence + glue.stop

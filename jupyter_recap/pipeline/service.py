@@ -222,7 +222,7 @@ def _draft(
         if cancel.cancelled:
             return RecapResult(None, "cancelled", tried, digest, len(context))
         if ref == OFFLINE:
-            text = offline_recap(transcript, open_task=framing.open_task)
+            text = offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
             if text is None:
                 return RecapResult(None, "nothing to recap yet", tried, digest, len(context))
             recap = WrittenRecap(text, OFFLINE.id, trigger, digest)

@@ -40,6 +40,9 @@ MAX_ENTRY_CHARS = 4000
 #: How many unresolved failures a snapshot lists (the newest ones).
 UNRESOLVED = 6
 
+#: How many unresolved failures the transcript remembers at most.
+MAX_FAILING = 64
+
 #: Kinds that never reach the model: recaps already shown, and bookkeeping.
 SILENT_KINDS: frozenset[str] = frozenset({"recap", "meta"})
 
@@ -148,6 +151,8 @@ class Transcript:
         # The latest failure of each cell and tool that no later run of it fixed, oldest first
         # (a dict keeps insertion order; a failure moves to the end when it happens again).
         self._failing: dict[str, int] = {}
+        self._retyped: dict[str, str] = {}  # failing cells without an id: their first line
+        self._calls: dict[str, str] = {}  # each tool's latest arguments
         # (kinds or None for all, listener), and the listeners of each kind worked out from
         # them: both replaced on change, so append looks up one tuple, without copying.
         self._listeners: tuple[tuple[frozenset[str] | None, Listener], ...] = ()
@@ -204,11 +209,30 @@ class Transcript:
             self._summary = index
         elif entry.kind == "outcome":
             self._turns += 1
+        elif entry.kind == "tool_call":
+            self._calls[entry.name or ""] = entry.text
         elif entry.kind == "code" or entry.kind == "tool_result":
-            key = _failure_key(entry)
+            if entry.kind == "code":
+                key = "cell:" + (entry.cell_id or entry.text.strip())
+            else:  # the same tool asked the same thing again
+                key = f"tool:{entry.name}:{self._calls.get(entry.name or '', '')}"
             self._failing.pop(key, None)
+            self._retyped.pop(key, None)
             if entry.error:
                 self._failing[key] = index
+                if entry.kind == "code" and entry.cell_id is None:
+                    self._retyped[key] = first_code_line(entry.text)
+                if len(self._failing) > MAX_FAILING:  # the oldest is the least likely to matter
+                    oldest = next(iter(self._failing))
+                    del self._failing[oldest]
+                    self._retyped.pop(oldest, None)
+            elif self._retyped and entry.kind == "code" and entry.cell_id is None:
+                # Without cell ids (terminal IPython) a fixed cell is typed again as a new one:
+                # a later cell that ran cleanly with the failed one's first line fixed it.
+                for failed, line in list(self._retyped.items()):
+                    if line and line in entry.text:
+                        del self._retyped[failed]
+                        del self._failing[failed]
 
     def user(self, text: str, *, model: str | None = None, cell_id: str | None = None) -> Entry:
         """Record a prompt to the agent; ``model`` (``provider:model``) becomes the active one."""
@@ -380,6 +404,8 @@ class Transcript:
         self._summary = None
         self._turns = 0
         self._failing.clear()
+        self._retyped.clear()
+        self._calls.clear()
         self.active_model = None
 
     def to_list(self) -> list[dict[str, Any]]:
@@ -402,16 +428,17 @@ class Snapshot:
     prompt_count: int
     summary: int | None
     unresolved: tuple[int, ...] = ()
-    """The newest few failures (cells and tools) that no later run of the same cell or tool
-    fixed, oldest first."""
+    """The newest few failures that no later run of the same cell (same id, else same source)
+    or tool (same name and arguments) fixed, oldest first."""
 
 
-def _failure_key(entry: Entry) -> str:
-    """What makes two runs "the same" for :attr:`Snapshot.unresolved`: a notebook cell's id
-    (else its source, as in terminal IPython), or a tool's name."""
-    if entry.kind == "tool_result":
-        return "tool:" + (entry.name or "")
-    return "cell:" + (entry.cell_id or entry.text.strip())
+def first_code_line(source: str) -> str:
+    """The first line of ``source`` that is code (not blank, not a comment), stripped."""
+    for line in source.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line
+    return ""
 
 
 def describe_error(error: BaseException) -> str:

@@ -4,12 +4,15 @@ by the magics and the command line.
 
 Each session is one line: a short id prefix (enough to pass back to ``jupyter recap ID``), the
 age of its last write, its turn count, its title and, when the listing spans notebooks, the
-notebook's file name; under it the last recap shown and the task list's progress, if any::
+notebook's file name. The title follows the work (it is taken from the latest recap), so under
+it come the first prompt, when it says something else, then the last recap shown and the task
+list's progress, if any::
 
-    01931f2a   3 min   4 turns  fix the foreign key on orders  [sales.ipynb]
-               ✦ Task: fix the foreign key on orders. Next: rerun the migration.
+    01931f2a   3 min   4 turns  Fixing the foreign key on orders  [sales.ipynb]
+               asked: I have orders.csv with columns id, customer_id, total and a…
+               ✦ You were fixing the foreign key on orders. Next: rerun the migration.
                tasks ########.... 2/3
-    01931e07    2 h    1 turn   plot the churn by cohort       [churn.ipynb]
+    01931e07    2 h    1 turn   plot the churn by cohort          [churn.ipynb]
 
 A project's notes, oldest first, with their hit counts::
 
@@ -54,6 +57,10 @@ PREFIX_CHARS = 8
 EMPTY = "No sessions stored yet."
 
 _UNTITLED = "(untitled)"
+
+#: Characters of the first prompt shown under a title that says something else.
+_ASKED_CHARS = 80
+_SENTENCE_MARKS = " .!?…。！？"
 
 
 def format_age(seconds: float) -> str:
@@ -134,12 +141,28 @@ def format_sessions(
         if show_notebook:
             line += f"  [{_notebook_name(summary.notebook)}]"
         lines.append(line.rstrip())
+        asked = _first_prompt(summary, title)
+        if asked:
+            lines.append(f"{'':<{id_width}}  asked: {asked}")
         if summary.last_recap:
             # What the person was last told, so a listing answers "where was I?" by itself.
             lines.append(f"{'':<{id_width}}  ✦ {shorten(printable(summary.last_recap), 110)}")
         if summary.progress:
             lines.append(f"{'':<{id_width}}  {printable(summary.progress)}")
     return "\n".join(lines)
+
+
+def _first_prompt(summary: SessionSummary, title: str) -> str | None:
+    """The first prompt as listed, or None when the title already says it."""
+    asked = " ".join(printable(summary.first_prompt).split())
+    if not asked or _same_words(asked, title):
+        return None
+    return shorten(asked, _ASKED_CHARS)
+
+
+def _same_words(a: str, b: str) -> bool:
+    # The title derived from "Task: fix the FK." is "Fix the FK": the same thing said again.
+    return a.rstrip(_SENTENCE_MARKS).casefold() == b.rstrip(_SENTENCE_MARKS).casefold()
 
 
 def _notebook_name(path: str | None) -> str:

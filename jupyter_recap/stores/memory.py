@@ -16,7 +16,6 @@ Nothing here imports IPython, tornado or ipywidgets.
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import hashlib
 import json
 import os
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..debuglog import get_logger
-from ..errors import InputError, StoreWriteError, UnsafeStoreError
+from ..errors import InputError, UnsafeStoreError
 from ..pipeline.redact import Redactor
 from ..textutil import shorten
 from . import privatefs
@@ -325,17 +324,8 @@ class MemoryStore:
         """Hold the project's lock (UnsafeStoreError / StoreWriteError when it cannot be)."""
         ensure_dir(self.root.parent)
         privatefs.ensure_subdir(self.root)
-        try:
-            fd = privatefs.open_lock(self.lock_path)
-        except OSError as error:
-            raise StoreWriteError(
-                f"cannot lock the project memory ({self.lock_path.name}): {error.strerror or error}"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with privatefs.locked(self.lock_path, what="the project memory"):
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
     def _load(self) -> list[Entry]:
         """The stored notes (call under the lock); a corrupt file is moved aside with a warning."""
@@ -345,22 +335,15 @@ class MemoryStore:
         try:
             return _parse(raw)
         except ValueError as error:
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            backup = self.path.with_name(f"{self.path.name}.corrupt-{stamp}-{os.getpid()}")
-            try:
-                os.replace(self.path, backup)
-            except OSError as failure:
-                # Not moved aside means not replaced either: the bytes stay where they are.
-                raise StoreWriteError(
-                    f"the project memory file is corrupt ({error}) and could not be moved "
-                    f"aside: {failure.strerror or failure}"
-                ) from None
-            message = (
-                f"the project memory file was corrupt ({error}); it was moved to {backup} "
-                "and a fresh memory started"
+            self._warnings.append(
+                privatefs.move_aside(
+                    self.path,
+                    error,
+                    what="the project memory file",
+                    fresh="a fresh memory started",
+                    log_as="memory",
+                )
             )
-            get_logger().warning("memory: %s", message)
-            self._warnings.append(message)
             return []
 
     def _save(self, entries: list[Entry]) -> None:

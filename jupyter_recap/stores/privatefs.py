@@ -21,8 +21,12 @@ Nothing here imports IPython, tornado or ipywidgets.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..debuglog import get_logger
@@ -222,3 +226,46 @@ def open_lock(path: Path) -> int:
 def create_exclusive(path: Path) -> int:
     """A new file (0600) for writing; fails if anything, a link included, is at ``path``."""
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+
+
+@contextmanager
+def locked(lock_path: Path, *, what: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``lock_path`` (created 0600) for the ``with`` block.
+
+    The folder must already be checked (:func:`ensure_subdir`). StoreWriteError, naming
+    ``what`` is locked, when the lock file cannot be opened (a link, someone else's file).
+    Readers need no lock when writers only append or replace files atomically; the lock is what
+    makes a read-modify-write, or a check followed by an append, whole across processes.
+    """
+    try:
+        fd = open_lock(lock_path)
+    except OSError as error:
+        raise StoreWriteError(
+            f"cannot lock {what} ({lock_path.name}): {error.strerror or error}"
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def move_aside(path: Path, problem: object, *, what: str, fresh: str, log_as: str) -> str:
+    """Move a corrupt file to ``<name>.corrupt-<stamp>-<pid>`` and return the warning line.
+
+    Call under the file's lock. The line says what was wrong (``problem``), where the bytes
+    went and that ``fresh`` starts; it is also logged as ``log_as: …``. Nothing is dropped: a
+    file that cannot be moved raises StoreWriteError and stays where it is, unreplaced.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backup = path.with_name(f"{path.name}.corrupt-{stamp}-{os.getpid()}")
+    try:
+        os.replace(path, backup)
+    except OSError as failure:
+        raise StoreWriteError(
+            f"{what} is corrupt ({problem}) and could not be moved aside: "
+            f"{failure.strerror or failure}"
+        ) from None
+    message = f"{what} was corrupt ({problem}); it was moved to {backup} and {fresh}"
+    get_logger().warning("%s: %s", log_as, message)
+    return message

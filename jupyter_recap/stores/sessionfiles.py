@@ -83,7 +83,12 @@ class SessionRecord:
     model: str | None = None
     """``provider:model`` of the latest prompt."""
     title: str = ""
-    """The first prompt on one line, at most :data:`TITLE_CHARS` characters."""
+    """What the session is about, on one line, at most :data:`TITLE_CHARS` characters: the
+    first prompt until a recap is written, then taken from the latest recap's first sentence
+    (:func:`~jupyter_recap.stores.titles.title_from_recap`)."""
+    first_prompt: str = ""
+    """The first prompt on one line, at most :data:`TITLE_CHARS` characters (a record of an
+    older version, which has none, reads its ``title`` here)."""
     turns: int = 0
     """Prompts given to the agent."""
     entries: int = 0
@@ -129,6 +134,8 @@ class SessionRecord:
             get_logger().warning(
                 "sessions: record %s: ignoring malformed %s", session_id, ", ".join(sorted(bad))
             )
+        # Older versions titled a session by its first prompt and kept nothing else.
+        values.setdefault("first_prompt", values.get("title", ""))
         return cls(id=session_id, created=float(created), updated=float(updated), **values)
 
 
@@ -151,6 +158,7 @@ _FIELD_CHECKS = {
     "kernel_id": is_optional_text,
     "model": is_optional_text,
     "title": _is_text,
+    "first_prompt": _is_text,
     "turns": _is_count,
     "entries": _is_count,
     "tokens_in": _is_count,
@@ -174,6 +182,8 @@ class SessionSummary:
     last_recap: str | None = None
     progress: str | None = None
     """The task list's progress line (``tasks ####........ 2/5``), when the session has one."""
+    first_prompt: str = ""
+    """The session's first prompt (its ``title`` is the living one)."""
 
     @classmethod
     def of(cls, record: SessionRecord) -> SessionSummary:
@@ -186,6 +196,7 @@ class SessionSummary:
             record.notebook,
             record.last_recap,
             progress_line(TaskList.from_list(record.tasks).tasks) or None,
+            record.first_prompt,
         )
 
     def to_dict(self) -> SessionSummaryJSON:
@@ -198,6 +209,7 @@ class SessionSummary:
             "notebook": self.notebook,
             "last_recap": self.last_recap,
             "progress": self.progress,
+            "first_prompt": self.first_prompt,
         }
 
     @property

@@ -36,6 +36,7 @@ from .sessionfiles import (
     check_path,
     shorten_title,
 )
+from .titles import title_from_recap
 
 __all__ = [
     "DEBOUNCE_SECONDS",
@@ -439,7 +440,7 @@ class SessionWriter:
             self._dirty = True
             header = self.record.to_dict()
         header["tasks"] = [_scrubbed_task(task, clean) for task in header["tasks"]]
-        for key in ("title", "last_recap"):
+        for key in ("title", "first_prompt", "last_recap"):
             if header[key]:
                 header[key] = clean(header[key])
         data = files.json_bytes(header)
@@ -485,11 +486,16 @@ class SessionWriter:
             kind = item["kind"]
             if kind == "user":
                 record.turns += 1
-                record.title = record.title or shorten_title(item.get("text", ""))
+                prompt = shorten_title(item.get("text", ""))
+                record.first_prompt = record.first_prompt or prompt
+                record.title = record.title or prompt
                 record.model = item.get("name") or record.model
             elif kind == "recap":
                 record.recaps += 1
                 record.last_recap = item.get("text", "")
+                # The first prompt stops saying what a long session is about; the latest
+                # recap says it (a recap with nothing usable leaves the title as it was).
+                record.title = title_from_recap(record.last_recap) or record.title
         record.model = self._transcript.active_model or record.model
 
     def close(self) -> None:

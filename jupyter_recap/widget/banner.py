@@ -1,8 +1,15 @@
 """The recap banner: a small anywidget that shows a "where was I" recap above your next cell.
 
 Everything the model wrote is synced as plain text and rendered with ``textContent`` by
-``static/banner.js``; it never becomes HTML.  Front ends without widget support (terminal
-IPython, nbconvert) get :meth:`RecapBanner.plain_text` as the ``text/plain`` repr.
+``static/banner.js``; it never becomes HTML.
+
+Front ends without widget support (terminal IPython, nbconvert, GitHub's notebook viewer) get
+:meth:`RecapBanner.plain_text` as the ``text/plain`` repr: the latest recap this banner showed,
+with its engine and task-progress line, or nothing before the first. It is what a saved notebook
+keeps, so it never holds a passing state ("drafting…", a failure, a dismissed banner). A
+notebook only keeps that text up to date if every display of the banner carries
+:attr:`RecapBanner.display_id` and the kernel sends ``update_display_data`` for it whenever the
+recap changes (``jupyter_recap.ipython.extension`` does both).
 """
 
 from __future__ import annotations
@@ -21,11 +28,9 @@ _STATIC = pathlib.Path(__file__).parent / "static"
 #: The states a banner can be in; ``hidden`` renders nothing.
 STATES = ("hidden", "drafting", "shown", "failed")
 
-_NO_LINKS: dict[str, Any] = {"links": [], "stop_cell": None, "progress": None}
+_NO_LINKS: dict[str, Any] = {"links": [], "stop_cell": None, "progress": None, "notice": ""}
 
 LABEL = "✦ recap"
-DRAFTING = "drafting…"
-FAILED = "recap failed"
 
 
 class RecapBanner(anywidget.AnyWidget):
@@ -44,6 +49,12 @@ class RecapBanner(anywidget.AnyWidget):
     reason = Unicode("manual", help='The trigger that produced it: "manual", "away", …').tag(
         sync=True
     )
+    notice = Unicode(
+        "",
+        help="""A one-time line about the recap itself, shown under it: that automatic recaps
+        now go to a hosted model, or why this one was written offline. Not part of
+        :meth:`plain_text` (a saved notebook keeps the recap, not the announcement).""",
+    ).tag(sync=True)
     dismissed = Bool(False, help="Set by the dismiss button in the browser.").tag(sync=True)
     links = List(
         Dict(),
@@ -64,6 +75,13 @@ class RecapBanner(anywidget.AnyWidget):
         latest agent cell), or None.""",
     ).tag(sync=True)
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._latest: tuple[str, str, str] | None = None
+        """The latest recap shown (text, model, progress line), for :meth:`plain_text`."""
+        self.display_id = f"jupyter-recap-banner-{self.model_id}"
+        """The one display id of every output of this banner (kept after :meth:`close`)."""
+
     def show(
         self,
         text: str,
@@ -73,6 +91,7 @@ class RecapBanner(anywidget.AnyWidget):
         links: Sequence[Mapping[str, Any]] | None = None,
         stop_cell: Mapping[str, Any] | None = None,
         progress: Mapping[str, int] | None = None,
+        notice: str = "",
     ) -> None:
         """Show a finished recap written by engine ``model``, with its cell links and the task
         list's progress (``note`` is its text form, for plain text)."""
@@ -85,7 +104,27 @@ class RecapBanner(anywidget.AnyWidget):
             links=[dict(link) for link in links or ()],
             stop_cell=dict(stop_cell) if stop_cell is not None else None,
             progress=dict(progress) if progress is not None else None,
+            notice=notice,
         )
+        self._latest = (self.text, self.model, self.note)
+
+    def set_progress(self, note: str, progress: Mapping[str, int] | None) -> bool:
+        """Refresh a shown recap's task-progress line (``note``) and bar; True if that changed
+        :meth:`plain_text`.
+
+        A banner that is not showing its recap keeps the progress it was shown with, in the
+        browser and in :meth:`plain_text`.
+        """
+        if self.state != "shown":
+            return False
+        with self.hold_sync():
+            self.set_trait("note", printable(note))
+            self.set_trait("progress", dict(progress) if progress is not None else None)
+        latest = self._latest
+        if latest is None or latest[2] == self.note:
+            return False
+        self._latest = (latest[0], latest[1], self.note)
+        return True
 
     def drafting(self, model: str = "", reason: str = "manual") -> None:
         """Show the "drafting…" state while a recap is being written."""
@@ -130,18 +169,17 @@ class RecapBanner(anywidget.AnyWidget):
             layout.close()
 
     def plain_text(self) -> str:
-        """The banner as plain text (empty when hidden), for front ends without widgets."""
-        if self.state == "hidden":
+        """The latest recap as plain text (header with its engine, the recap, its progress
+        line), or ``""`` before the first: what terminals and saved notebooks show.
+
+        Passing states (drafting, failed, hidden, dismissed) leave it unchanged, because a
+        saved notebook keeps this text long after they are over.
+        """
+        if self._latest is None:
             return ""
-        header = f"{LABEL} · {self.model}" if self.model else LABEL
-        if self.state == "drafting":
-            body = DRAFTING
-        elif self.state == "failed":
-            body = self.text or FAILED
-        else:
-            body = self.text
-        text = "\n".join(line for line in (header, body, self.note) if line)
-        return printable(text)  # traits set directly bypass _set
+        text, model, note = self._latest
+        header = f"{LABEL} · {model}" if model else LABEL
+        return printable("\n".join(line for line in (header, text, note) if line))
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
         """The widget view, with :meth:`plain_text` as the ``text/plain`` fallback."""

@@ -152,6 +152,40 @@ def test_capture_setting_names_sources_and_rejects_unknown_ones(
         Recap(capture=["crewai"])
 
 
+@pytest.mark.parametrize(
+    "entry", ["cheap", [1], [1, 2, 3], [True, 1], [-0.5, 1], [float("nan"), 1], {"in": 1}]
+)
+def test_a_price_that_is_not_two_numbers_is_refused_in_one_line(entry: object) -> None:
+    with pytest.raises(TraitError) as refused:
+        Recap(prices={"openai:x": entry})
+    message = str(refused.value)
+    assert message.startswith("Recap.prices['openai:x']: expected [input, output]")
+    assert "\n" not in message
+
+
+def test_prices_accept_pairs_of_numbers() -> None:
+    settings = Recap(prices={"openai:x": (1, 2.5), " ollama:big ": [0, 0]})
+    assert settings.prices == {"openai:x": [1.0, 2.5], "ollama:big": [0.0, 0.0]}
+    assert Recap().prices == {}
+
+
+def test_daily_budget_is_never_negative() -> None:
+    assert Recap().daily_budget == 100
+    assert Recap(daily_budget=0).daily_budget == 0
+    with pytest.raises(TraitError, match=r"^Recap.daily_budget must not be negative \(got -1\)"):
+        Recap(daily_budget=-1)
+
+
+def test_auto_hosted_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JUPYTER_RECAP_AUTO_HOSTED", raising=False)
+    assert Recap().auto_hosted is True
+    monkeypatch.setenv("JUPYTER_RECAP_AUTO_HOSTED", "0")
+    assert Recap().auto_hosted is False
+    assert Recap(auto_hosted=True).auto_hosted is True
+    with pytest.raises(TraitError):
+        Recap(auto_hosted="sometimes")
+
+
 def test_turning_capture_off_stops_recording_runs(shell: Any, ext: Any) -> None:
     assert "openai-agents" in ext.capture.sources
     shell.run_line_magic("config", "Recap.capture = []")

@@ -160,7 +160,8 @@ def test_cli_session_listing(tmp_path: Path, home: Path) -> None:
     shows(out, "tasks", "0/1", "ledger.ipynb")
 
     (listed,) = json.loads(printed(cli("--sessions", "--all", "--json", cwd=tmp_path, home=home)))
-    assert listed["title"] == dirty("fix", "the ledger export")
+    assert listed["first_prompt"] == dirty("fix", "the ledger export")
+    assert listed["title"] == dirty("Fixing", "the export")
     assert listed["last_recap"] == dirty("You were fixing", "the export.")
     assert listed["notebook"] == str(notebook)
 

@@ -112,20 +112,6 @@ def recent_lines(text: str) -> list[str]:
 # -- the properties ------------------------------------------------------------------------------
 
 
-def unresolved(entries: list[Entry]) -> set[int]:
-    """The failures no later run of the same cell (same source here) or tool fixed."""
-    latest: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        if entry.kind in ("code", "tool_result"):
-            key = (
-                f"{entry.kind}:{entry.name if entry.kind == 'tool_result' else entry.text.strip()}"
-            )
-            latest.pop(key, None)
-            if entry.error:
-                latest[key] = index
-    return set(latest.values())
-
-
 @settings(max_examples=150)
 @given(case=cases())
 def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case: Case) -> None:
@@ -178,7 +164,7 @@ def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case
         run_start -= 1
     if visible and visible[-1] not in shown:
         run_start = len(shown)  # not even the newest step fitted
-    failures = unresolved(entries)
+    failures = set(case.transcript.snapshot().unresolved)  # the rule: tests/test_context.py
     for index in shown[:run_start]:
         entry = entries[index]
         nxt = next(

@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 import jupyter_recap as jr
 from jupyter_recap.pipeline.context import ERROR_CHARS, TEXT_CHARS, TOOL_RESULT_CHARS, build_context
+from jupyter_recap.pipeline.offline import offline_recap
 from jupyter_recap.pipeline.redact import REDACTED, Redactor
 from jupyter_recap.record.transcript import MAX_ENTRY_CHARS
 from jupyter_recap.stores.compaction import compact_memory
@@ -682,6 +683,12 @@ def test_no_generated_secret_survives_build_context_at_any_offset(
                 t.code("connect()", error=body)
     out = build_context(t, env=sample.env)
     assert not _leaked(sample.secrets, out, filler + surrounding), out
+    # The offline engine quotes the same entries (errors by their telling line, steps, asks).
+    with mock.patch.dict(os.environ, sample.env):
+        recap = offline_recap(t) or ""
+    # (It ends its sentences: a period after the surrounding text is its own, not a leak.)
+    ends = f"{surrounding}. {surrounding}… "
+    assert not _leaked(sample.secrets, recap, filler + ends), recap
 
 
 # -- %recap compact-memory ---------------------------------------------------------------------

@@ -218,7 +218,7 @@ def test_a_read_only_store_keeps_the_notebook_working(
         out = capsys.readouterr().out
         assert "NOT saved" in out and out.endswith("\n") and out.count("\n") == 1
         shell.run_line_magic("recap", "--model offline")
-        assert "Next: add a test for 1999" in capsys.readouterr().out
+        assert "Next: Add a test for 1999" in capsys.readouterr().out
         with pytest.raises(jr.StoreError):
             jr.remember("fact", "the tests run with pytest")
         assert sorted(p.name for p in store.iterdir()) == before

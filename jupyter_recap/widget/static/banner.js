@@ -21,6 +21,7 @@ const KEYS = [
   "links",
   "stop_cell",
   "progress",
+  "notice",
 ];
 const STATES = ["hidden", "drafting", "shown", "failed"];
 // The jupyter_recap labextension's mount above the active cell: only there can a cell link be
@@ -111,6 +112,7 @@ function render({ model, el }) {
   button.setAttribute("aria-label", "Dismiss recap");
   button.textContent = "×";
   const body = part("div", "jp-RecapBanner-text", root);
+  const notice = part("div", "jp-RecapBanner-notice", root);
   const stop = part("div", "jp-RecapBanner-stop", root);
   const note = part("div", "jp-RecapBanner-note", root);
   const tasks = part("div", "jp-RecapBanner-progress", root);
@@ -150,6 +152,9 @@ function render({ model, el }) {
       }
       if (at < text.length) body.appendChild(document.createTextNode(text.slice(at)));
     }
+
+    notice.textContent = state === "shown" ? String(model.get("notice") || "") : "";
+    notice.hidden = !notice.textContent;
 
     const stopCell = model.get("stop_cell");
     stop.replaceChildren();

@@ -1,0 +1,268 @@
+"""The conversation's language, for the few words the offline engine writes itself.
+
+The offline engine quotes the session (the task as asked, the error, the step a reply names) and
+ties the quotes together with a handful of words: "Task:", "failed with", "Next:". Those words
+must be in the language the person writes in. A German session with English glue reads as a bug,
+so when the language cannot be told, the engine writes no glue at all rather than guess.
+
+Detection is deliberately small: the script (kana means Japanese, Han without kana Chinese), then
+counts of common short words for the Latin-script languages in :data:`GLUE`. No dependency, no
+model; the prompts are what is read, never code or errors (those are mostly English anywhere).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Glue:
+    """The words the offline engine writes in one language (``{}`` marks the quoted part)."""
+
+    task: str
+    latest_ask: str
+    cell_failed: str
+    tool_failed: str
+    turn_errored: str
+    turn_aborted: str
+    next: str
+    fix_cell: str
+    retry_turn: str
+    last_cell: str
+    reply: str
+    progress: str
+    stop: str = "."
+    """What ends a sentence (``。`` in Chinese and Japanese)."""
+    space: str = " "
+    """What goes between sentences (nothing in Chinese and Japanese)."""
+
+
+GLUE: dict[str, Glue] = {
+    "en": Glue(
+        task="Task: {}",
+        latest_ask="Latest ask: {}",
+        cell_failed="{cell} failed with {error}",
+        tool_failed="The tool {name} failed: {error}",
+        turn_errored="The last agent turn errored: {error}",
+        turn_aborted="The last agent turn was interrupted before it finished",
+        next="Next: {}",
+        fix_cell="fix {cell} and run it again",
+        retry_turn="look at that error, then rerun the agent cell",
+        last_cell="Last cell run: {}",
+        reply="Last reply: {}",
+        progress="({done} of {total} tasks done)",
+    ),
+    "de": Glue(
+        task="Aufgabe: {}",
+        latest_ask="Zuletzt gefragt: {}",
+        cell_failed="{cell} schlug fehl mit {error}",
+        tool_failed="Das Werkzeug {name} schlug fehl: {error}",
+        turn_errored="Der letzte Agenten-Durchlauf endete mit einem Fehler: {error}",
+        turn_aborted="Der letzte Agenten-Durchlauf wurde unterbrochen, bevor er fertig war",
+        next="Als Nächstes: {}",
+        fix_cell="{cell} korrigieren und erneut ausführen",
+        retry_turn="den Fehler ansehen, dann die Agenten-Zelle erneut ausführen",
+        last_cell="Zuletzt ausgeführte Zelle: {}",
+        reply="Letzte Antwort: {}",
+        progress="({done} von {total} Aufgaben erledigt)",
+    ),
+    "fr": Glue(
+        task="Tâche : {}",
+        latest_ask="Dernière demande : {}",
+        cell_failed="{cell} a échoué avec {error}",
+        tool_failed="L'outil {name} a échoué : {error}",
+        turn_errored="Le dernier tour de l'agent a échoué : {error}",
+        turn_aborted="Le dernier tour de l'agent a été interrompu avant la fin",
+        next="Ensuite : {}",
+        fix_cell="corriger {cell} et la relancer",
+        retry_turn="examiner cette erreur, puis relancer la cellule de l'agent",
+        last_cell="Dernière cellule exécutée : {}",
+        reply="Dernière réponse : {}",
+        progress="({done} tâches sur {total} faites)",
+    ),
+    "es": Glue(
+        task="Tarea: {}",
+        latest_ask="Última petición: {}",
+        cell_failed="{cell} falló con {error}",
+        tool_failed="La herramienta {name} falló: {error}",
+        turn_errored="El último turno del agente terminó con un error: {error}",
+        turn_aborted="El último turno del agente se interrumpió antes de terminar",
+        next="Siguiente: {}",
+        fix_cell="corregir {cell} y volver a ejecutarla",
+        retry_turn="revisar ese error y volver a ejecutar la celda del agente",
+        last_cell="Última celda ejecutada: {}",
+        reply="Última respuesta: {}",
+        progress="({done} de {total} tareas hechas)",
+    ),
+    "pt": Glue(
+        task="Tarefa: {}",
+        latest_ask="Último pedido: {}",
+        cell_failed="{cell} falhou com {error}",
+        tool_failed="A ferramenta {name} falhou: {error}",
+        turn_errored="O último turno do agente terminou com erro: {error}",
+        turn_aborted="O último turno do agente foi interrompido antes de terminar",
+        next="Próximo passo: {}",
+        fix_cell="corrigir {cell} e executá-la de novo",
+        retry_turn="ver esse erro e executar de novo a célula do agente",
+        last_cell="Última célula executada: {}",
+        reply="Última resposta: {}",
+        progress="({done} de {total} tarefas feitas)",
+    ),
+    "it": Glue(
+        task="Compito: {}",
+        latest_ask="Ultima richiesta: {}",
+        cell_failed="{cell} è fallita con {error}",
+        tool_failed="Lo strumento {name} è fallito: {error}",
+        turn_errored="L'ultimo turno dell'agente è terminato con un errore: {error}",
+        turn_aborted="L'ultimo turno dell'agente è stato interrotto prima della fine",
+        next="Prossimo passo: {}",
+        fix_cell="correggere {cell} ed eseguirla di nuovo",
+        retry_turn="esaminare l'errore, poi rieseguire la cella dell'agente",
+        last_cell="Ultima cella eseguita: {}",
+        reply="Ultima risposta: {}",
+        progress="({done} di {total} attività fatte)",
+    ),
+    "nl": Glue(
+        task="Taak: {}",
+        latest_ask="Laatste vraag: {}",
+        cell_failed="{cell} mislukte met {error}",
+        tool_failed="De tool {name} mislukte: {error}",
+        turn_errored="De laatste agentbeurt eindigde met een fout: {error}",
+        turn_aborted="De laatste agentbeurt werd onderbroken voordat hij klaar was",
+        next="Volgende stap: {}",
+        fix_cell="{cell} repareren en opnieuw uitvoeren",
+        retry_turn="die fout bekijken en dan de agentcel opnieuw uitvoeren",
+        last_cell="Laatst uitgevoerde cel: {}",
+        reply="Laatste antwoord: {}",
+        progress="({done} van {total} taken klaar)",
+    ),
+    "zh": Glue(
+        task="任务：{}",
+        latest_ask="最近的请求：{}",
+        cell_failed="{cell} 出错：{error}",
+        tool_failed="工具 {name} 出错：{error}",
+        turn_errored="上一轮代理运行出错：{error}",
+        turn_aborted="上一轮代理运行在完成前被中断",
+        next="下一步：{}",
+        fix_cell="修复 {cell} 并重新运行",
+        retry_turn="查看该错误，然后重新运行代理单元格",
+        last_cell="最后运行的单元格：{}",
+        reply="最新回复：{}",
+        progress="（已完成 {done}/{total} 项任务）",
+        stop="。",
+        space="",
+    ),
+    "ja": Glue(
+        task="タスク：{}",
+        latest_ask="最新の依頼：{}",
+        cell_failed="{cell} が失敗しました：{error}",
+        tool_failed="ツール {name} が失敗しました：{error}",
+        turn_errored="前回のエージェントの実行がエラーで終了しました：{error}",
+        turn_aborted="前回のエージェントの実行は完了前に中断されました",
+        next="次：{}",
+        fix_cell="{cell} を修正して再実行する",
+        retry_turn="エラーを確認してからエージェントのセルを再実行する",
+        last_cell="最後に実行したセル：{}",
+        reply="最新の返答：{}",
+        progress="（タスク {done}/{total} 完了）",
+        stop="。",
+        space="",
+    ),
+}
+
+#: No glue: the quotes alone, marked with symbols that need no language.
+NO_GLUE = Glue(
+    task="{}",
+    latest_ask="{}",
+    cell_failed="{cell} ✗ {error}",
+    tool_failed="{name} ✗ {error}",
+    turn_errored="✗ {error}",
+    turn_aborted="",
+    next="→ {}",
+    fix_cell="{cell}",
+    retry_turn="",
+    last_cell="{}",
+    reply="{}",
+    progress="({done}/{total})",
+)
+
+
+# Short, frequent words that tell the Latin-script languages apart (few are shared; a shared one
+# counts for each). Prompts are short, so the everyday words of requests are here too.
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_WORDS: dict[str, frozenset[str]] = {
+    "en": _words(
+        "the and is are of to in for with it this that please can you why what how not from "
+        "on my we was be have has then now again still fix run by per into all each using "
+        "use make add write show get check list load build find clean plot"
+    ),
+    "de": _words(
+        "der die das und ist sind nicht mit für auf ein eine einen den dem zu es ich bitte "
+        "warum wie was noch jetzt weiter wieder kannst du mir sie schlägt fehl auch aus "
+        "möchte brauche mach füge hinzu aber sehr"
+    ),
+    "fr": _words(
+        "le la les et est sont pas avec pour dans un une des du de je tu vous il ce cette "
+        "merci pourquoi comment encore maintenant plante peux pouvez sur qui que veux besoin "
+        "fais ajoute aussi mais très"
+    ),
+    "es": _words(
+        "el la los las y es son no con para en un una del de por favor que qué cómo ahora "
+        "otra vez puedes podrías sigue falla mi este esta necesito quiero haz añade añadir "
+        "está también esto hacer pero muy"
+    ),
+    "pt": _words(
+        "o a os as e é são não com para em um uma do da dos das de por favor que porque como "
+        "agora outra vez você pode falhou meu este esta isso quero preciso faça adicione "
+        "também mas muito não"
+    ),
+    "it": _words(
+        "il lo la gli le e è sono non con per in un una del della di che perché come ora "
+        "ancora puoi potresti favore questo questa fallisce voglio bisogno fammi aggiungi "
+        "anche molto"
+    ),
+    "nl": _words(
+        "de het een en is zijn niet met voor op van in ik je jij u dat dit waarom hoe nu weer "
+        "nog kun kunt alsjeblieft graag mislukt faalt ook wil moet maak voeg toe maar heel"
+    ),
+}
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+# Letters of scripts no table covers (Cyrillic, Greek, Arabic, Hebrew, Hangul, Devanagari, Thai…).
+_OTHER_SCRIPT = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u0590-\u06ff\u0900-\u0e7f\uac00-\ud7af]")
+# Enough of each prompt to tell; a pasted table or log adds nothing but cost.
+_READ_CHARS = 600
+
+
+def detect(prompts: Iterable[str]) -> str | None:
+    """The language of ``prompts`` (a key of :data:`GLUE`), or None when it cannot be told."""
+    text = " ".join(prompt[:_READ_CHARS] for prompt in prompts)
+    kana, han = len(_KANA.findall(text)), len(_HAN.findall(text))
+    if kana >= 2:
+        return "ja"
+    if han >= 2:
+        return "zh"
+    if len(_OTHER_SCRIPT.findall(text)) >= 3:
+        return None
+    scores = dict.fromkeys(_WORDS, 0)
+    for word in _WORD.findall(text.lower()):
+        for language, words in _WORDS.items():
+            if word in words:
+                scores[language] += 1
+    ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
+    (best, top), (_, runner_up) = ranked[0], ranked[1]
+    # A near tie is a guess; a single hit decides only when no other language has one.
+    if (top >= 2 and top > runner_up * 1.5) or (top == 1 and runner_up == 0):
+        return best
+    return None
+
+
+def glue_for(language: str | None) -> Glue:
+    """The glue of ``language``, or :data:`NO_GLUE` when it is None or not in the table."""
+    return GLUE.get(language or "", NO_GLUE)

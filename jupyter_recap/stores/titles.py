@@ -1,0 +1,129 @@
+"""A stored session's living title: a few words on what the session is about now.
+
+A session starts out titled by its first prompt. Each recap written into it says, in its first
+sentence, what the work is (the recap prompt asks the model to open with the overall task, and
+the offline engine opens with ``Task: …``), so that sentence, trimmed of its label and of the
+lead-in models like to start with, becomes the title. No model is called: the title is pure
+string work on text the session already holds (and that was redacted before it got here).
+
+For example::
+
+    "You were fixing the foreign key on orders. Next: rerun the migration."
+        -> "Fixing the foreign key on orders"
+    "Task: plot churn by cohort. The last agent turn errored: KeyError."
+        -> "Plot churn by cohort"
+    "タスク：注文データを整理する。次に集計を確認する。"
+        -> "注文データを整理する"
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..pipeline.redact import REDACTED
+from .sessionfiles import TITLE_CHARS, shorten_title
+
+__all__ = ["first_sentence", "title_from_recap"]
+
+#: Letters a title needs to say anything (``[redacted]`` does not count).
+MIN_LETTERS = 3
+
+# A sentence ends at an ASCII mark followed by a space or the end, or at a full-width mark:
+# Chinese and Japanese put no space after theirs. "orders.csv" and "3.5" stay whole.
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|[。！？]+")
+
+# Abbreviations whose period ends no sentence (lower case, without the final period).
+_ABBREVIATIONS = frozenset(
+    {"e.g", "i.e", "vs", "cf", "approx", "incl", "mr", "mrs", "ms", "dr", "st", "fig", "eq"}
+)
+
+# A short label leading the sentence: one word of at most 14 characters, then a colon (an
+# optional space before it, as French writes "Tâche :"). An ASCII colon must be followed by a
+# space, so that "http://…" or "12:30" is no label; a full-width one needs nothing after it.
+_LABEL = re.compile(r"^[^\W\d_][\w-]{0,13}(?:[^\S\n]?:(?=\s|$)|[^\S\n]?：)\s*")
+
+_APOSTROPHE = "['’]"  # models write either
+# What model-written recaps open with before they get to the work itself.
+_LEAD_IN = re.compile(
+    r"^(?:(?:in\s+this\s+(?:session|notebook)|so\s+far|here),?\s+)?"
+    r"(?:"
+    rf"you(?:\s+and\s+the\s+agent)?(?:\s+(?:were|are|have\s+been)|{_APOSTROPHE}(?:re|ve\s+been))"
+    rf"|we(?:\s+(?:were|are|have\s+been)|{_APOSTROPHE}(?:re|ve\s+been))"
+    r"|the\s+agent\s+(?:was|is|has\s+been)"
+    r"|you\s+asked(?:\s+the\s+agent)?\s+to"
+    r"|(?:the|your)\s+(?:task|goal)\s+(?:is|was)(?:\s+to)?"
+    r")\s+"
+    # "You were working on the churn plot" says no more than "The churn plot".
+    r"(?:(?:still|currently|now)\s+)?(?:working\s+on\s+|in\s+the\s+middle\s+of\s+)?",
+    re.IGNORECASE,
+)
+
+# Where a long sentence can be cut and still read whole: a semicolon or a dash between clauses.
+_CLAUSE_END = re.compile(r"\s*(?:;|；)\s+|\s+[—–-]\s+")
+# A cut clause shorter than this says too little; the sentence is shortened instead.
+_MIN_CLAUSE = 16
+
+# Marks a title does not end with: the sentence's own period, what a cut clause leaves.
+_TRAILING = " \t.,;:!。，；：！"
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` on one line, without its closing mark.
+
+    A sentence ends at ``.``, ``!`` or ``?`` followed by a space or the end of the text, or at
+    a full-width ``。``, ``！`` or ``？``; the period of a common abbreviation (``e.g.``) ends
+    none. A question mark is kept: it is part of what the sentence says.
+    """
+    flat = " ".join(text.split())
+    for match in _SENTENCE_END.finditer(flat):
+        mark = match.group()
+        if mark == "." and _ends_abbreviation(flat[: match.start()]):
+            continue
+        keep = mark[0] in "?？"
+        return flat[: match.end() if keep else match.start()]
+    return flat
+
+
+def _ends_abbreviation(before: str) -> bool:
+    words = before.rsplit(None, 1)
+    return bool(words) and words[-1].lower().lstrip("(") in _ABBREVIATIONS
+
+
+def title_from_recap(text: str, limit: int = TITLE_CHARS) -> str | None:
+    """The title a recap gives its session, or None when the recap says nothing usable.
+
+    The recap's first sentence, without a leading label (``Task:``, ``Aufgabe:``,
+    ``Tâche :``, ``タスク：``) or an English lead-in (``You were``, ``You're``, ``The agent
+    was``, ``You asked the agent to``, …), its first letter capitalised, on one line and at most
+    ``limit`` characters (cut at a clause boundary when one is near, else at a word). None for
+    a sentence of fewer than :data:`MIN_LETTERS` letters: the title the session had stays.
+    """
+    sentence = first_sentence(text)
+    for _ in range(2):  # "Recap: Task: …"
+        sentence = _LABEL.sub("", sentence, count=1)
+    sentence = _LEAD_IN.sub("", sentence, count=1)
+    sentence = _clause(sentence.strip(), limit).rstrip(_TRAILING)
+    if sum(c.isalpha() for c in sentence.replace(REDACTED, "")) < MIN_LETTERS:
+        return None
+    return shorten_title(_capitalised(sentence), limit)
+
+
+def _clause(sentence: str, limit: int) -> str:
+    """``sentence``, or its first clause when the whole is too long and the clause is not."""
+    if len(sentence) <= limit:
+        return sentence
+    match = _CLAUSE_END.search(sentence)
+    if match is not None and _MIN_CLAUSE <= match.start() <= limit:
+        return sentence[: match.start()]
+    return sentence
+
+
+def _capitalised(sentence: str) -> str:
+    """``sentence`` with an upper-case first letter when its first word is a plain word.
+
+    Names that are not ("orders.csv", "df.head()", "iPhone", "pH") are left as written.
+    """
+    word = sentence.split(" ", 1)[0].rstrip(",;:")
+    if word.isalpha() and word.islower():
+        return sentence[0].upper() + sentence[1:]
+    return sentence
