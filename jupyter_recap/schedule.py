@@ -41,12 +41,15 @@ class CancelDraft:
 
 @dataclass(frozen=True)
 class ShowRecap:
-    """Show ``text`` by ``model`` in the banner."""
+    """Show ``text`` by ``model`` in the banner (``note``: why it was written offline,
+    ``notice``: an announcement to show the first time)."""
 
     id: int
     text: str
     model: str
     reason: str
+    note: str = ""
+    notice: str = ""
 
 
 @dataclass(frozen=True)
@@ -247,7 +250,9 @@ class Schedule:
                 actions += self._try_draft("idle")
         return actions
 
-    def draft_done(self, draft_id: int, text: str | None, model: str = "") -> list[Action]:
+    def draft_done(
+        self, draft_id: int, text: str | None, model: str = "", note: str = "", notice: str = ""
+    ) -> list[Action]:
         """A draft finished (``text`` None when it failed). Decide whether to show it."""
         flight = self.in_flight
         if flight is None or flight.draft.id != draft_id:
@@ -273,7 +278,7 @@ class Schedule:
         self.banner_visible = True
         self.counters.last_reason = draft.reason
         self.counters.last_shown_at = self._clock()
-        return [ShowRecap(draft.id, text, model, draft.reason)]
+        return [ShowRecap(draft.id, text, model, draft.reason, note, notice)]
 
     def banner_dismissed(self) -> list[Action]:
         """The person closed the banner themselves."""

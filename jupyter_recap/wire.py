@@ -166,3 +166,27 @@ class SessionRecapAnswer(TypedDict):
     recap: str | None
     model: str | None
     reason: str
+
+
+class DayUsageJSON(TypedDict):
+    """One local day's model calls, from every kernel of the person (``DayUsage.to_dict()``)."""
+
+    day: str
+    calls: int
+    automatic: int
+    failed: int
+    tokens_in: int
+    tokens_out: int
+    estimated: int
+    cost: float
+    unpriced: int
+    models: dict[str, int]
+
+
+class UsageJSON(TypedDict):
+    """``GET usage``: today's recap cost; ``today`` is null, and ``error`` says why in one line,
+    when the usage ledger cannot be read."""
+
+    today: DayUsageJSON | None
+    cost: str | None
+    error: str | None

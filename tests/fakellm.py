@@ -671,17 +671,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeLLM:
-    """A fake LLM HTTP server on 127.0.0.1 (random port) in a background thread."""
+    """A fake LLM HTTP server on 127.0.0.1 (or ``host``; random port) in a background thread."""
 
-    def __init__(self, text: str = DEFAULT_TEXT) -> None:
+    def __init__(self, text: str = DEFAULT_TEXT, *, host: str = "127.0.0.1") -> None:
         self.text = text
+        self.host = host
         self.requests: list[Recorded] = []
         self.disconnects: list[float] = []
         self.stop = threading.Event()
         self._queue: list[Behaviour] = []
         self._lock = threading.Lock()
         self._call_ids = itertools.count(1)
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server((host, 0), _Handler)
         self._server.fake = self
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
@@ -690,7 +691,15 @@ class FakeLLM:
     @property
     def url(self) -> str:
         """Base URL, e.g. ``http://127.0.0.1:43125`` (no trailing slash)."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def url_as(self, name: str) -> str:
+        """The base URL with the host spelled ``name`` (one that resolves to this server)."""
+        return f"http://{name}:{self.port}"
 
     def respond(self, *behaviours: Behaviour) -> None:
         """Queue behaviours for the next calls, one each, in order."""
@@ -758,3 +767,14 @@ def fake_llm() -> Iterator[FakeLLM]:
     """A running :class:`FakeLLM`, stopped after the test."""
     with FakeLLM() as fake:
         yield fake
+
+
+def hosted_name() -> str:
+    """This machine's own host name: it resolves to a local address, yet it is no loopback
+    name, so jupyter_recap takes a model server there for a hosted one. Bind a FakeLLM to
+    :func:`hosted_address` and call it by this name to play a hosted provider, offline."""
+    return socket.gethostname()
+
+
+def hosted_address() -> str:
+    return socket.gethostbyname(socket.gethostname())

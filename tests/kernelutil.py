@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -113,3 +114,46 @@ def widget_states(messages: list[dict[str, Any]], comm_id: str) -> list[dict[str
         ):
             states.append(m["content"]["data"].get("state", {}))
     return states
+
+
+# -- the recap banner, as a frontend sees it on IOPub --------------------------------------------
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SETUP = """\
+import agentmagic, time
+from jupyter_recap.ipython.extension import extension_for
+agent = agentmagic.install(get_ipython())
+%load_ext jupyter_recap
+ext = extension_for(get_ipython())
+"""
+
+
+def banner_id(messages: list[dict[str, Any]]) -> str:
+    (model_id,) = [
+        m["content"]["data"][WIDGET_VIEW]["model_id"]
+        for m in messages
+        if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
+    ]
+    return str(model_id)
+
+
+def shown_updates(messages: list[dict[str, Any]], comm_id: str) -> list[dict[str, Any]]:
+    """Banner updates that put a recap on screen, in order."""
+    return [
+        m["content"]["data"]["state"]
+        for m in messages
+        if m["msg_type"] == "comm_msg"
+        and m["content"]["comm_id"] == comm_id
+        and m["content"]["data"].get("state", {}).get("state") == "shown"
+    ]
+
+
+def wait_for_shown(kc: Any, comm_id: str, seconds: float) -> tuple[dict[str, Any], float]:
+    """The first banner update showing a recap within ``seconds``, and when it arrived."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for message in collect(kc, 0.1):
+            updates = shown_updates([message], comm_id)
+            if updates:
+                return updates[0], time.monotonic()
+    raise AssertionError(f"no recap was shown within {seconds} s")

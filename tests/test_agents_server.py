@@ -2,6 +2,7 @@
 
 Kernels report their agent state with their own proof; the page reads rows and hears which row
 changed on jupyter_server's event bus; restarts, deaths and long cells are seen by the server.
+The panel's line of today's recap cost is read from the person's usage ledger.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +20,7 @@ from server_fixtures import asynctest
 
 from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.server import AGENTS_SCHEMA
+from jupyter_recap.stores.usage import UsageLedger, local_day
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -278,3 +281,67 @@ async def test_a_kernel_the_restarter_gives_up_on_is_dead_in_its_row(
     await send(api, recap, fresh, report("ok"))
     await api("focus", method="POST", body={**tab, "kernel_id": fresh})
     assert [r["kernel_id"] for r in (await api("agents"))[1]["agents"]] == [fresh]
+
+
+# -- today's recap cost ---------------------------------------------------------------------
+
+
+@asynctest
+async def test_the_usage_of_today_comes_from_the_ledger_every_kernel_writes(
+    api: Any, store: Path
+) -> None:
+    code, answer = await api("usage")
+    assert (code, answer["error"], answer["cost"]) == (200, None, "$0")
+    today = answer["today"]
+    assert today["day"] == local_day(time.time())
+    assert (today["calls"], today["tokens_in"], today["tokens_out"], today["cost"]) == (0, 0, 0, 0)
+
+    # What kernels write when they pay for recaps: two automatic, one asked for, one unpriced.
+    ledger = UsageLedger(store)
+    for automatic, tokens_in, tokens_out, cost in [
+        (True, 1_000, 200, 0.0021),
+        (False, 3_000, 100, 0.0010),
+        (True, 500, 50, None),
+    ]:
+        ticket = ledger.start("openai:gpt-4o-mini", automatic=automatic)
+        assert ticket is not None
+        ledger.finish(
+            ticket, tokens_in=tokens_in, tokens_out=tokens_out, estimated=False, cost=cost
+        )
+    code, answer = await api("usage")
+    assert code == 200 and answer["error"] is None
+    today = answer["today"]
+    assert (today["calls"], today["automatic"], today["unpriced"]) == (3, 2, 1)
+    assert (today["tokens_in"], today["tokens_out"]) == (4_500, 350)
+    assert today["models"] == {"openai:gpt-4o-mini": 3}
+    assert answer["cost"] == "~$0.0031"
+
+    # A corrupt day file (a hand edit) is moved aside, and counting starts again: no 500.
+    day_file = store / "usage" / f"{today['day']}.jsonl"
+    with day_file.open("a") as handle:
+        handle.write("not a record\n")
+    code, answer = await api("usage")
+    assert (code, answer["today"]["calls"], answer["error"]) == (200, 0, None)
+    assert [p.name for p in day_file.parent.iterdir() if ".corrupt-" in p.name]
+
+
+@asynctest
+async def test_a_refused_store_is_one_line_and_usage_is_for_browsers_only(
+    api: Any, recap: Any, kernel_id: str, store: Path
+) -> None:
+    ledger = UsageLedger(store)
+    ticket = ledger.start("openai:gpt-4o-mini", automatic=True)
+    assert ticket is not None
+    store.chmod(0o770)  # someone else could write it: its figures are not believed
+    try:
+        code, answer = await api("usage")
+    finally:
+        store.chmod(0o700)
+    assert code == 200 and (answer["today"], answer["cost"]) == (None, None)
+    assert "cannot be trusted" in answer["error"] and "\n" not in answer["error"]
+
+    code, answer = await api("usage", headers=NO_AUTH)
+    assert code == 403 and "message" in answer
+    # A kernel's proof opens its own kernel's routes, not the browser's.
+    code, _ = await api("usage", headers=proof(recap, kernel_id))
+    assert code == 403

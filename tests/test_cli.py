@@ -229,3 +229,45 @@ def test_dry_run_offline_and_bad_combinations(tmp_path: Path) -> None:
     assert "dry-run goes with a notebook or a session id only" in one_line_error(
         recap("--sessions", "--dry-run", cwd=tmp_path)
     )
+
+
+# -- --usage: what recaps cost, per day ------------------------------------------------------------
+
+
+def test_usage_lists_the_last_30_days(tmp_path: Path) -> None:
+    import datetime as dt
+
+    from jupyter_recap.stores.usage import UsageLedger
+
+    home = tmp_path / "store"
+    env = offline_env(JUPYTER_RECAP_HOME=str(home))
+    assert recap("--usage", cwd=tmp_path, env=env).stdout == (
+        "No model calls in the last 30 days.\n"
+    )
+    today = dt.datetime.now().replace(hour=12)
+    for days_ago, model, auto, cost in [
+        (0, "openai:gpt-4o-mini", True, 0.0012),
+        (0, "openai:gpt-4o-mini", False, 0.0008),
+        (1, "ollama:llama3.2", True, None),
+        (40, "openai:gpt-4o-mini", True, 0.5),  # older than the window
+    ]:
+        when = (today - dt.timedelta(days=days_ago)).timestamp()
+        ledger = UsageLedger(home, clock=lambda when=when: when)
+        ticket = ledger.start(model, automatic=auto)
+        assert ticket is not None
+        ledger.finish(ticket, tokens_in=1000, tokens_out=100, estimated=False, cost=cost)
+    result = recap("--usage", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == [
+        "day", "calls", "automatic", "tokens", "in", "tokens", "out", "cost", "unpriced"
+    ]  # fmt: skip
+    assert lines[1].split() == [today.date().isoformat(), "2", "1", "2,000", "200", "~$0.0020", "0"]
+    assert lines[2].split()[1:] == ["1", "1", "1,000", "100", "$0", "1"]
+    assert lines[3].split() == ["30", "days", "3", "2", "3,000", "300", "~$0.0020", "1"]
+    assert lines[4].startswith("Costs are estimates from list prices")
+    payload = json.loads(recap("--usage", "--json", cwd=tmp_path, env=env).stdout)
+    assert [day["calls"] for day in payload] == [2, 1]
+    assert payload[0]["models"] == {"openai:gpt-4o-mini": 2}
+    for bad in (["--usage", "--sessions"], ["--usage", "x.ipynb"], ["--usage", "--limit", "3"]):
+        assert one_line_error(recap(*bad, cwd=tmp_path, env=env))

@@ -3,7 +3,8 @@
 One notebook is looked at, the other works in the background. When the background agent's turn
 ends, its row moves to the top marked, one notification says so, and the page title counts it;
 opening the row goes to the cell where the work stopped. Rows come from the server, so a reload
-keeps them; a restart shows in the row; a link in the banner selects the cell it names.
+keeps them; a restart shows in the row; a link in the banner selects the cell it names. The
+panel's last line says what recaps cost today, and follows when a kernel reports.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from browser import needs_chromium
 from labfocus import EXT, LabPage
 from labserver import LabServer, offline_lab
 from playwright.sync_api import Browser
+
+from jupyter_recap.stores.usage import UsageLedger
 
 pytestmark = [needs_chromium, pytest.mark.timeout(240)]
 
@@ -93,6 +96,31 @@ def show_panel(tab: LabPage) -> None:
     tab.page.wait_for_selector("#jupyter-recap-agents .jp-RecapAgents-list", state="visible")
 
 
+USAGE_LINE = "#jupyter-recap-agents .jp-RecapAgents-usage:not([hidden])"
+
+
+def wait_usage(tab: LabPage, *parts: str, timeout: float = 20) -> str:
+    """Wait until the panel's usage line holds every one of ``parts``; the line then."""
+    tab.page.wait_for_function(
+        """([selector, parts]) => {
+          const text = document.querySelector(selector)?.textContent ?? '';
+          return parts.every(part => text.includes(part));
+        }""",
+        arg=[USAGE_LINE, list(parts)],
+        timeout=timeout * 1000,
+    )
+    return str(tab.page.text_content(USAGE_LINE))
+
+
+def spend(lab: LabServer) -> None:
+    """Two paid model calls in the person's usage ledger, as kernels write them."""
+    ledger = UsageLedger(lab.root.parent / "recap-home")  # the server's store (labserver.py)
+    for automatic, cost in [(True, 0.0021), (False, 0.0010)]:
+        ticket = ledger.start("openai:gpt-4o-mini", automatic=automatic)
+        assert ticket is not None
+        ledger.finish(ticket, tokens_in=9_000, tokens_out=650, estimated=False, cost=cost)
+
+
 def toasts(tab: LabPage) -> list[str]:
     return list(tab.page.evaluate("() => window._toasts"))
 
@@ -130,9 +158,15 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     tab.page.evaluate(WATCH)
     listed = wait_rows(tab, "rows.length === 2")
     assert {row["name"] for row in listed} == {BILLING, FRONT}
+    # Offline recaps call no model: nothing spent yet, read when the panel was shown.
+    assert wait_usage(tab, "Recaps today:") == "Recaps today: no model calls"
 
-    # A turn in the notebook being looked at: no mark, no notification.
+    # A turn in the notebook being looked at: no mark, no notification. Recaps were paid for
+    # meanwhile; the kernel's report (a push) is when the panel reads today's cost again.
+    spend(lab)
     assert tab.run_as_cell(FRONT, FRONT_CELLS[1], "cell-1") == "ok"
+    line = wait_usage(tab, "2 model calls (1 automatic)", "~$0.0031")
+    assert line == "Recaps today: 2 model calls (1 automatic) · 19.3k tokens · ~$0.0031"
     time.sleep(1)
     [looked_at] = [row for row in rows(tab) if row["kernel"] == front]
     assert (looked_at["state"], looked_at["marked"]) == ("idle", False)
@@ -190,7 +224,7 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     link = tab.page.wait_for_selector(
         '.jp-RecapBanner-mount.jp-mod-live a.jp-RecapBanner-link[data-cell-id="cell-2"]'
     )
-    assert link is not None and link.text_content().startswith("In[")
+    assert link is not None and (link.text_content() or "").startswith("In[")
     link.click()
     tab.page.wait_for_function(
         "() => window.jupyterapp.shell.currentWidget.content.activeCellIndex === 2"

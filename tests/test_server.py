@@ -58,7 +58,7 @@ def events(since: int = 0, timeout: float = 0, **kwargs: Any) -> dict[str, Any]:
 async def test_capabilities(api: Any) -> None:
     from jupyter_recap import __version__
 
-    features = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents"]
+    features = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents", "usage"]
     answer = {"version": __version__, "features": features, "heartbeat_seconds": 10.0}
     assert await api("capabilities") == (200, answer)
 

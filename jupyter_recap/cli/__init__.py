@@ -33,7 +33,7 @@ from .common import (
     print_json,
     say,
 )
-from .lists import list_notes, list_sessions
+from .lists import list_notes, list_sessions, list_usage
 
 if TYPE_CHECKING:
     from ..pipeline.framing import Framing
@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         "current one): the git repository around it, or its directory",
     )
     parser.add_argument(
+        "--usage",
+        action="store_true",
+        help="list the model calls recaps made over the last 30 days, all your kernels: "
+        "calls, tokens and the estimated cost, per day",
+    )
+    parser.add_argument(
         "--all",
         action="store_true",
         help="with --sessions: list the sessions of every notebook",
@@ -127,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.sessions and args.notes:
             raise UsageError("--sessions and --notes do not go together")
+        if args.usage:
+            if args.target or args.sessions or args.notes or args.dry_run or args.model:
+                raise UsageError("--usage goes alone (or with --json)")
+            if args.all or args.limit is not None:
+                raise UsageError("--all and --limit only go with --sessions")
+            return list_usage(as_json=args.json)
         if args.dry_run and (args.sessions or args.notes):
             raise UsageError("--dry-run goes with a notebook or a session id only")
         if args.sessions:
@@ -234,7 +246,16 @@ def _recap(
     _check_model(model, settings, transcript.active_model)
     if options.dry_run:
         return _dry_run(transcript, settings, framing, options, extra)
-    result = draft_recap(transcript, model=model, settings=settings, trigger="cli", framing=framing)
+    from ..stores.usage import UsageLedger
+
+    result = draft_recap(
+        transcript,
+        model=model,
+        settings=settings,
+        trigger="cli",
+        framing=framing,
+        usage=UsageLedger(),  # the person asked: counted, never held to the budget
+    )
     recap = result.recap
     if recap is None:
         return _no_recap(result.reason, as_json, extra)

@@ -21,6 +21,9 @@ from .common import (
     say,
 )
 
+#: Days ``--usage`` covers.
+USAGE_DAYS = 30
+
 
 def list_sessions(args: argparse.Namespace) -> int:
     """``--sessions``: print the listing (or the "none" line) and return 0."""
@@ -57,6 +60,22 @@ def list_sessions(args: argparse.Namespace) -> int:
         empty=empty,
     )
     say(listing)  # titles, recaps and notebook names are anyone's text
+    return EXIT_OK
+
+
+def list_usage(*, as_json: bool, window: int = USAGE_DAYS) -> int:
+    """``--usage``: the person's model calls, tokens and estimated cost, per day."""
+    from ..stores.listings import format_usage
+    from ..stores.usage import UsageLedger
+
+    ledger = UsageLedger()
+    days = ledger.recent(window)
+    for warning in ledger.take_warnings():
+        say(f"{PROG}: warning: {warning}", sys.stderr)
+    if as_json:
+        print_json([day.to_dict() for day in days])
+    else:
+        say(format_usage(days, window))  # model ids are anyone's text
     return EXIT_OK
 
 

@@ -23,6 +23,7 @@ from ..settings import Recap
 from ..stores.sessionfiles import AppendFile
 from ..stores.sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
 from ..stores.tasks import Task, TaskList, progress_counts, progress_line
+from ..stores.usage import UsageLedger
 from ..stores.workstate import current_state
 from ..textutil import printable
 from ..wire import AgentReport
@@ -76,6 +77,9 @@ class RecapExtension:
             ),
             framing=self.state.framing,
         )
+        self.usage = UsageLedger()
+        """The person's usage ledger in the session store, shared by every kernel."""
+        self.runner.usage = self.usage
         self._unsubscribe_tasks: Callable[[], None] | None = None
         self._banner: Any = None
         self._banner_displayed = False
@@ -415,7 +419,7 @@ class RecapExtension:
             self.runner.feed(self.schedule.banner_dismissed)
 
     def _show(self, action: ShowRecap) -> None:
-        recap = WrittenRecap(action.text, action.model, action.reason)
+        recap = WrittenRecap(action.text, action.model, action.reason, note=action.note)
         self.last_recap = recap
         self.transcript.recap(recap.text, model=recap.model)
         # As shown: the links' offsets must count the characters the page will see.
@@ -423,17 +427,32 @@ class RecapExtension:
         self._shown = {"text": text, "model": recap.model, "at": time.time()}
         if self.has_widgets:
             note = progress_line(self.state.tasks)
+            # "offline · daily budget of 100 calls reached": why no model wrote this one.
+            engine = f"{recap.model} · {recap.note}" if recap.note else recap.model
             self.banner.show(
                 text,
-                recap.model,
+                engine,
                 reason=recap.reason,
                 note=note,
                 links=recap_links(text, self.recorder.cells),
                 stop_cell=self._agent_report()["stop_cell"],
                 progress=progress_counts(self.state.tasks),
+                notice=self._first_time(action),
             )
             self._update_saved_text()
         self._state_changed()
+
+    def _first_time(self, action: ShowRecap) -> str:
+        """The recap's announcement, if this person has never been shown it for this model
+        (automatic recaps now go to a hosted model); marked as shown across kernels."""
+        if not action.notice:
+            return ""
+        try:
+            first = self.usage.announce_once(action.model)
+        except RecapError as error:  # a refused store: announce every time rather than never
+            get_logger().warning("usage: cannot keep the announcement mark (%s)", error)
+            first = True
+        return action.notice if first else ""
 
     def _on_tasks(self, tasks: tuple[Task, ...]) -> None:
         """The task list changed: save it with the session, refresh a shown banner's line."""

@@ -174,6 +174,7 @@ def compact_memory_now(ext: RecapExtension, model: str | None) -> None:
                     active_model=ext.transcript.active_model,
                     stats=ext.stats,
                     cancel=cancel,
+                    usage=ext.usage,
                 )
             )
         except RecapError as error:  # a --model that cannot be used at all

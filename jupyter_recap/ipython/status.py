@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..debuglog import log_path
 from ..errors import ConfigError, RecapError
+from ..pipeline.prices import format_cost
 from ..stores.tasks import context_line
 from ..textutil import printable
 
@@ -42,7 +43,8 @@ def status_report(ext: RecapExtension) -> str:
         f"memory:      {_memory_line(ext)}",
         f"calls:       {stats.calls} made, {ext.schedule.counters.saved_by_dedupe} saved by "
         f"dedupe, {stats.failures} failed; tokens {stats.tokens_in} in / "
-        f"{stats.tokens_out} out",
+        f"{stats.tokens_out} out; {_cost(stats.cost, stats.unpriced)} (this kernel)",
+        *_usage_lines(ext),
     ]
     if ext.last_recap is not None:
         age = int(time.time() - ext.last_recap.created)
@@ -54,6 +56,33 @@ def status_report(ext: RecapExtension) -> str:
     # Model ids, failure reasons (a server's error text), task text and paths are anyone's
     # text: the report is printed, so it is made inert as a whole.
     return printable("\n".join(lines))
+
+
+def _cost(usd: float, unpriced: int) -> str:
+    """An estimated cost, saying how many calls it leaves out for want of a price."""
+    text = f"cost {format_cost(usd)}"
+    return f"{text} (+ {unpriced} calls without a known price)" if unpriced else text
+
+
+def _usage_lines(ext: RecapExtension) -> list[str]:
+    """Today's spending across the person's kernels, and what the daily budget leaves."""
+    settings = ext.settings
+    budget = int(settings.daily_budget)
+    hosted = "" if settings.auto_hosted else "; hosted models only when asked"
+    try:
+        today = ext.usage.today()
+    except RecapError as error:  # a refused store: the kernel's own counters still stand
+        return [f"today:       unknown ({error})"]
+    lines = [
+        f"today:       {today.calls} calls ({today.automatic} automatic), tokens "
+        f"{today.tokens_in} in / {today.tokens_out} out; {_cost(today.cost, today.unpriced)} "
+        "(all your kernels)",
+        f"budget:      {max(budget - today.automatic, 0)} of {budget} automatic calls left "
+        f"today (Recap.daily_budget){hosted}",
+    ]
+    for warning in ext.usage.take_warnings():
+        lines.append(f"usage:       {warning}")
+    return lines
 
 
 def _capture_line(ext: RecapExtension) -> str:

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
 from ..pipeline.context import build_context, fingerprint
@@ -23,6 +23,10 @@ from ..pipeline.framing import NO_FRAMING, Framing
 from ..pipeline.providers.base import CancelToken
 from ..pipeline.service import RecapResult, RecapStats, draft_recap
 from ..record.transcript import Entry, Transcript
+
+if TYPE_CHECKING:
+    from ..stores.usage import UsageLedger
+
 from ..schedule import (
     Action,
     CancelDraft,
@@ -73,6 +77,9 @@ class TriggerRunner:
         """The task list and memory notes a recap adds (read at each draft and fingerprint)."""
         self.settings = settings
         self.stats = stats
+        self.usage: UsageLedger | None = None
+        """The person's usage ledger: model calls are counted there and automatic ones held to
+        the daily budget (None: not counted, as in tests of the schedule alone)."""
         self.surface = surface
         self._clock = clock
         # feed() runs on every cell: it takes the bare C lock (Condition's own __enter__ is
@@ -250,6 +257,7 @@ class TriggerRunner:
             cancel=job.cancel,
             framing=self.framing(),
             stats=self.stats,
+            usage=self.usage,
         )
         job.result = result
         recap = result.recap
@@ -260,6 +268,8 @@ class TriggerRunner:
             draft.id,
             recap.text if recap is not None else None,
             recap.model if recap is not None else "",
+            recap.note if recap is not None else "",
+            recap.notice if recap is not None else "",
         )
         self._jobs.pop(draft.id, None)
         job.done.set()

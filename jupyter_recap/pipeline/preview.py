@@ -17,19 +17,12 @@ from ..textutil import printable
 from .context import build_context
 from .framing import NO_FRAMING, Framing
 from .models import has_credentials
+from .prices import estimate_tokens
 from .prompt import SYSTEM_PROMPT, user_message
 from .providers.base import OFFLINE
 
 if TYPE_CHECKING:
     from ..settings import Recap
-
-#: About this many characters make one token in the common tokenizers (English and code).
-CHARS_PER_TOKEN = 4
-
-
-def estimate_tokens(text: str) -> int:
-    """A rough token count for ``text``: what a provider would bill when it does not say."""
-    return (len(text) + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN
 
 
 @dataclass(frozen=True)

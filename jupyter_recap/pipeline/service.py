@@ -6,19 +6,21 @@ never raises: every failure becomes ``RecapResult(recap=None, reason=...)`` and 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
-from ..errors import Cancelled, ConfigError, ProviderError, ProviderTimeout
+from ..errors import Cancelled, ConfigError, ProviderError, ProviderTimeout, RecapError
 from ..record.transcript import Transcript, current
 from .context import build_context, fingerprint
 from .framing import NO_FRAMING, Framing
 from .offline import offline_recap
+from .prices import call_cost, estimate_tokens
 from .prompt import SYSTEM_PROMPT, extract_recap, user_message
 from .providers.base import (
     OFFLINE,
@@ -31,6 +33,7 @@ from .providers.base import (
 
 if TYPE_CHECKING:
     from ..settings import Recap
+    from ..stores.usage import Ticket, UsageLedger
     from .models import Resolution
 
 ProviderFactory = Callable[[ModelRef, Mapping[str, str]], Provider]
@@ -52,6 +55,11 @@ class WrittenRecap:
     tokens_in: int = 0
     tokens_out: int = 0
     created: float = field(default_factory=time.time)
+    note: str = ""
+    """Why an automatic recap was written offline ("daily budget of 100 calls reached"): the
+    banner shows it next to the engine."""
+    notice: str = ""
+    """For an automatic recap a hosted model wrote: the announcement to show the first time."""
 
     def __str__(self) -> str:
         return self.text
@@ -76,18 +84,22 @@ class RecapStats:
     failures: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    cost: float = 0.0
+    """US dollars, for the calls whose model has a known price."""
+    unpriced: int = 0
+    """Calls whose model has no known price."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     on_tokens: Callable[[int, int], None] | None = field(default=None, repr=False, compare=False)
     """Told of every model call's tokens (the session record keeps a running count)."""
 
-    def add(self, **deltas: int) -> None:
+    def add(self, **deltas: float) -> None:
         """Add to counters from any thread."""
         with self._lock:
             for name, delta in deltas.items():
                 setattr(self, name, getattr(self, name) + delta)
         if self.on_tokens is not None and ("tokens_in" in deltas or "tokens_out" in deltas):
-            self.on_tokens(deltas.get("tokens_in", 0), deltas.get("tokens_out", 0))
+            self.on_tokens(int(deltas.get("tokens_in", 0)), int(deltas.get("tokens_out", 0)))
 
 
 def _default_settings() -> Recap:
@@ -122,6 +134,50 @@ def resolve(
     )
 
 
+#: The triggers of automatic recaps: the ones the daily budget and ``Recap.auto_hosted`` govern.
+AUTOMATIC_TRIGGERS = frozenset({"away", "post_turn", "idle", "resume"})
+
+
+class BudgetReached(Exception):
+    """An automatic call was not made: today's budget of automatic calls is spent."""
+
+
+@dataclass(frozen=True)
+class Spending:
+    """How model calls are counted and capped: the person's usage ledger (None: not counted),
+    whether the call is automatic, the daily budget of automatic calls, and price overrides."""
+
+    ledger: UsageLedger | None = None
+    automatic: bool = False
+    budget: int | None = None
+    prices: Mapping[str, Sequence[float]] = field(default_factory=dict)
+
+    def start(self, ref: ModelRef) -> Ticket | None:
+        """Count a call starting; BudgetReached when an automatic one may not be made. A ledger
+        that cannot be written never stops a call (it is logged)."""
+        budget = self.budget if self.automatic else None
+        if budget is not None and budget <= 0:
+            raise BudgetReached
+        if self.ledger is None:
+            return None
+        try:
+            ticket = self.ledger.start(ref.id, automatic=self.automatic, budget=budget)
+        except RecapError as error:
+            get_logger().warning("usage: not counted (%s)", error)
+            return None
+        if ticket is None:
+            raise BudgetReached
+        return ticket
+
+    def finish(self, ticket: Ticket | None, **spent: Any) -> None:
+        if self.ledger is None or ticket is None:
+            return
+        try:
+            self.ledger.finish(ticket, **spent)
+        except RecapError as error:
+            get_logger().warning("usage: a call's tokens were not counted (%s)", error)
+
+
 def call_model(
     ref: ModelRef,
     request: CompletionRequest,
@@ -130,19 +186,43 @@ def call_model(
     stats: RecapStats,
     factory: ProviderFactory,
     cancel: CancelToken,
+    spending: Spending | None = None,
 ) -> Completion:
-    """One model call with its bookkeeping: counted as a call, a failure counted (a cancel is
-    none), the tokens added. The provider's exception goes on to the caller."""
+    """One model call with its bookkeeping: counted as a call (and in the person's usage
+    ledger, where BudgetReached stops an automatic call before it is made), a failure counted
+    (a cancel is none), the tokens and the estimated cost added. Tokens a provider does not
+    report are estimated from the text. The provider's exception goes on to the caller."""
+    spending = spending or Spending()
+    ticket = spending.start(ref)
     stats.add(calls=1)
     try:
         completion = factory(ref, env).complete(request, cancel)
-    except Cancelled:
+    except BaseException as error:
+        if not isinstance(error, Cancelled):
+            stats.add(failures=1)
+        spending.finish(ticket, tokens_in=0, tokens_out=0, estimated=False, cost=None, failed=True)
         raise
-    except Exception:
-        stats.add(failures=1)
-        raise
-    stats.add(tokens_in=completion.tokens_in, tokens_out=completion.tokens_out)
-    return completion
+    tokens_in, tokens_out = completion.tokens_in, completion.tokens_out
+    estimated = not (tokens_in or tokens_out)
+    if estimated:
+        tokens_in = estimate_tokens(request.system) + estimate_tokens(request.user)
+        tokens_out = estimate_tokens(completion.text)
+    cost = call_cost(ref.id, tokens_in, tokens_out, spending.prices)
+    stats.add(tokens_in=tokens_in, tokens_out=tokens_out)
+    stats.add(**({"cost": cost} if cost is not None else {"unpriced": 1}))
+    spending.finish(
+        ticket, tokens_in=tokens_in, tokens_out=tokens_out, estimated=estimated, cost=cost
+    )
+    return dataclasses.replace(completion, tokens_in=tokens_in, tokens_out=tokens_out)
+
+
+def hosted_notice(model: str) -> str:
+    """The one-time announcement that automatic recaps now go to a hosted ``model``."""
+    return (
+        f"Automatic recaps send this notebook's recent transcript (redacted) to {model}. "
+        "To stop: %recap off (or c.Recap.auto = False); JUPYTER_RECAP_AUTO_HOSTED=0 keeps "
+        "them on local models."
+    )
 
 
 def draft_recap(
@@ -157,13 +237,17 @@ def draft_recap(
     stats: RecapStats | None = None,
     provider_factory: ProviderFactory | None = None,
     context: str | None = None,
+    usage: UsageLedger | None = None,
 ) -> RecapResult:
     """Draft a recap of ``transcript`` (default: this kernel's). Never raises.
 
     ``model`` overrides every setting for this call (``%recap --model M``). ``framing`` adds the
     task list and memory notes (:mod:`jupyter_recap.pipeline.framing`); without it there are none.
     ``context`` is the text already built for this transcript and framing (the kernel builds it
-    once per change and fingerprints it); without it the context is built here.
+    once per change and fingerprints it); without it the context is built here. ``usage`` is
+    the person's ledger: model calls are counted there, and automatic ones (the triggers in
+    :data:`AUTOMATIC_TRIGGERS`) are held to ``Recap.daily_budget`` across kernels; without it
+    only a budget of 0 holds.
     """
     log = get_logger()
     try:
@@ -178,6 +262,7 @@ def draft_recap(
             stats=stats if stats is not None else RecapStats(),
             factory=provider_factory or default_provider_factory,
             context=context,
+            usage=usage,
         )
     except Exception as error:
         log.exception("recap (%s) failed unexpectedly", trigger)
@@ -196,8 +281,9 @@ def _draft(
     stats: RecapStats,
     factory: ProviderFactory,
     context: str | None,
+    usage: UsageLedger | None,
 ) -> RecapResult:
-    from .models import has_credentials, missing_credentials
+    from .models import has_credentials, is_local, missing_credentials
 
     log = get_logger()
     if context is None:
@@ -214,22 +300,34 @@ def _draft(
         return RecapResult(None, str(error), fingerprint=digest, context_chars=len(context))
     log.debug("recap (%s): %s; %d context chars", trigger, resolution.why, len(context))
 
+    automatic = trigger in AUTOMATIC_TRIGGERS
+    budget = int(settings.daily_budget)
+    spending = Spending(usage, automatic, budget if automatic else None, dict(settings.prices))
+
+    def offline(note: str = "") -> RecapResult:
+        text = offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
+        if text is None:
+            return RecapResult(None, "nothing to recap yet", OFFLINE.id, digest, len(context))
+        recap = WrittenRecap(text, OFFLINE.id, trigger, digest, note=note)
+        return RecapResult(recap, "ok", OFFLINE.id, digest, len(context))
+
     deadline = time.monotonic() + float(settings.timeout_seconds)
     reason = "no model was available"
     tried: str | None = None
+    held = ""  # why an automatic recap is written offline instead
     for ref in resolution.candidates:
         tried = ref.id
         if cancel.cancelled:
             return RecapResult(None, "cancelled", tried, digest, len(context))
         if ref == OFFLINE:
-            text = offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
-            if text is None:
-                return RecapResult(None, "nothing to recap yet", tried, digest, len(context))
-            recap = WrittenRecap(text, OFFLINE.id, trigger, digest)
-            return RecapResult(recap, "ok", tried, digest, len(context))
+            return offline(held)
         if not has_credentials(ref, env):
             # Only an explicitly named model gets here; a call would just be refused.
             reason = missing_credentials(ref)
+            continue
+        hosted = not is_local(ref, env)
+        if automatic and hosted and not settings.auto_hosted:
+            held = "hosted models only when asked (Recap.auto_hosted)"
             continue
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -238,8 +336,18 @@ def _draft(
         request = CompletionRequest(SYSTEM_PROMPT, user_message(context), timeout=remaining)
         try:
             completion = call_model(
-                ref, request, env=env, stats=stats, factory=factory, cancel=cancel
+                ref,
+                request,
+                env=env,
+                stats=stats,
+                factory=factory,
+                cancel=cancel,
+                spending=spending,
             )
+        except BudgetReached:
+            held = f"daily budget of {budget} calls reached" if budget else "daily budget 0"
+            log.info("recap (%s): %s; written offline", trigger, held)
+            break
         except Cancelled:
             return RecapResult(None, "cancelled", tried, digest, len(context))
         except ProviderTimeout:
@@ -258,9 +366,17 @@ def _draft(
                 None, f"{ref.id} answered without a recap", tried, digest, len(context)
             )
         recap = WrittenRecap(
-            text, ref.id, trigger, digest, completion.tokens_in, completion.tokens_out
+            text,
+            ref.id,
+            trigger,
+            digest,
+            completion.tokens_in,
+            completion.tokens_out,
+            notice=hosted_notice(ref.id) if automatic and hosted else "",
         )
         return RecapResult(recap, "ok", tried, digest, len(context))
+    if held:
+        return offline(held)
     return RecapResult(None, reason, tried, digest, len(context))
 
 

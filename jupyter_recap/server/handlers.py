@@ -20,7 +20,7 @@ import math
 import time
 from collections.abc import Mapping
 from http.client import responses
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.auth.identity import User
@@ -29,10 +29,14 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .._version import __version__
+from ..errors import StoreError
 from ..focus.board import ReportError, parse_report
 from ..focus.hub import HEARTBEAT_SECONDS
 from ..ipython.feed import KERNEL_HEADER, kernel_proof
+from ..pipeline.prices import format_cost
+from ..stores.usage import UsageLedger
 from ..textutil import printable, shorten
+from ..wire import DayUsageJSON, UsageJSON
 from .polls import Poll, PollsFull
 
 if TYPE_CHECKING:
@@ -42,7 +46,7 @@ if TYPE_CHECKING:
     from . import RecapServer
 
 AUTH_RESOURCE = "jupyter_recap"
-FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents"]
+FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents", "usage"]
 DEFAULT_POLL_TIMEOUT = 25.0
 RETRY_AFTER_SECONDS = 10
 """``Retry-After`` of a poll refused because the server holds its limit of waiting polls."""
@@ -338,6 +342,38 @@ def _now() -> float:
     return round(time.time(), 3)
 
 
+class UsageHandler(RecapHandler):
+    """``GET usage``: today's model calls of recaps, from every kernel of the person."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        # Off the IOLoop: reading takes the ledger's lock when a corrupt day file is moved aside.
+        answer, warnings = await asyncio.to_thread(read_usage)
+        for warning in warnings:
+            # The server's own log, which the person sees; the ledger's goes to the debug log.
+            self.log.warning("jupyter_recap: %s", warning)
+        self.reply(answer)
+
+
+def read_usage(ledger: UsageLedger | None = None) -> tuple[UsageJSON, list[str]]:
+    """Today's usage as ``GET usage`` answers it, and the ledger's warnings (a corrupt day file
+    moved aside). A store that is refused or cannot be read is ``today: null`` with a one-line
+    ``error``, so the panel can say why: never a 500."""
+    try:
+        ledger = ledger if ledger is not None else UsageLedger()
+        today = ledger.today()
+    except (StoreError, OSError) as error:
+        line = " ".join(printable(str(error) or type(error).__name__).split())
+        return {"today": None, "cost": None, "error": line}, []
+    answer: UsageJSON = {
+        "today": cast(DayUsageJSON, today.to_dict()),
+        "cost": format_cost(today.cost),
+        "error": None,
+    }
+    return answer, ledger.take_warnings()
+
+
 class EventsHandler(KernelRouteHandler):
     """``GET kernels/{id}/events?since=&timeout=``: the kernel's feed, as a long poll."""
 
@@ -411,5 +447,6 @@ def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "kernels", _KERNEL_ID, "agent"), AgentReportHandler),
         (url_path_join(api, "agents"), AgentsHandler),
         (url_path_join(api, "agents", _KERNEL_ID), AgentHandler),
+        (url_path_join(api, "usage"), UsageHandler),
         *session_routes(api),
     ]

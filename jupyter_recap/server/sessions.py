@@ -24,6 +24,7 @@ from ..pipeline.providers.base import CancelToken
 from ..pipeline.service import RecapResult, draft_recap
 from ..stores import sessionfiles as files
 from ..stores.sessions import LISTED_SESSIONS, SessionStore
+from ..stores.usage import UsageLedger
 from ..wire import SessionList, SessionRecapAnswer, SessionSummaryJSON
 from .handlers import RETRY_AFTER_SECONDS, RecapHandler
 
@@ -147,6 +148,7 @@ class SessionRecapHandler(RecapHandler):
             trigger="http",
             cancel=token,
             framing=framing,
+            usage=UsageLedger(),  # the person asked: counted, never held to the budget
         )
         result: RecapResult = await loop.run_in_executor(pool, draft)
         return result, record

@@ -24,12 +24,14 @@ from ..pipeline.redact import Redactor
 from ..pipeline.service import (
     ProviderFactory,
     RecapStats,
+    Spending,
     call_model,
     default_provider_factory,
     resolve,
 )
 from ..settings import Recap
 from .memory import MAX_ENTRIES, Entry, MemoryStore, check_kind, check_text, normalise
+from .usage import UsageLedger
 
 COMPACT_MIN = 60
 MERGE_MAX_TOKENS = 8192
@@ -157,10 +159,12 @@ def compact_memory(
     stats: RecapStats | None = None,
     cancel: CancelToken | None = None,
     provider_factory: ProviderFactory | None = None,
+    usage: UsageLedger | None = None,
 ) -> CompactResult:
     """Compact ``store`` with a model; the result's ``message`` says what happened.
 
-    ``model`` overrides the setting for this call. Raises ConfigError for a model id that
+    ``model`` overrides the setting for this call; the call is counted in ``usage`` (the
+    person's ledger), as a call the person asked for. Raises ConfigError for a model id that
     cannot be used at all; every other failure leaves the store untouched and is reported in
     the result.
     """
@@ -187,7 +191,13 @@ def compact_memory(
             timeout=float(settings.timeout_seconds),
         )
         completion = call_model(
-            ref, request, env=env, stats=stats, factory=factory, cancel=cancel or CancelToken()
+            ref,
+            request,
+            env=env,
+            stats=stats,
+            factory=factory,
+            cancel=cancel or CancelToken(),
+            spending=Spending(usage, prices=dict(settings.prices)),
         )
         return completion.text
 

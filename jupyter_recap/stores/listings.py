@@ -39,6 +39,7 @@ from ..textutil import printable, shorten
 if TYPE_CHECKING:
     from .memory import Entry as Note
     from .sessionfiles import SessionSummary
+    from .usage import DayUsage
 
 __all__ = [
     "EMPTY",
@@ -47,6 +48,7 @@ __all__ = [
     "format_age",
     "format_notes",
     "format_sessions",
+    "format_usage",
     "unique_prefixes",
 ]
 
@@ -185,3 +187,50 @@ def format_notes(entries: Sequence[Note], project: Path | str, *, empty: str = "
     lines = [f"{len(entries)} notes for {place} ({recalled} recalled at least once)", NOTES_HEADER]
     lines += [f"{entry.hits:>5}  {entry.kind:<9} {printable(entry.text)}" for entry in entries]
     return "\n".join(lines)
+
+
+def format_usage(days: Sequence[DayUsage], window: int) -> str:
+    """``jupyter recap --usage``: one line per day with model calls (newest first), a total.
+
+    Costs are estimates from list prices (``Recap.prices`` sets your own); a call whose model
+    has no known price is counted in its own column rather than guessed at.
+    """
+    from ..pipeline.prices import format_cost
+
+    if not days:
+        return f"No model calls in the last {window} days."
+    header = ("day", "calls", "automatic", "tokens in", "tokens out", "cost", "unpriced")
+    rows = [
+        (
+            day.day,
+            f"{day.calls:,}",
+            f"{day.automatic:,}",
+            f"{day.tokens_in:,}",
+            f"{day.tokens_out:,}",
+            format_cost(day.cost),
+            f"{day.unpriced:,}",
+        )
+        for day in days
+    ]
+    rows.append(
+        (
+            f"{window} days",
+            f"{sum(d.calls for d in days):,}",
+            f"{sum(d.automatic for d in days):,}",
+            f"{sum(d.tokens_in for d in days):,}",
+            f"{sum(d.tokens_out for d in days):,}",
+            format_cost(sum(d.cost for d in days)),
+            f"{sum(d.unpriced for d in days):,}",
+        )
+    )
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(row: Sequence[str]) -> str:
+        cells = [row[0].ljust(widths[0])] + [
+            c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)
+        ]
+        return "  ".join(cells).rstrip()
+
+    body = [line(header), *(line(row) for row in rows[:-1]), line(rows[-1])]
+    note = "Costs are estimates from list prices; set your own with c.Recap.prices."
+    return "\n".join([*body, note])

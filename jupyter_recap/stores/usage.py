@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import errno
+import hashlib
 import json
 import math
 import os
@@ -235,6 +236,27 @@ class UsageLedger:
         self._pruned: str | None = None
 
     # -- writing ---------------------------------------------------------------------------
+
+    def announce_once(self, model: str) -> bool:
+        """True the first time this is asked about ``model`` for this person, then never again
+        (across kernels and days): automatic recaps going to a hosted model are announced once.
+
+        The mark is a file created exclusively, so two kernels asking at once get one True.
+        """
+        privatefs.ensure_dir(self.root)
+        privatefs.ensure_subdir(self.folder, what="the usage folder")
+        digest = hashlib.sha256(str(model).encode("utf-8")).hexdigest()[:16]
+        try:
+            fd = privatefs.create_exclusive(self.folder / f"announced-{digest}")
+        except FileExistsError:
+            return False
+        except OSError as error:
+            raise _write_error(self.folder / f"announced-{digest}", error) from None
+        try:
+            os.write(fd, str(model).encode("utf-8") + b"\n")  # for a person looking at the folder
+        finally:
+            os.close(fd)
+        return True
 
     def start(self, model: str, *, automatic: bool, budget: int | None = None) -> Ticket | None:
         """Record a call starting now. For an automatic call with a budget, under the same lock:

@@ -11,7 +11,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
-import { AGENTS_SCHEMA, type IAgentRow, type RecapApi } from './api';
+import { AGENTS_SCHEMA, type IAgentRow, type IUsage, type RecapApi } from './api';
 
 /** The per-kernel bookkeeping of single-row requests. */
 interface IRowFetch {
@@ -28,7 +28,16 @@ export class AgentsModel implements IDisposable {
     events: Event.IManager | null
   ) {
     this._events = events;
+    this.usage = new UsageModel(_api);
     events?.stream.connect(this._onEvent, this);
+  }
+
+  /** Today's recap cost (read on demand: the panel asks when shown and after pushes). */
+  readonly usage: UsageModel;
+
+  /** Emitted for each pushed row update: a kernel reported, so a recap may have been paid for. */
+  get pushed(): ISignal<this, void> {
+    return this._pushed;
   }
 
   /** Emitted after any row, the order or the loaded state changed. */
@@ -113,6 +122,7 @@ export class AgentsModel implements IDisposable {
     }
     this._disposed = true;
     this._events?.stream.disconnect(this._onEvent, this);
+    this.usage.dispose();
     Signal.clearData(this);
   }
 
@@ -205,6 +215,7 @@ export class AgentsModel implements IDisposable {
       this._remove(kernelId, ++this._seq);
     } else {
       this._fetch(kernelId);
+      this._pushed.emit();
     }
     // Pushes arrive in order, so versions left unseen below this one were missed.
     if (this.isLoaded && this._seen.size > 0 && this._loading === null) {
@@ -305,6 +316,7 @@ export class AgentsModel implements IDisposable {
 
   private readonly _events: Event.IManager | null;
   private readonly _changed = new Signal<this, void>(this);
+  private readonly _pushed = new Signal<this, void>(this);
   private readonly _loaded = new Signal<this, { first: boolean }>(this);
   private readonly _fetches = new Map<string, IRowFetch>();
   /** Which request last settled each kernel's row (requests are numbered as they start). */
@@ -320,6 +332,125 @@ export class AgentsModel implements IDisposable {
   private _resetAgain = false;
   private _loadCount = 0;
   private _loadFailed = false;
+  private _disposed = false;
+}
+
+/** The least time between two starts of `GET usage`, in milliseconds. */
+export const USAGE_MIN_INTERVAL = 1_000;
+
+/**
+ * Today's recap cost, read with `GET usage` when asked (`refresh()`), never on a timer of its
+ * own: an idle page sends nothing. Asks that come faster than one a second are merged into one
+ * request at the end of that second, so a burst of pushes costs at most one request a second.
+ */
+export class UsageModel implements IDisposable {
+  constructor(
+    private readonly _api: RecapApi,
+    private readonly _minInterval = USAGE_MIN_INTERVAL
+  ) {}
+
+  /** Emitted after an answer or a failure changed what `usage` / `failed` say. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** The latest answer (kept through a later failure to reach the server). */
+  get usage(): IUsage | null {
+    return this._usage;
+  }
+
+  /** No answer has come and the last request failed. */
+  get failed(): boolean {
+    return this._failed;
+  }
+
+  /** False once the server said it has no such route (an older server): nothing more is asked. */
+  get supported(): boolean {
+    return this._supported;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** Read today's usage now, or at the end of the current second when one was just read. */
+  refresh(): void {
+    if (this._disposed || !this._supported) {
+      return;
+    }
+    if (this._busy) {
+      this._again = true;
+      return;
+    }
+    const wait = this._started + this._minInterval - Date.now();
+    if (wait > 0) {
+      if (this._timer === 0) {
+        this._timer = window.setTimeout(() => {
+          this._timer = 0;
+          this.refresh();
+        }, wait);
+      }
+      return;
+    }
+    this._request();
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    window.clearTimeout(this._timer);
+    this._timer = 0;
+    Signal.clearData(this);
+  }
+
+  private _request(): void {
+    this._busy = true;
+    this._started = Date.now();
+    this._api
+      .usage()
+      .then(
+        answer => {
+          if (this._disposed) {
+            return;
+          }
+          this._usage = answer;
+          this._failed = false;
+          this._changed.emit();
+        },
+        error => {
+          if (this._disposed) {
+            return;
+          }
+          if (error instanceof ServerConnection.ResponseError && error.response.status === 404) {
+            this._supported = false;
+          } else {
+            console.debug('jupyter_recap: loading the usage of today failed', error);
+          }
+          this._failed = this._usage === null;
+          this._changed.emit();
+        }
+      )
+      .finally(() => {
+        this._busy = false;
+        if (this._again && !this._disposed) {
+          this._again = false;
+          this.refresh();
+        }
+      });
+  }
+
+  private readonly _changed = new Signal<this, void>(this);
+  private _usage: IUsage | null = null;
+  private _failed = false;
+  private _supported = true;
+  private _busy = false;
+  /** An ask came while a request was in flight: ask once more after it. */
+  private _again = false;
+  /** When the latest request started (`Date.now()`), 0 before the first. */
+  private _started = 0;
+  private _timer = 0;
   private _disposed = false;
 }
 

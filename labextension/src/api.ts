@@ -133,6 +133,36 @@ export interface IAgentPush {
 
 export const AGENTS_SCHEMA = 'urn:jupyter-recap:events:agents:v1';
 
+/** One local day's model calls of recaps, from every kernel of the person. */
+export interface IDayUsage {
+  /** The server's local day, `YYYY-MM-DD`. */
+  day: string;
+  calls: number;
+  /** Of which automatic recaps (the ones the daily budget counts). */
+  automatic: number;
+  failed: number;
+  tokens_in: number;
+  tokens_out: number;
+  /** Calls whose token counts are estimates (the provider reported none). */
+  estimated: number;
+  /** Sum of the known costs, US dollars. */
+  cost: number;
+  /** Calls with tokens but no known price (their cost is not in `cost`). */
+  unpriced: number;
+  /** Calls per model id. */
+  models: Record<string, number>;
+}
+
+/** `GET jupyter-recap/api/usage` (servers with the `usage` feature). */
+export interface IUsage {
+  /** Null when the usage ledger could not be read; `error` then says why. */
+  today: IDayUsage | null;
+  /** `today.cost` as people read it: `~$0.0031`, `$0`. */
+  cost: string | null;
+  /** One line. */
+  error: string | null;
+}
+
 const API = 'jupyter-recap/api';
 
 /** The server routes the labextension uses. */
@@ -166,6 +196,10 @@ export class RecapApi {
 
   agent(kernelId: string): Promise<IAgentAnswer> {
     return this.request<IAgentAnswer>('GET', 'agents', encodeURIComponent(kernelId));
+  }
+
+  usage(): Promise<IUsage> {
+    return this.request<IUsage>('GET', 'usage');
   }
 
   /**

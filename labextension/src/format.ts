@@ -2,7 +2,7 @@
  * Words for the agents panel and its notifications. Everything returns plain strings or builds
  * DOM nodes with textContent: no server or model text is ever parsed as HTML.
  */
-import type { AgentEvent, IAgentLink, IAgentRow } from './api';
+import type { AgentEvent, IAgentLink, IAgentRow, IUsage } from './api';
 
 /** `45 s`, `2 min 3 s`, `1 h 5 min`, `2 d 3 h`. */
 export function duration(seconds: number): string {
@@ -148,4 +148,97 @@ export function appendLinked(
   if (at < text.length) {
     parent.appendChild(document.createTextNode(text.slice(at)));
   }
+}
+
+/** `950`, `1.2k`, `19.3k`, `250k`, `1.5M`: a count for a glance. */
+export function compactCount(count: number): string {
+  const value = Number.isFinite(count) ? Math.max(0, Math.round(count)) : 0;
+  if (value < 1_000) {
+    return String(value);
+  }
+  const units: [string, number][] = [
+    ['k', 1e3],
+    ['M', 1e6],
+    ['B', 1e9]
+  ];
+  let shown = '';
+  for (const [unit, size] of units) {
+    const scaled = value / size;
+    const rounded = scaled < 100 ? Math.round(scaled * 10) / 10 : Math.round(scaled);
+    shown = `${rounded}${unit}`;
+    // 999,960 rounds to 1000k: that is 1M.
+    if (rounded < 1_000) {
+      break;
+    }
+  }
+  return shown;
+}
+
+/** `1 call`, `2 calls`. */
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * The agents panel's line about today's recap cost, e.g. `Recaps today: 12 model calls
+ * (9 automatic) · 19.3k tokens · ~$0.0031 + 2 calls unpriced`.
+ */
+export function usageText(usage: IUsage): string {
+  const today = usage.today;
+  if (today === null) {
+    return `Recaps today: unknown — ${usage.error || 'the server sent no figures'}`;
+  }
+  if (today.calls <= 0) {
+    return 'Recaps today: no model calls';
+  }
+  const kinds: string[] = [];
+  if (today.automatic > 0) {
+    kinds.push(`${today.automatic} automatic`);
+  }
+  if (today.failed > 0) {
+    kinds.push(`${today.failed} failed`);
+  }
+  let calls = plural(today.calls, 'model call');
+  if (kinds.length > 0) {
+    calls += ` (${kinds.join(', ')})`;
+  }
+  // Some counts are the recap's own estimates (the provider reported none): say so.
+  const approx = today.estimated > 0 ? '~' : '';
+  const parts = [calls, `${approx}${compactCount(today.tokens_in + today.tokens_out)} tokens`];
+  const unpriced = today.unpriced > 0 ? plural(today.unpriced, 'call') + ' unpriced' : '';
+  if (unpriced && !(today.cost > 0)) {
+    // Every call is of a model without a known price (a local one, say): "$0" would mislead.
+    parts.push(unpriced);
+  } else if (usage.cost) {
+    parts.push(unpriced ? `${usage.cost} + ${unpriced}` : usage.cost);
+  }
+  return `Recaps today: ${parts.join(' · ')}`;
+}
+
+/** The tooltip of the usage line: what it counts, tokens in and out, calls per model. */
+export function usageTitle(usage: IUsage): string {
+  const today = usage.today;
+  if (today === null) {
+    return usage.error || '';
+  }
+  const lines = [
+    `Model calls of recaps on ${today.day} (the server's day), from every kernel of yours.`
+  ];
+  if (today.calls > 0) {
+    let tokens =
+      `Tokens: ${today.tokens_in.toLocaleString('en-US')} in, ` +
+      `${today.tokens_out.toLocaleString('en-US')} out`;
+    if (today.estimated > 0) {
+      tokens += ` (${plural(today.estimated, 'call')} estimated)`;
+    }
+    lines.push(tokens);
+    const models = Object.entries(today.models ?? {}).sort((a, b) => b[1] - a[1]);
+    for (const [model, count] of models) {
+      lines.push(`${model}: ${plural(count, 'call')}`);
+    }
+    if (today.unpriced > 0) {
+      lines.push(`No known price for ${plural(today.unpriced, 'call')}: not in the cost.`);
+    }
+  }
+  return lines.join('\n');
 }

@@ -1,8 +1,9 @@
 /**
  * The "Agents" side panel: which agent notebooks finished, failed, or need the person.
  *
- * One `<li>` per row of the board, in the server's order. Every string from the server or the
- * model is written with textContent or as text nodes; nothing here is parsed as HTML.
+ * One `<li>` per row of the board, in the server's order, and at the bottom one line of what
+ * recaps cost today. Every string from the server or the model is written with textContent or
+ * as text nodes; nothing here is parsed as HTML.
  */
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
@@ -10,7 +11,15 @@ import { Widget } from '@lumino/widgets';
 
 import type { AgentsModel } from './agents';
 import type { IAgentRow } from './api';
-import { ago, appendLinked, eventText, firstLine, stateText } from './format';
+import {
+  ago,
+  appendLinked,
+  eventText,
+  firstLine,
+  stateText,
+  usageText,
+  usageTitle
+} from './format';
 import { desktopPermission } from './notify';
 import type { NotebookOpener } from './open';
 import type { RecapSettings } from './settings';
@@ -67,10 +76,15 @@ export class AgentsPanel extends Widget {
     this._list.setAttribute('aria-label', 'Agent notebooks');
     this._list.addEventListener('click', this);
     this._list.addEventListener('keydown', this);
+    this._usage = part('div', 'jp-RecapAgents-usage', this.node);
+    this._usage.hidden = true;
 
     this._model.changed.connect(this._render, this);
+    this._model.pushed.connect(this._onPushed, this);
+    this._model.usage.changed.connect(this._renderUsage, this);
     this._settings.changed.connect(this._render, this);
     this._render();
+    this._renderUsage();
   }
 
   /** DOM events of the list: clicks and Enter/Space on rows and links. */
@@ -106,6 +120,8 @@ export class AgentsPanel extends Widget {
     }
     this._stopClock();
     this._model.changed.disconnect(this._render, this);
+    this._model.pushed.disconnect(this._onPushed, this);
+    this._model.usage.changed.disconnect(this._renderUsage, this);
     this._settings.changed.disconnect(this._render, this);
     super.dispose();
   }
@@ -116,6 +132,48 @@ export class AgentsPanel extends Widget {
     this._renderDesktop();
     this._tick();
     this._scheduleClock();
+    this._model.usage.refresh();
+  }
+
+  protected override onAfterAttach(msg: Message): void {
+    super.onAfterAttach(msg);
+    // Attached already visible (a restored layout) is opening it too: no after-show comes.
+    if (this.isVisible) {
+      this._model.usage.refresh();
+    }
+  }
+
+  /**
+   * A kernel reported, which is when a recap may have been paid for: read today's cost again
+   * while the line is in sight. Hidden, nothing is read; showing the panel reads it.
+   */
+  private _onPushed(): void {
+    if (this.isVisible) {
+      this._model.usage.refresh();
+    }
+  }
+
+  private _renderUsage(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    const { usage, failed, supported } = this._model.usage;
+    const line = this._usage;
+    line.classList.toggle('jp-mod-error', failed || (usage !== null && usage.today === null));
+    if (!supported || (usage === null && !failed)) {
+      line.hidden = true; // an older server, or nothing read yet
+      line.textContent = '';
+      line.title = '';
+      return;
+    }
+    line.hidden = false;
+    if (usage === null) {
+      line.textContent = 'Recaps today: could not be read (see the browser console)';
+      line.title = '';
+      return;
+    }
+    line.textContent = usageText(usage);
+    line.title = usageTitle(usage);
   }
 
   protected override onAfterHide(msg: Message): void {
@@ -327,6 +385,7 @@ export class AgentsPanel extends Widget {
   private readonly _desktop: HTMLElement;
   private readonly _message: HTMLElement;
   private readonly _list: HTMLUListElement;
+  private readonly _usage: HTMLElement;
   private readonly _views = new Map<string, IRowView>();
   private _clock = 0;
   private _period = 0;

@@ -1,15 +1,16 @@
-import type { Event } from '@jupyterlab/services';
+import { ServerConnection, type Event } from '@jupyterlab/services';
 import { Stream } from '@lumino/signaling';
 
-import { AgentsModel, sortRows } from '../agents';
+import { AgentsModel, sortRows, UsageModel } from '../agents';
 import {
   AGENTS_SCHEMA,
   type IAgentAnswer,
   type IAgentList,
   type IAgentRow,
+  type IUsage,
   type RecapApi
 } from '../api';
-import { flush, row } from './helpers';
+import { deferred, flush, row } from './helpers';
 
 /** The server side of the board: what GET agents and GET agents/{id} answer, and how often. */
 class FakeServer {
@@ -27,6 +28,23 @@ class FakeServer {
     }
     return { now: 1_000, version: this.version, agent: found };
   });
+  calls = 0;
+  readonly usage = jest.fn(async (): Promise<IUsage> => ({
+    today: {
+      day: '2026-11-30',
+      calls: this.calls,
+      automatic: 0,
+      failed: 0,
+      tokens_in: 0,
+      tokens_out: 0,
+      estimated: 0,
+      cost: 0,
+      unpriced: 0,
+      models: {}
+    },
+    cost: '$0',
+    error: null
+  }));
 
   get api(): RecapApi {
     return this as unknown as RecapApi;
@@ -169,5 +187,115 @@ describe('AgentsModel', () => {
       expect(server.agent).not.toHaveBeenCalled();
       expect(server.agents).not.toHaveBeenCalled();
     });
+  });
+});
+
+describe('UsageModel', () => {
+  let server: FakeServer;
+  let usage: UsageModel;
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    server = new FakeServer();
+    usage = new UsageModel(server.api);
+    jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+  });
+
+  afterEach(() => {
+    usage.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  it('reads nothing until asked, and nothing on a timer afterwards', async () => {
+    jest.advanceTimersByTime(60_000);
+    expect(server.usage).not.toHaveBeenCalled();
+    usage.refresh();
+    await flush();
+    expect(server.usage).toHaveBeenCalledTimes(1);
+    expect(usage.usage?.today?.calls).toBe(0);
+    jest.advanceTimersByTime(10 * 60_000);
+    await flush();
+    expect(server.usage).toHaveBeenCalledTimes(1);
+  });
+
+  it('merges a burst of asks into at most one read a second, the last one after the burst', async () => {
+    const changed = jest.fn();
+    usage.changed.connect(changed);
+    usage.refresh();
+    await flush();
+    server.calls = 4; // the burst: kernels reported, recaps were paid for
+    for (let i = 0; i < 5; i++) {
+      jest.advanceTimersByTime(100);
+      usage.refresh();
+      await flush();
+    }
+    expect(server.usage).toHaveBeenCalledTimes(1);
+    jest.advanceTimersByTime(500);
+    await flush();
+    expect(server.usage).toHaveBeenCalledTimes(2);
+    expect(usage.usage?.today?.calls).toBe(4);
+    expect(changed).toHaveBeenCalledTimes(2);
+    jest.advanceTimersByTime(5_000);
+    await flush();
+    expect(server.usage).toHaveBeenCalledTimes(2);
+  });
+
+  it('asks once more after a read in flight when asked meanwhile', async () => {
+    const slow = deferred<IUsage>();
+    server.usage.mockReturnValueOnce(slow.promise);
+    usage.refresh();
+    usage.refresh();
+    usage.refresh();
+    jest.advanceTimersByTime(1_500);
+    slow.resolve({ today: null, cost: null, error: 'x' });
+    await flush();
+    expect(server.usage).toHaveBeenCalledTimes(2);
+    expect(usage.usage?.error).toBeNull(); // the second answer
+  });
+
+  it('stops asking a server without the route (404), keeps the figures through other failures', async () => {
+    usage.refresh();
+    await flush();
+    server.usage.mockRejectedValueOnce(new Error('network down'));
+    jest.advanceTimersByTime(1_000);
+    usage.refresh();
+    await flush();
+    expect(usage.failed).toBe(false);
+    expect(usage.usage?.today?.day).toBe('2026-11-30');
+
+    const older = new UsageModel(server.api);
+    server.usage.mockClear();
+    server.usage.mockRejectedValueOnce(
+      new ServerConnection.ResponseError({ status: 404 } as Response, 'Not Found')
+    );
+    older.refresh();
+    await flush();
+    expect(older.supported).toBe(false);
+    jest.advanceTimersByTime(2_000);
+    older.refresh();
+    await flush();
+    expect(server.usage).toHaveBeenCalledTimes(1);
+    older.dispose();
+  });
+});
+
+describe('AgentsModel pushes and the usage line', () => {
+  it('tells of each pushed update (not removals) and reads no usage by itself', async () => {
+    const server = new FakeServer();
+    const events = new FakeEvents();
+    server.rows = [row('k1')];
+    server.version = 1;
+    const model = new AgentsModel(server.api, events.manager);
+    await model.load();
+    const pushed = jest.fn();
+    model.pushed.connect(pushed);
+    events.push('k1', 2);
+    events.push('k1', 3, 'remove');
+    await flush();
+    expect(pushed).toHaveBeenCalledTimes(1);
+    expect(server.usage).not.toHaveBeenCalled();
+    model.dispose();
+    expect(model.usage.isDisposed).toBe(true);
   });
 });

@@ -1,12 +1,15 @@
-import type { IAgentLink } from '../api';
+import type { IAgentLink, IDayUsage, IUsage } from '../api';
 import {
   ago,
   appendLinked,
+  compactCount,
   duration,
   eventText,
   firstLine,
   firstSentence,
   stateText,
+  usageText,
+  usageTitle,
   validLinks
 } from '../format';
 import { row } from './helpers';
@@ -131,5 +134,110 @@ describe('elapsed and ago', () => {
     expect(eventText({ type: 'restarted', at: now - 5, crashed: true }, now)).toBe(
       'kernel crashed and restarted just now'
     );
+  });
+});
+
+/** What `GET usage` answers for a day with `fields`; `cost` is the server's string of it. */
+function usage(fields: Partial<IDayUsage> = {}, cost = '$0'): IUsage {
+  const today: IDayUsage = {
+    day: '2026-11-30',
+    calls: 0,
+    automatic: 0,
+    failed: 0,
+    tokens_in: 0,
+    tokens_out: 0,
+    estimated: 0,
+    cost: 0,
+    unpriced: 0,
+    models: {},
+    ...fields
+  };
+  return { today, cost, error: null };
+}
+
+describe("today's recap cost", () => {
+  it('counts tokens for a glance', () => {
+    expect(compactCount(0)).toBe('0');
+    expect(compactCount(950)).toBe('950');
+    expect(compactCount(1_000)).toBe('1k');
+    expect(compactCount(19_300)).toBe('19.3k');
+    expect(compactCount(19_349)).toBe('19.3k');
+    expect(compactCount(250_400)).toBe('250k');
+    expect(compactCount(999_960)).toBe('1M'); // not "1000k"
+    expect(compactCount(1_540_000)).toBe('1.5M');
+    expect(compactCount(-3)).toBe('0');
+    expect(compactCount(Number.NaN)).toBe('0');
+  });
+
+  it('says calls, automatic ones, tokens and the cost', () => {
+    const day = usage(
+      { calls: 12, automatic: 9, tokens_in: 15_100, tokens_out: 4_200, cost: 0.0031 },
+      '~$0.0031'
+    );
+    expect(usageText(day)).toBe(
+      'Recaps today: 12 model calls (9 automatic) · 19.3k tokens · ~$0.0031'
+    );
+  });
+
+  it('says when nothing was called', () => {
+    expect(usageText(usage())).toBe('Recaps today: no model calls');
+  });
+
+  it('adds the calls without a known price to the cost, never a misleading $0', () => {
+    const some = usage(
+      { calls: 5, tokens_in: 900, tokens_out: 100, cost: 0.0031, unpriced: 2 },
+      '~$0.0031'
+    );
+    expect(usageText(some)).toBe(
+      'Recaps today: 5 model calls · 1k tokens · ~$0.0031 + 2 calls unpriced'
+    );
+    // Only models without a price (a local one): no "$0 +" before them.
+    const none = usage({ calls: 1, automatic: 1, tokens_in: 800, unpriced: 1 }, '$0');
+    expect(usageText(none)).toBe(
+      'Recaps today: 1 model call (1 automatic) · 800 tokens · 1 call unpriced'
+    );
+  });
+
+  it('marks estimated token counts and names failed calls', () => {
+    const day = usage(
+      { calls: 3, failed: 1, tokens_in: 2_000, tokens_out: 500, estimated: 2, cost: 0.02 },
+      '~$0.02'
+    );
+    expect(usageText(day)).toBe('Recaps today: 3 model calls (1 failed) · ~2.5k tokens · ~$0.02');
+  });
+
+  it('shows why when the server could not read the usage', () => {
+    const refused: IUsage = {
+      today: null,
+      cost: null,
+      error: 'the session store /s cannot be trusted: others can write to it (mode 0775)'
+    };
+    expect(usageText(refused)).toBe(
+      'Recaps today: unknown — the session store /s cannot be trusted: others can write to it (mode 0775)'
+    );
+    expect(usageTitle(refused)).toBe(refused.error);
+  });
+
+  it('details tokens and models in the tooltip', () => {
+    const day = usage(
+      {
+        calls: 3,
+        tokens_in: 15_100,
+        tokens_out: 4_200,
+        estimated: 1,
+        cost: 0.0031,
+        unpriced: 1,
+        models: { 'ollama:llama3': 1, 'openai:gpt-4o-mini': 2 }
+      },
+      '~$0.0031'
+    );
+    expect(usageTitle(day).split('\n')).toEqual([
+      "Model calls of recaps on 2026-11-30 (the server's day), from every kernel of yours.",
+      'Tokens: 15,100 in, 4,200 out (1 call estimated)',
+      'openai:gpt-4o-mini: 2 calls',
+      'ollama:llama3: 1 call',
+      'No known price for 1 call: not in the cost.'
+    ]);
+    expect(usageTitle(usage()).split('\n')).toHaveLength(1);
   });
 });
