@@ -5,9 +5,11 @@ the conversation's language (:mod:`.language`):
 
 1. the task as the person asked it: the sentence of the first prompt that asks (not the preamble
    describing the data), or the goal of the latest summary;
-2. where things stand when they did not end well: the latest failure nothing fixed since, else
-   (when nothing failed and no step is named) the latest ask when it is a new one;
-3. what to do next: fix that failure, else the step the latest reply names, else the open task.
+2. where things stand: the latest failure nothing fixed since (a cell, an unanswered tool call, an
+   errored turn); else a new ask when no step is named; else what the agent said about its
+   latest failure, or its latest reply; else that the turn was interrupted;
+3. what to do next: the step the agent proposed after that failure, else fixing it; with no
+   failure, the step the latest reply names, else the task list's open task.
 """
 
 from __future__ import annotations
@@ -278,17 +280,20 @@ def _gist(reply: Entry, step: str | None, clean: Redactor) -> str:
 
 
 def _state(entry: Entry, glue: Glue, clean: Redactor) -> tuple[str, str]:
-    """The sentence saying what failed, and the next step that fixes it."""
+    """The sentence saying what failed (a cell, a tool, an errored turn), and the next step
+    that fixes it."""
     if entry.kind == "outcome":
-        if entry.outcome == "aborted":
-            return glue.turn_aborted, glue.retry_turn
         error = shorten(error_line(clean(entry.error or "")) or "an error", 120)
         return glue.turn_errored.format(error=error), glue.retry_turn
     error = shorten(error_line(clean(entry.error or "")), 100)
     if entry.kind == "tool_result":
         return glue.tool_failed.format(name=entry.name or "?", error=error), glue.retry_turn
-    label = f"In[{entry.count}]" if entry.count is not None else first_line(entry.text)[:40]
-    cell = f"{label} ({shorten(first_line(clean(entry.text)), 60)})"
+    head = first_line(clean(entry.text))
+    if entry.count is None:  # no In[n] to name it by: its first line does
+        label = cell = shorten(head, 60)
+    else:
+        label = f"In[{entry.count}]"
+        cell = f"{label} ({shorten(head, 60)})"
     return glue.cell_failed.format(cell=label, error=error), glue.fix_cell.format(cell=cell)
 
 
