@@ -252,3 +252,15 @@ def test_an_unresolved_tool_error_keeps_its_call() -> None:
         "Tool error (deploy): 403 Forbidden: token lacks scope",
     ]
     assert recent[3] == "… (earlier steps omitted)"
+
+
+def test_dropping_shown_prompts_never_makes_the_framing_outgrow_its_room() -> None:
+    # Found by the context property: once the recent detail shows the earlier prompts, the
+    # framing without them had room for a longer original task than the framing the recent
+    # detail was sized for, and the backstop cut the newest line.
+    t = jr.Transcript()
+    for size in (600, 150, 0, 0, 750):
+        t.user("0" * size)
+    text = build_context(t, max_chars=1596)
+    assert len(text) <= 1596
+    assert text.splitlines()[-1] == "User: " + "0" * 750  # the latest prompt, whole

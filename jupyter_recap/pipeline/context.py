@@ -121,8 +121,11 @@ def build_context(
         budget = max_chars - used - len(RECENT_HEADER)  # each line costs its length + "\n"
         recent, shown = _recent(entries, snap, budget, clean)
         if framing and shown.intersection(snap.prompts[1:-1]):
-            # Prompts the recent detail reached say it there: once is enough.
-            framing = _framing(entries, snap.prompts, snap.summary, extras, clean, limit, shown)
+            # Prompts the recent detail reached say it there: once is enough. (Without them an
+            # older prompt the first framing had no room for may come back: the recent detail
+            # was sized for the first one, so a longer framing is not taken.)
+            fewer = _framing(entries, snap.prompts, snap.summary, extras, clean, limit, shown)
+            framing = fewer if len(fewer) <= len(framing) else framing
     if not recent and not framing:
         return ""
     parts = [framing] if framing else []

@@ -152,7 +152,7 @@ def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case
     if prompts:
         assert prompts[-1] in shown, "the latest prompt is missing"
     # A marker stands exactly where visible steps were left out (none before the first line).
-    ends = [*shown[1:], len(entries)]
+    ends = [*shown[1:], len(entries)] if shown else []
     for index, after in zip(shown, ends, strict=True):
         skipped = any(rendered[i] is not None for i in range(index + 1, after))
         assert skipped == (after in marked), "steps left out without saying so, or a stray marker"
