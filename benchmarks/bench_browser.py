@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sized
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +91,11 @@ SHOW_PAGE = """async () => {
 }"""
 
 
+def longer_than(count: int) -> Callable[[Sized], bool]:
+    """A ``wait_kernel`` condition: the log has grown past ``count`` entries."""
+    return lambda log: len(log) > count
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -102,7 +108,7 @@ def focus_latencies(tab: LabPage, kind: str, samples: int) -> dict[str, list[flo
         on = index % 2 == 1
         before = tab.kernel_eval(NAME, "len(_focus_log)")
         sent = tab.page.evaluate(FOCUS_EVENT, [kind, on]) / 1000
-        log = tab.wait_kernel(NAME, "_focus_log", lambda v, n=before: len(v) > n, interval=0.02)
+        log = tab.wait_kernel(NAME, "_focus_log", longer_than(before), interval=0.02)
         focused, at = log[-1]
         assert focused == on, (kind, on, log[-3:])
         out["on" if on else "off"].append((at - sent) * 1000)
@@ -122,7 +128,7 @@ def banner_latencies(tab: LabPage, samples: int) -> tuple[list[float], list[floa
         tab.page.evaluate(WATCH)
         before = tab.kernel_eval(NAME, "len(_show_log)")
         tab.page.evaluate(FOCUS_EVENT, ["visibility", False])
-        shows = tab.wait_kernel(NAME, "_show_log", lambda v, n=before: len(v) > n, interval=0.02)
+        shows = tab.wait_kernel(NAME, "_show_log", longer_than(before), interval=0.02)
         tab.page.wait_for_function("() => window._bannerShownAt !== null")
         comm.append(tab.page.evaluate("() => window._bannerShownAt") - shows[-1] * 1000)
         paint.append(tab.page.evaluate(SHOW_PAGE))

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -107,8 +108,9 @@ def langgraph_agent(steps: int, fail_on: int | None = None) -> Callable[[], Any]
 
     The tool raises on row ``fail_on`` (LangGraph returns the error to the model).
     """
+    from langchain_core.callbacks import CallbackManagerForLLMRun
     from langchain_core.language_models.chat_models import BaseChatModel
-    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import tool
     from langgraph.prebuilt import create_react_agent
@@ -123,7 +125,13 @@ def langgraph_agent(steps: int, fail_on: int | None = None) -> Callable[[], Any]
         def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
             return self
 
-        def _generate(self, messages: Any, stop: Any = None, **kwargs: Any) -> ChatResult:
+        def _generate(
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
+        ) -> ChatResult:
             done = sum(isinstance(m, ToolMessage) for m in messages)
             if done < steps:
                 call = {"name": "lookup", "args": {"row": done}, "id": f"c{done}"}
@@ -185,13 +193,14 @@ def http_langgraph(fake: Any, steps: int) -> Callable[[], Any]:
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
     from langgraph.prebuilt import create_react_agent
+    from pydantic import SecretStr
 
     @tool
     def lookup(row: int) -> str:
         """Look up one row."""
         return f"row {row}: ok"
 
-    llm = ChatOpenAI(base_url=fake.url + "/v1", api_key="sk-bench", model="gpt-4o-mini")
+    llm = ChatOpenAI(base_url=fake.url + "/v1", api_key=SecretStr("sk-bench"), model="gpt-4o-mini")
     graph = create_react_agent(llm, [lookup])
 
     def run() -> Any:
@@ -247,7 +256,6 @@ def http_smolagents(fake: Any, steps: int) -> Callable[[], Any]:
     from smolagents import OpenAIServerModel, ToolCallingAgent, tool
     from smolagents.monitoring import LogLevel
 
-    @tool
     def lookup(row: int) -> str:
         """Look up one row.
 
@@ -258,7 +266,7 @@ def http_smolagents(fake: Any, steps: int) -> Callable[[], Any]:
 
     model = OpenAIServerModel("gpt-4o-mini", api_base=fake.url + "/v1", api_key="sk-bench")
     agent = ToolCallingAgent(
-        tools=[lookup], model=model, max_steps=steps + 5, verbosity_level=LogLevel.OFF
+        tools=[tool(lookup)], model=model, max_steps=steps + 5, verbosity_level=LogLevel.OFF
     )
 
     def run() -> Any:
@@ -278,12 +286,13 @@ def http_otel_loop(fake: Any, steps: int) -> Callable[[], Any]:
     import json
 
     from openai import OpenAI
+    from openai.types.chat import ChatCompletionToolParam
     from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "span_only"
-    OpenAIInstrumentor().instrument()
+    OpenAIInstrumentor().instrument()  # type: ignore[no-untyped-call]  # an unannotated __init__
     client = OpenAI(base_url=fake.url + "/v1", api_key="sk-bench")
-    tools = [
+    tools: list[ChatCompletionToolParam] = [
         {
             "type": "function",
             "function": {
@@ -305,6 +314,7 @@ def http_otel_loop(fake: Any, steps: int) -> Callable[[], Any]:
                 return message.content
             messages.append(message.model_dump(exclude_none=True))
             for call in message.tool_calls:
+                assert call.type == "function"  # the fake model calls functions only
                 row = json.loads(call.function.arguments)["row"]
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": f"row {row}: ok"}
@@ -354,7 +364,9 @@ def step_cost(
     """Medians per step: seconds with capture off, with it on, and inside its callbacks."""
     run = make(steps)
     run()  # warm up
-    off, on, inside = [], [], []
+    off: list[float] = []
+    on: list[float] = []
+    inside: list[float] = []
     for _ in range(rounds):
         for capture, samples in (("[]", off), ("['all']", on)):
             shell.run_line_magic("config", f"Recap.capture = {capture}")
@@ -452,7 +464,7 @@ def main() -> None:
             ("smolagents ToolCallingAgent", http_smolagents),
             ("openai client + OpenTelemetry instrumentation", http_otel_loop),
         ):
-            costs = step_cost(shell, lambda n, make=http_make: make(fake, n), steps, step_rounds)
+            costs = step_cost(shell, functools.partial(http_make, fake), steps, step_rounds)
             print(step_row(label, steps, step_rounds, *costs))
     shell.run_line_magic("config", "Recap.capture = ['all']")
     print()

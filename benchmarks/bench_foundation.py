@@ -11,6 +11,7 @@ ratio against the same shell without the extension, so a busy machine shifts bot
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -19,6 +20,10 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jupyter_recap.record.transcript import Transcript
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,7 +45,8 @@ def median_seconds(action: Callable[[], object], rounds: int) -> float:
 # -- recording overhead --------------------------------------------------------------------
 
 
-def _shell():  # type: ignore[no-untyped-def]
+def _shell() -> Any:
+    """A terminal-less shell; ``Any``, as most of IPython's shell API is unannotated."""
     from IPython.core.interactiveshell import InteractiveShell
     from traitlets.config import Config
 
@@ -79,11 +85,11 @@ def recording_overhead(
     return statistics.median(plain) / cells, statistics.median(loaded) / cells
 
 
-def _load(shell) -> None:  # type: ignore[no-untyped-def]
+def _load(shell: Any) -> None:
     shell.run_line_magic("load_ext", "jupyter_recap")
 
 
-def _unload(shell) -> None:  # type: ignore[no-untyped-def]
+def _unload(shell: Any) -> None:
     shell.run_line_magic("unload_ext", "jupyter_recap")
 
 
@@ -91,17 +97,17 @@ def _no_op(info: object) -> None:
     pass
 
 
-def _load_without_code_cells(shell) -> None:  # type: ignore[no-untyped-def]
+def _load_without_code_cells(shell: Any) -> None:
     _load(shell)
     shell.run_line_magic("config", "Recap.record_code_cells = False")
 
 
-def _noop_hooks(shell) -> None:  # type: ignore[no-untyped-def]
+def _noop_hooks(shell: Any) -> None:
     shell.events.register("pre_run_cell", _no_op)
     shell.events.register("post_run_cell", _no_op)
 
 
-def _remove_noop_hooks(shell) -> None:  # type: ignore[no-untyped-def]
+def _remove_noop_hooks(shell: Any) -> None:
     shell.events.unregister("pre_run_cell", _no_op)
     shell.events.unregister("post_run_cell", _no_op)
 
@@ -115,9 +121,12 @@ def hooks_alone(calls: int) -> float:
 
     shell = _shell()
     _load(shell)
-    recorder = extension_for(shell).recorder  # type: ignore[union-attr]
-    info = ExecutionInfo("x = 1", True, False, False, None)
-    result = ExecutionResult(info)
+    ext = extension_for(shell)
+    assert ext is not None
+    recorder = ext.recorder
+    # IPython leaves these two constructors unannotated
+    info = ExecutionInfo("x = 1", True, False, False, None)  # type: ignore[no-untyped-call]
+    result = ExecutionResult(info)  # type: ignore[no-untyped-call]
     result.execution_count = 1
 
     def both() -> None:
@@ -136,7 +145,7 @@ def hooks_alone(calls: int) -> float:
 TOOL_OUTPUT = "\n".join(f"line {n}: " + "SELECT * FROM invoices WHERE id = ?" for n in range(120))
 
 
-def synthetic_session(entries: int):  # type: ignore[no-untyped-def]
+def synthetic_session(entries: int) -> tuple[Transcript, list[tuple[str, str]]]:
     """A tool-heavy agent session: prompts, tool calls with large results, replies, cells.
 
     Returns the transcript and the raw (unclipped) message texts a peer strategy would send.
@@ -172,7 +181,7 @@ def synthetic_session(entries: int):  # type: ignore[no-untyped-def]
 LONG_REPLY = ("The migration touches customers, invoices and payments. " * 60).strip()
 
 
-def chatty_session(entries: int):  # type: ignore[no-untyped-def]
+def chatty_session(entries: int) -> tuple[Transcript, list[tuple[str, str]]]:
     """A conversation without tools but with long replies and a long-running last turn."""
     import jupyter_recap as jr
 
@@ -201,14 +210,16 @@ def peer_dialog_30(raw: list[tuple[str, str]]) -> int:
 
 
 def context_figures(
-    sizes: list[int], rounds: int, make=synthetic_session
-) -> list[dict[str, float]]:  # type: ignore[no-untyped-def]
+    sizes: list[int],
+    rounds: int,
+    make: Callable[[int], tuple[Transcript, list[tuple[str, str]]]] = synthetic_session,
+) -> list[dict[str, float]]:
     from jupyter_recap.pipeline.context import build_context
 
     rows = []
     for size in sizes:
         transcript, raw = make(size)
-        seconds = median_seconds(lambda t=transcript: build_context(t), rounds)
+        seconds = median_seconds(functools.partial(build_context, transcript), rounds)
         ours = len(build_context(transcript))
         rows.append(
             {

@@ -156,6 +156,7 @@ async def flood(url: str, token: str, pid: int, kernel_id: str, polls: int) -> d
     answered = statuses(tasks)
     # Is the server still serving everyone else?
     started = time.perf_counter()
+    status: int | str
     try:
         status = httpx.get(
             f"{url}api/status", headers={"Authorization": f"token {token}"}, timeout=5

@@ -320,7 +320,7 @@ def cost(rounds: int) -> None:
         chars = len(build_context(t, env={}))
         print(f"| every tool result holds 3 secrets | {size:,} | {ms:.2f} ms | {chars:,} |")
     clean = Redactor({})
-    ordinary = (ROOT / "jupyter_recap" / "context.py").read_text()
+    ordinary = (ROOT / "jupyter_recap" / "pipeline" / "context.py").read_text()
     dense = "\n".join(text for text, _, _ in _examples(200))
     print("\n| text | size | Redactor (median) | throughput |")
     print("|---|---|---|---|")

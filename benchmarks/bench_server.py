@@ -203,7 +203,11 @@ def poll_latency(url: str, token: str, kernel_id: str, rounds: int) -> list[floa
                 poll = asyncio.ensure_future(client.get(feed, params={"since": seq, "timeout": 20}))
                 await asyncio.sleep(0.02)  # the poll is parked on the server now
                 # the only tab of this kernel: every report flips its aggregate
-                body = {"kernel_id": kernel_id, "path": "p.ipynb", "client_id": "solo"}
+                body: dict[str, Any] = {
+                    "kernel_id": kernel_id,
+                    "path": "p.ipynb",
+                    "client_id": "solo",
+                }
                 body["focused"] = n % 2 == 0
                 sent = time.perf_counter()
                 await client.post(f"{url}jupyter-recap/api/focus", json=body)

@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
@@ -41,7 +41,8 @@ def loaded_shell(fake_url: str) -> tuple[Any, Any]:
     config = Config()
     config.HistoryManager.hist_file = ":memory:"
     config.Recap.model = "openai:gpt-4o-mini"
-    shell = InteractiveShell.instance(config=config)
+    # Any: most of IPython's shell API (run_cell among it) is unannotated
+    shell: Any = InteractiveShell.instance(config=config)
     # A kernel would render the banner; here the widget talks to a dummy comm, which still
     # serialises every state update exactly as it would for a frontend.
     extension.RecapExtension.has_widgets = property(lambda self: True)  # type: ignore[assignment]
@@ -112,7 +113,8 @@ def kernel_cpu(seconds: float, load: bool) -> float:
                 kc, "import jupyter_recap as jr\njr.current().user('x')\njr.current().outcome('ok')"
             )
         time.sleep(3)  # let start-up work and the one idle recap finish
-        pid = km.provisioner.process.pid
+        # jupyter_client declares LocalProvisioner.process as None; it is the Popen once started
+        pid = cast(Any, km.provisioner).process.pid
         ticks = os.sysconf("SC_CLK_TCK")
 
         def cpu() -> float:

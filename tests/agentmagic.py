@@ -38,11 +38,13 @@ class FakeAgentMagics(Magics):
         answer = self.answers.pop(0) if self.answers else f"Answer to: {cell.strip()}"
         if isinstance(answer, BaseException):
             raise answer
+        # IPython's display classes have no annotations.
         if fmt == "code":
+            assert self.shell is not None  # registered on a shell by install()
             self.shell.set_next_input(answer, replace=False)
-            return HTML("AI generated code inserted below &#11015;&#65039;")
+            return HTML("AI generated code inserted below &#11015;&#65039;")  # type: ignore[no-untyped-call]
         provider, _, model = (args[0] if args else "openai-chat:gpt-4o-mini").partition(":")
-        return Markdown(
+        return Markdown(  # type: ignore[no-untyped-call]
             answer, metadata={"jupyter_ai": {"provider_id": provider, "model_id": model}}
         )
 

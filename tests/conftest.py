@@ -76,8 +76,10 @@ def shell() -> Iterator[object]:
     transcript.set_current(None)
     workstate.set_current_state(None)
     yield ip
-    if "jupyter_recap" in ip.extension_manager.loaded:
-        ip.extension_manager.unload_extension("jupyter_recap")
+    extensions = ip.extension_manager
+    assert extensions is not None  # set up by InteractiveShell.__init__
+    if "jupyter_recap" in extensions.loaded:
+        extensions.unload_extension("jupyter_recap")
     transcript.set_current(None)
     workstate.set_current_state(None)
     InteractiveShell.clear_instance()

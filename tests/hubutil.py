@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil  # type: ignore[import-untyped]  # ships no type information
+import psutil
 import websocket
 
 TESTS = Path(__file__).parent

@@ -26,7 +26,7 @@ def start_kernel(env: dict[str, str] | None = None) -> tuple[Any, Any]:
     kernel_env["JUPYTER_RECAP_HOME"] = tempfile.mkdtemp(prefix="recap-home-")
     kernel_env.update(env or {})
     kernel_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
-    return start_new_kernel(kernel_name="python3", env=kernel_env, cwd=str(ROOT))  # type: ignore[no-any-return]
+    return start_new_kernel(kernel_name="python3", env=kernel_env, cwd=str(ROOT))
 
 
 def stop(km: Any, kc: Any) -> None:

@@ -48,7 +48,7 @@ class LabServer:
 
     def write_notebook(self, name: str, sources: list[str]) -> str:
         """Write a notebook of code cells (with a kernelspec, so Lab asks nothing)."""
-        cells = [
+        cells: list[dict[str, Any]] = [
             {
                 "cell_type": "code",
                 "id": f"cell-{n}",

@@ -84,7 +84,8 @@ def recap_config() -> dict[str, Any]:
     return {}
 
 
-@pytest.fixture
+# Replaces pytest-jupyter's fixture of this name (star-imported above) on purpose.
+@pytest.fixture  # type: ignore[no-redef]
 def jp_server_config(recap_config: dict[str, Any]) -> Any:
     """Our extension on, authentication required (pytest-jupyter's prefixed base URL stays)."""
     from traitlets.config import Config

@@ -19,6 +19,7 @@ from jupyter_recap.focus.board import (
     ReportError,
     parse_report,
 )
+from jupyter_recap.wire import AgentRow, TurnState
 
 
 class Clock:
@@ -70,11 +71,11 @@ def running(at: float) -> Report:
     return Report(turn="running", turn_started=at, last_activity=at)
 
 
-def ended(turn: str, at: float, error: str | None = None) -> Report:
+def ended(turn: TurnState, at: float, error: str | None = None) -> Report:
     return Report(turn=turn, turn_started=at - 5, turn_ended=at, error=error, last_activity=at)
 
 
-def row(board: AgentBoard, kernel_id: str) -> dict[str, Any]:
+def row(board: AgentBoard, kernel_id: str) -> AgentRow:
     found = board.row(kernel_id)
     assert found is not None
     return found
@@ -86,7 +87,7 @@ def row(board: AgentBoard, kernel_id: str) -> dict[str, Any]:
 @pytest.mark.parametrize("away", [False, None])
 @pytest.mark.parametrize(("turn", "needs"), [("ok", "finished"), ("errored", "errored")])
 def test_a_turn_ending_while_away_needs_the_person(
-    board: AgentBoard, facts: Facts, away: bool | None, turn: str, needs: str
+    board: AgentBoard, facts: Facts, away: bool | None, turn: TurnState, needs: str
 ) -> None:
     facts.focused["k"] = away
     board.report("k", running(100.0))
@@ -99,7 +100,7 @@ def test_a_turn_ending_while_away_needs_the_person(
 
 @pytest.mark.parametrize("turn", ["ok", "errored"])
 def test_a_turn_ending_while_looked_at_needs_nobody(
-    board: AgentBoard, facts: Facts, turn: str
+    board: AgentBoard, facts: Facts, turn: TurnState
 ) -> None:
     facts.focused["k"] = True
     board.report("k", running(100.0))
@@ -160,7 +161,7 @@ def test_looking_at_the_notebook_clears_needs_you_and_announces_it(
     board: AgentBoard,
     facts: Facts,
     changes: list[tuple[str, str, int]],
-    turn: str,
+    turn: TurnState,
     after: str,
 ) -> None:
     facts.focused["k"] = False
@@ -398,7 +399,7 @@ def test_a_full_report_round_trips_into_the_row(board: AgentBoard, facts: Facts)
     facts.focused["k"] = True
     report = parse_report({**FULL, "future_field": [1, 2], "another": {"x": None}})
     board.report("k", report)
-    r = row(board, "k")
+    r: dict[str, object] = dict(row(board, "k"))
     for name, value in FULL.items():
         assert r[name] == value, name
     assert r["state"] == "errored"

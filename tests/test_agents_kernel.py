@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client import BlockingKernelClient
+from jupyter_client.blocking.client import BlockingKernelClient
 from kernelutil import execute, stream_text
 from labserver import LabServer, running_lab
 

@@ -12,6 +12,7 @@ from jupyter_recap.focus.board import MAX_LINKS, parse_report
 from jupyter_recap.focus.report import CellCounts, agent_report, recap_links
 from jupyter_recap.record.transcript import Entry, Kind, Outcome, Transcript
 from jupyter_recap.stores.tasks import Task
+from jupyter_recap.wire import AgentReport
 
 AGENT = "agent-cell"
 
@@ -32,7 +33,7 @@ def code(at: float, cell_id: str, count: int, error: str | None = None) -> Entry
     return Entry("code", "df.merge(x)", time=at, cell_id=cell_id, error=error, count=count)
 
 
-def report(*entries: Entry, cells: CellCounts | None = None, **kwargs: Any) -> dict[str, Any]:
+def report(*entries: Entry, cells: CellCounts | None = None, **kwargs: Any) -> AgentReport:
     body = agent_report(Transcript(list(entries)), cells=cells or CellCounts(), **kwargs)
     parse_report(body)  # whatever the kernel builds, the server accepts
     return body
@@ -102,6 +103,7 @@ def test_an_errored_turn_stops_at_the_agent_cell_with_its_error() -> None:
 def test_a_long_multi_line_error_is_cut_to_one_line() -> None:
     error = "Traceback:\n" + "frame line\n" * 200
     body = report(prompt(100.0), outcome(110.0, "errored", error))
+    assert body["error"] is not None
     assert "\n" not in body["error"] and len(body["error"]) <= 300
 
 
@@ -118,6 +120,7 @@ def test_only_the_latest_turn_counts() -> None:
         prompt(200.0),
     )
     assert (body["turn"], body["turn_started"], body["error"]) == ("running", 200.0, None)
+    assert body["stop_cell"] is not None
     assert body["stop_cell"]["failed"] is False
 
 
@@ -162,6 +165,7 @@ def test_the_newest_failure_wins() -> None:
         code(120.0, "c-1", 3, error="A"),
         code(130.0, "c-2", 4, error="B"),
     )
+    assert body["stop_cell"] is not None
     assert body["stop_cell"]["cell_id"] == "c-2"
 
 
@@ -277,6 +281,7 @@ def test_a_shown_recap_is_reported_with_its_links() -> None:
 def test_a_long_recap_is_cut_before_links_are_found() -> None:
     text = "x" * 1995 + " In[3] is cut off"
     body = report(recap={"text": text, "model": "m", "at": 1.0}, cells=counts(c3=3))
+    assert body["recap"] is not None
     assert len(body["recap"]["text"]) == 2000
     assert body["recap"]["links"] == []
 
@@ -435,5 +440,6 @@ def test_an_error_leaves_the_kernel_redacted() -> None:
     key = "sk-proj-" + "a1B2c3D4e5F6g7H8i9J0" * 2
     transcript.outcome("errored", f"AuthenticationError: Incorrect API key provided: {key}")
     error = agent_report(transcript, cells=CellCounts())["error"]
+    assert error is not None
     assert error.startswith("AuthenticationError: Incorrect API key provided: ")
     assert key not in error and "a1B2c3D4e5F6" not in error

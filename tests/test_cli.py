@@ -252,7 +252,11 @@ def test_usage_lists_the_last_30_days(tmp_path: Path) -> None:
         (40, "openai:gpt-4o-mini", True, 0.5),  # older than the window
     ]:
         when = (today - dt.timedelta(days=days_ago)).timestamp()
-        ledger = UsageLedger(home, clock=lambda when=when: when)
+
+        def clock(when: float = when) -> float:
+            return when
+
+        ledger = UsageLedger(home, clock=clock)
         ticket = ledger.start(model, automatic=auto)
         assert ticket is not None
         ledger.finish(ticket, tokens_in=1000, tokens_out=100, estimated=False, cost=cost)

@@ -364,12 +364,9 @@ def test_listing_imports_no_kernel_or_network_stack(home: Path) -> None:
 
 def test_recap_of_a_notebook_uses_its_tasks_and_notes(home: Path, project: Path) -> None:
     notebook = project / "loader.ipynb"
-    nbformat.write(
-        nbformat.v4.new_notebook(
-            cells=[nbformat.v4.new_code_cell("%%ai openai:gpt-4o-mini\nfix the CSV loader")]
-        ),
-        notebook,
-    )
+    # nbformat has no annotations.
+    cell = nbformat.v4.new_code_cell("%%ai openai:gpt-4o-mini\nfix the CSV loader")  # type: ignore[no-untyped-call]
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), notebook)  # type: ignore[no-untyped-call]
     t = Transcript()
     writer = SessionWriter(t, notebook=str(notebook))
     t.user("fix the CSV loader", model="openai:gpt-4o-mini")

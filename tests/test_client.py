@@ -161,7 +161,11 @@ def test_malformed_answers_are_server_errors(response: httpx.Response) -> None:
 
 def test_malformed_listings_are_server_errors() -> None:
     for data in [{"sessions": [{"id": "a"}]}, {}, {"sessions": 3}]:
-        listing = mock_client(lambda request, data=data: httpx.Response(200, json=data))
+
+        def answer(request: httpx.Request, data: object = data) -> httpx.Response:
+            return httpx.Response(200, json=data)
+
+        listing = mock_client(answer)
         with listing as client, pytest.raises(ServerError):
             client.sessions()
     capabilities = mock_client(lambda request: httpx.Response(200, json={"version": "1"}))

@@ -10,7 +10,7 @@ import pytest
 
 from jupyter_recap.ipython import triggers
 from jupyter_recap.ipython.triggers import Surface, TriggerRunner
-from jupyter_recap.pipeline import service
+from jupyter_recap.pipeline import context, service
 from jupyter_recap.pipeline.service import RecapStats
 from jupyter_recap.record.transcript import Transcript
 from jupyter_recap.settings import Recap
@@ -20,7 +20,7 @@ from jupyter_recap.settings import Recap
 def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the context builds of the kernel's path; the service must not build at all."""
     counted: list[int] = []
-    real = triggers.build_context
+    real = context.build_context
 
     def counting(*args: Any, **kwargs: Any) -> str:
         counted.append(1)
@@ -78,4 +78,4 @@ def test_concurrent_readers_get_one_consistent_pair() -> None:
         thread.join()
     assert len(set(results)) == 1
     text, digest = results[0]
-    assert service.fingerprint(text) == digest and "plot churn by cohort" in text
+    assert context.fingerprint(text) == digest and "plot churn by cohort" in text

@@ -318,7 +318,9 @@ def test_the_banner_survives_full_windowing(
 ) -> None:
     """With ``windowingMode: full`` cells out of view are detached or not rendered yet."""
     tmp = tmp_path_factory.mktemp("windowing")
-    full = {"@jupyterlab/notebook-extension:tracker": {"windowingMode": "full"}}
+    full: dict[str, dict[str, object]] = {
+        "@jupyterlab/notebook-extension:tracker": {"windowingMode": "full"}
+    }
     with running_lab(tmp, {"JUPYTER_RECAP_MODEL": "offline"}, settings=full) as lab:
         name = "long.ipynb"
         lab.write_notebook(name, [LOAD] + [f"step_{i} = {i}\n" * 4 for i in range(80)])

@@ -17,7 +17,7 @@ import pytest
 import jupyter_recap
 
 PACKAGE = Path(jupyter_recap.__file__).parent
-ADAPTERS = ("jupyter_recap.ipython", "jupyter_recap.server", "jupyter_recap.cli")
+ADAPTERS: tuple[str, ...] = ("jupyter_recap.ipython", "jupyter_recap.server", "jupyter_recap.cli")
 ADAPTERS += ("jupyter_recap.widget",)
 FORBIDDEN = ("IPython", "ipykernel", "tornado", "jupyter_server", "ipywidgets", "anywidget")
 #: The entry points IPython calls (``%load_ext``) live in the package's ``__init__``.

@@ -22,24 +22,28 @@ def loaded(shell: Any) -> Any:
     return shell
 
 
-def recap_output(shell: Any, capsys: Any, line: str = "") -> str:
+def recap_output(shell: Any, capsys: pytest.CaptureFixture[str], line: str = "") -> str:
     capsys.readouterr()
     shell.run_line_magic("recap", line)
     return capsys.readouterr().out
 
 
-def test_manual_recap_offline(loaded: Any, capsys: Any) -> None:
+def test_manual_recap_offline(loaded: Any, capsys: pytest.CaptureFixture[str]) -> None:
     out = recap_output(loaded, capsys)
     assert out.startswith("✦ recap · offline\n")
     assert "Fix the FK constraint in invoices.ts" in out and "Next: Repoint the FK." in out
 
 
-def test_manual_recap_bypasses_automatic_off(loaded: Any, capsys: Any) -> None:
+def test_manual_recap_bypasses_automatic_off(
+    loaded: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert recap_output(loaded, capsys, "off") == "recap: automatic recaps off\n"
     assert "✦ recap" in recap_output(loaded, capsys)
 
 
-def test_on_off_and_config(loaded: Any, capsys: Any, monkeypatch: Any) -> None:
+def test_on_off_and_config(
+    loaded: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     recap_output(loaded, capsys, "off")
     assert "automatic:   off" in recap_output(loaded, capsys, "status")
     recap_output(loaded, capsys, "on")
@@ -47,7 +51,7 @@ def test_on_off_and_config(loaded: Any, capsys: Any, monkeypatch: Any) -> None:
     assert "away 12.5 s" in recap_output(loaded, capsys, "status")
 
 
-def test_config_file_settings_apply(shell: Any, capsys: Any) -> None:
+def test_config_file_settings_apply(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.config.Recap.model = "offline"
     shell.config.Recap.idle_seconds = 30
     shell.run_line_magic("load_ext", "jupyter_recap")
@@ -55,7 +59,9 @@ def test_config_file_settings_apply(shell: Any, capsys: Any) -> None:
     assert "model setting offline" in out and "idle fallback 30 s" in out
 
 
-def test_status_reports_engine_and_counters(loaded: Any, capsys: Any) -> None:
+def test_status_reports_engine_and_counters(
+    loaded: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     recap_output(loaded, capsys)
     out = recap_output(loaded, capsys, "status")
     assert "model:       no agent model seen yet: offline engine" in out
@@ -67,7 +73,10 @@ def test_status_reports_engine_and_counters(loaded: Any, capsys: Any) -> None:
 
 
 def test_model_option_through_a_provider(
-    loaded: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+    loaded: Any,
+    capsys: pytest.CaptureFixture[str],
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
     out = recap_output(loaded, capsys, "--model openai:gpt-4o-mini")
@@ -79,7 +88,10 @@ def test_model_option_through_a_provider(
 
 
 def test_failed_recap_prints_one_line(
-    loaded: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+    loaded: Any,
+    capsys: pytest.CaptureFixture[str],
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-0123456789")
@@ -103,19 +115,23 @@ def test_failed_recap_prints_one_line(
         ("--model bedrock:titan", "recap: no recap (model provider 'bedrock'"),
     ],
 )
-def test_bad_input_gets_one_clear_line(loaded: Any, capsys: Any, line: str, expected: str) -> None:
+def test_bad_input_gets_one_clear_line(
+    loaded: Any, capsys: pytest.CaptureFixture[str], line: str, expected: str
+) -> None:
     out = recap_output(loaded, capsys, line)
     assert out.startswith(expected) and out.count("\n") == 1
 
 
-def test_nothing_to_recap_yet(shell: Any, capsys: Any) -> None:
+def test_nothing_to_recap_yet(shell: Any, capsys: pytest.CaptureFixture[str]) -> None:
     shell.run_line_magic("load_ext", "jupyter_recap")
     assert recap_output(shell, capsys) == (
         "recap: no recap (nothing to recap yet: no agent activity was recorded)\n"
     )
 
 
-def test_shown_recaps_are_recorded_but_never_sent_again(loaded: Any, capsys: Any) -> None:
+def test_shown_recaps_are_recorded_but_never_sent_again(
+    loaded: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     recap_output(loaded, capsys)
     recap_entries = [e for e in jr.current() if e.kind == "recap"]
     assert len(recap_entries) == 1
@@ -124,7 +140,9 @@ def test_shown_recaps_are_recorded_but_never_sent_again(loaded: Any, capsys: Any
     ].text not in jr.build_context(jr.current())
 
 
-def test_manual_recap_is_refused_while_an_api_agent_turn_runs(shell: Any, capsys: Any) -> None:
+def test_manual_recap_is_refused_while_an_api_agent_turn_runs(
+    shell: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     import threading
 
     shell.run_line_magic("load_ext", "jupyter_recap")
@@ -162,10 +180,11 @@ def test_api_turn_records_errors_and_interrupts() -> None:
     assert outcomes == [("errored", "ValueError: no such table: sales"), ("aborted", None)]
 
 
-def test_recap_off_and_on_reach_the_engine(loaded: Any, capsys: Any) -> None:
+def test_recap_off_and_on_reach_the_engine(loaded: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from jupyter_recap.ipython.extension import extension_for
 
     ext = extension_for(loaded)
+    assert ext is not None
     recap_output(loaded, capsys, "off")
     ext.report_focus(False)
     assert ext.schedule.away_deadline is None  # no automatic timer while off
@@ -174,7 +193,7 @@ def test_recap_off_and_on_reach_the_engine(loaded: Any, capsys: Any) -> None:
 
 
 def test_unloading_clears_the_banner_and_stops_the_timer(
-    shell: Any, monkeypatch: Any, capsys: Any
+    shell: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from jupyter_recap.ipython import extension
 
@@ -183,6 +202,7 @@ def test_unloading_clears_the_banner_and_stops_the_timer(
     install(shell).script.append(lambda prompt: print("Next: ship it."))
     shell.run_cell("%%agent\nrelease the loader", store_history=True)
     ext = extension.extension_for(shell)
+    assert ext is not None
     shell.run_line_magic("recap", "")
     banner = ext.banner
     assert banner.state == "shown"
@@ -193,7 +213,7 @@ def test_unloading_clears_the_banner_and_stops_the_timer(
 
 
 def test_sessions_of_a_kernel_without_a_notebook_are_not_passed_off_as_its_own(
-    shell: Any, capsys: Any, monkeypatch: Any
+    shell: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     from jupyter_recap.record.transcript import Transcript
@@ -212,7 +232,10 @@ def test_sessions_of_a_kernel_without_a_notebook_are_not_passed_off_as_its_own(
 
 
 def test_sessions_show_the_title_the_latest_recap_gives(
-    shell: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+    shell: Any,
+    capsys: pytest.CaptureFixture[str],
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("JPY_SESSION_NAME", "billing.ipynb")
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
@@ -235,7 +258,10 @@ KEY = "Xb3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zA7cB"
 
 
 def test_dry_run_prints_the_request_and_sends_nothing(
-    loaded: Any, capsys: Any, fake_llm: FakeLLM, monkeypatch: Any
+    loaded: Any,
+    capsys: pytest.CaptureFixture[str],
+    fake_llm: FakeLLM,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-proj-" + KEY[::-1])
@@ -253,7 +279,7 @@ def test_dry_run_prints_the_request_and_sends_nothing(
 
 
 def test_dry_run_with_the_offline_engine_says_nothing_would_be_sent(
-    loaded: Any, capsys: Any
+    loaded: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = recap_output(loaded, capsys, "--dry-run")
     assert out.startswith("dry run: nothing would be sent (no agent model seen yet: offline")

@@ -53,6 +53,7 @@ def test_file_layout_and_permissions(store: MemoryStore, home: Path) -> None:
 
 def test_remember_fields(store: MemoryStore) -> None:
     entry = store.remember("Decision", "use polars, not pandas")
+    assert entry is not None
     assert (entry.kind, entry.text, entry.hits, entry.last_hit) == (
         "decision",
         "use polars, not pandas",

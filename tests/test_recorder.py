@@ -40,7 +40,10 @@ def test_printed_reply_is_recorded_and_still_printed(loaded: Any, capsys: Any) -
 
 
 def test_displayed_markdown_reply(loaded: Any, capsys: Any) -> None:
-    loaded.agent.script.append(lambda prompt: display(Markdown("**Plan**: fix `invoices.ts`")))
+    loaded.agent.script.append(
+        # IPython's display classes have no annotations.
+        lambda prompt: display(Markdown("**Plan**: fix `invoices.ts`"))  # type: ignore[no-untyped-call]
+    )
     run(loaded, "%%agent\nplan the fix")
     assert jr.current()[1].text == "**Plan**: fix `invoices.ts`"
     assert "Markdown" in capsys.readouterr().out  # the user's display still happened
@@ -108,6 +111,7 @@ def test_code_cells_become_activity(loaded: Any) -> None:
     ok, failed = jr.current().entries
     assert (ok.kind, ok.error, ok.text) == ("code", None, "x = 1\ny = 2")
     assert failed.error == "KeyError: 'region'"
+    assert ok.count is not None
     assert failed.count == ok.count + 1
 
 
@@ -136,7 +140,8 @@ def test_fifty_megabytes_of_output_stay_bounded(loaded: Any, capfd: Any) -> None
 def test_user_output_order_and_content_unchanged(loaded: Any, capsys: Any) -> None:
     def chatty(prompt: str) -> str:
         print("one")
-        display(Markdown("two"))
+        # IPython's display classes have no annotations.
+        display(Markdown("two"))  # type: ignore[no-untyped-call]
         print("three")
         return "four"
 

@@ -258,13 +258,13 @@ def report(h: Harness, scenario: Scenario) -> str:
 
 
 # Recurring step sequences.
-WORKED = ["focus", "turn"]
+WORKED: list[Step] = ["focus", "turn"]
 """The labextension reported focus, then one agent turn completed (fingerprint fp1) at t=0."""
 
-AWAY_CYCLE = ["blur", ("wait", 90), "focus"]
+AWAY_CYCLE: list[Step] = ["blur", ("wait", 90), "focus"]
 """Leave, stay away past away_seconds, come back."""
 
-SHOWN = [*WORKED, *AWAY_CYCLE, ("done", 1, "A")]
+SHOWN: list[Step] = [*WORKED, *AWAY_CYCLE, ("done", 1, "A")]
 """Recap 1 ("A", fingerprint fp1) drafted at t=90 while away and shown; the person is back."""
 
 SCENARIOS = [
@@ -299,9 +299,14 @@ SCENARIOS = [
     ),
     Scenario(
         "r2_multi_step_loop_drafts_only_after_the_last_step",
-        ["focus", "blur", ("wait", 5)]
-        + [("turn", "ok", 5), ("wait", 2.5)] * 3  # end → start within 3 s, three times
-        + [("turn", "ok", 5), ("wait", 3)],
+        [
+            "focus",
+            "blur",
+            ("wait", 5),
+            *[("turn", "ok", 5), ("wait", 2.5)] * 3,  # end → start within 3 s, three times
+            ("turn", "ok", 5),
+            ("wait", 3),
+        ],
         [(35.5, Start(1, "post_turn", "fp4"))],  # 3 s after the 4th step ends at 32.5
         calls=1,
     ),
@@ -779,7 +784,7 @@ SCENARIOS = [
     # Edge cases from the seeds -------------------------------------------------------------------
     Scenario(
         "edge_quick_blur_refocus_cycles_spend_nothing",
-        ["focus", "turn"] + ["blur", ("wait", 30), "focus", ("wait", 5)] * 20,
+        ["focus", "turn", *("blur", ("wait", 30), "focus", ("wait", 5)) * 20],
         [],
         calls=0,
         deadline=None,

@@ -532,7 +532,7 @@ async def test_execution_state_and_idle_seconds_follow_cells(
         code = SELF_CHECK.format(kernel_id=kernel_id)
         msg_id, raw = ws_message(session, "execute_request", {"code": code, "silent": False})
         await ws.write_message(raw)
-        outputs = []
+        outputs: list[dict[str, Any]] = []
         while not outputs:
             msg = json.loads(await asyncio.wait_for(ws.read_message(), 30))
             if msg["msg_type"] == "error":

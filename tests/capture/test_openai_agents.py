@@ -281,7 +281,11 @@ def stall(seconds: float) -> Behaviour:
     when the event loop next wakes up; the hang-up is that wake-up (``hang()`` would keep the
     cell for 60 s). The cancellation wins: the cell ends with CancelledError.
     """
-    return lambda call: call.stop.wait(seconds) and None
+
+    def behaviour(call: Call) -> None:
+        call.stop.wait(seconds)
+
+    return behaviour
 
 
 def test_an_interrupted_run_is_aborted(kernel: Kernel) -> None:

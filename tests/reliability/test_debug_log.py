@@ -11,6 +11,8 @@ import logging
 import stat
 from pathlib import Path
 
+import pytest
+
 from jupyter_recap import debuglog
 
 
@@ -38,7 +40,9 @@ class _FullDisk:
         raise OSError(errno.ENOSPC, "No space left on device")
 
 
-def test_a_log_that_cannot_be_written_says_nothing(isolated_env: Path, capsys: object) -> None:
+def test_a_log_that_cannot_be_written_says_nothing(
+    isolated_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A full disk under the log must not print logging's traceback into a cell."""
     log = debuglog.get_logger()
     log.warning("first")
@@ -48,7 +52,7 @@ def test_a_log_that_cannot_be_written_says_nothing(isolated_env: Path, capsys: o
         log.warning("second")
     finally:
         handler.stream = real
-    captured = capsys.readouterr()  # type: ignore[attr-defined]
+    captured = capsys.readouterr()
     assert captured.err == "" and captured.out == ""
 
 

@@ -130,9 +130,10 @@ def stored_session(notebook: Path) -> str:
 
 def test_cli_recap_of_a_notebook(tmp_path: Path, home: Path, fake: FakeLLM) -> None:
     notebook = tmp_path / "ledger.ipynb"
-    cell = nbformat.v4.new_code_cell(f"%%ai {MODEL}\n{dirty('fix', 'the ledger export')}")
-    cell.outputs = [nbformat.v4.new_output("stream", text=dirty("Done.", "Next: rerun."))]
-    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), notebook)
+    # nbformat's builders and writer carry no annotations
+    cell = nbformat.v4.new_code_cell(f"%%ai {MODEL}\n{dirty('fix', 'the ledger export')}")  # type: ignore[no-untyped-call]
+    cell.outputs = [nbformat.v4.new_output("stream", text=dirty("Done.", "Next: rerun."))]  # type: ignore[no-untyped-call]
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), notebook)  # type: ignore[no-untyped-call]
 
     out = printed(cli(notebook, cwd=tmp_path, home=home, fake=fake))
     shows(out, "You are fixing", "the ledger export.", "Next: rerun", "the totals.")
@@ -179,7 +180,9 @@ def test_cli_notes(tmp_path: Path, home: Path) -> None:
 
 def test_cli_reasons_on_stderr(tmp_path: Path, home: Path) -> None:
     notebook = tmp_path / f"no{CLEAR}agent{RLO}.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), notebook)
+    # nbformat's builders and writer carry no annotations
+    cell = nbformat.v4.new_code_cell("1 + 1")  # type: ignore[no-untyped-call]
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), notebook)  # type: ignore[no-untyped-call]
     result = cli(notebook, cwd=tmp_path, home=home)
     printed(result, code=1)
     shows(result.stderr, "no agent cells in", "agent.ipynb")

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client import BlockingKernelClient, KernelManager
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager
 from kernelutil import ROOT, TESTS, execute, stream_text
 from labserver import LabServer, running_lab
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only

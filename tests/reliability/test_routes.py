@@ -87,7 +87,7 @@ def _own_methods(handler: type[RecapHandler]) -> list[str]:
 
 def registered_routes(web_app: Any) -> list[Route]:
     """Every (pattern, method) the web application dispatches to a handler of ours."""
-    found = []
+    found: list[Route] = []
     for rule in _rules(web_app):
         target = rule.target
         if isinstance(target, type) and issubclass(target, RecapHandler):
@@ -293,8 +293,8 @@ async def test_hostile_ids_are_a_json_400_or_404(
     for route in routes:
         if route.method == "POST" and not route.groups:  # focus, input: the id is in the body
             for hostile in ["x" * 6000, "..", "/", "\x00", "ключ\u202e", ""]:
-                body = {"kernel_id": hostile, "path": "a.ipynb", "focused": True, "client_id": "c"}
-                answer = await http(route.path(), "POST", body=json.dumps(body), headers=token)
+                data = {"kernel_id": hostile, "path": "a.ipynb", "focused": True, "client_id": "c"}
+                answer = await http(route.path(), "POST", body=json.dumps(data), headers=token)
                 assert_json_error(answer, (400, 404), (route, hostile[:40]))
 
 

@@ -13,6 +13,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kernelutil import execute, running_kernel, stream_text
@@ -177,7 +178,7 @@ def test_a_linked_session_file_is_never_written_through(tmp_path: Path) -> None:
 
 
 def test_a_kernel_on_a_notebook_with_a_linked_session_starts_its_own(
-    shell: object, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    shell: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = tmp_path / "recap-home"  # the isolated JUPYTER_RECAP_HOME
     notebook = str(tmp_path / "nb.ipynb")
@@ -187,12 +188,12 @@ def test_a_kernel_on_a_notebook_with_a_linked_session_starts_its_own(
     victim.write_text("precious\n")
     (store / f"{session_id}.jsonl").unlink()
     (store / f"{session_id}.jsonl").symlink_to(victim)
-    shell.run_line_magic("load_ext", "jupyter_recap")  # type: ignore[attr-defined]
+    shell.run_line_magic("load_ext", "jupyter_recap")
     import jupyter_recap as jr
 
     jr.current().user("a new prompt")
-    shell.run_line_magic("recap", "save")  # type: ignore[attr-defined]
-    ext = shell.extension_manager  # type: ignore[attr-defined]
+    shell.run_line_magic("recap", "save")
+    ext = shell.extension_manager
     assert "jupyter_recap" in ext.loaded
     assert victim.read_text() == "precious\n"
     ids = [r.id for r in SessionStore(store).records(notebook)]

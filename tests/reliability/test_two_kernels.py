@@ -101,8 +101,8 @@ def test_two_kernels_on_one_notebook_write_their_own_sessions(tmp_path: Path) ->
         assert fork_header["parent"] == a_id
 
     # Both kernels are gone and their locks with them: the next kernel resumes the newest.
-    headers = [json.loads(p.read_text()) for p in store.glob("*.json")]
-    newest = max(headers, key=lambda h: h["updated"])["id"]
+    records = [json.loads(p.read_text()) for p in store.glob("*.json")]
+    newest = max(records, key=lambda h: h["updated"])["id"]
     with running_kernel(_env(store, notebook)) as c:
         execute(c, SETUP + "\n%load_ext jupyter_recap")
         assert _session_id(c) == newest
