@@ -148,18 +148,17 @@ def _next_step(reply: Entry, clean: Redactor) -> str | None:
 
 
 def _failures(
-    entries: list[Entry], start: int, unresolved: tuple[int, ...]
+    entries: list[Entry], start: int, unresolved: tuple[int, ...], last_reply: int
 ) -> tuple[int | None, int | None]:
     """The latest failure nothing explained and the latest the agent explained, as indexes in
-    ``entries`` (which starts at ``start`` of the transcript).
+    ``entries`` (which starts at ``start`` of the transcript; ``last_reply`` is the index of
+    the latest reply in it, or -1).
 
     A cell or tool failure counts while no later run of the same cell or tool succeeded. A
     cell is the person's own: nobody explained it. A tool failure is the agent's: a reply after
     it explains it (or says it could not go on). A turn counts when it is the latest to end
     and it errored.
     """
-    reply = _latest(entries, {"assistant"})
-    last_reply = reply[0] if reply else -1
     ended = _latest(entries, {"outcome"})
     unexplained: list[int] = []
     explained: list[int] = []
@@ -212,8 +211,8 @@ def offline_recap(
         task = _anchored(asked(clean(first.text)), clean(first.text))
     sentences = [glue.task.format(task)] if task else []
 
-    failed, explained = _failures(tail, start, snap.unresolved)
     replies = [i for i, entry in enumerate(tail) if entry.kind == "assistant"]
+    failed, explained = _failures(tail, start, snap.unresolved, replies[-1] if replies else -1)
     # The step the latest reply names; a step named before the latest failure is stale.
     latest_failure = max((i for i in (failed, explained) if i is not None), default=-1)
     after = [i for i in replies if i > latest_failure]

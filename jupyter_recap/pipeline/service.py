@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..debuglog import get_logger
 from ..errors import Cancelled, ConfigError, ProviderError, ProviderTimeout, RecapError
@@ -145,7 +145,8 @@ class BudgetReached(Exception):
 @dataclass(frozen=True)
 class Spending:
     """How model calls are counted and capped: the person's usage ledger (None: not counted),
-    whether the call is automatic, the daily budget of automatic calls, and price overrides."""
+    whether the call is automatic, the daily budget (which holds for automatic calls only),
+    and price overrides."""
 
     ledger: UsageLedger | None = None
     automatic: bool = False
@@ -169,11 +170,28 @@ class Spending:
             raise BudgetReached
         return ticket
 
-    def finish(self, ticket: Ticket | None, **spent: Any) -> None:
+    def finish(
+        self,
+        ticket: Ticket | None,
+        *,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        estimated: bool = False,
+        cost: float | None = None,
+        failed: bool = False,
+    ) -> None:
+        """Count what a started call spent (nothing is known of a failed one's tokens)."""
         if self.ledger is None or ticket is None:
             return
         try:
-            self.ledger.finish(ticket, **spent)
+            self.ledger.finish(
+                ticket,
+                tokens_in=tokens_in,
+                tokens_out=tokens_out,
+                estimated=estimated,
+                cost=cost,
+                failed=failed,
+            )
         except RecapError as error:
             get_logger().warning("usage: a call's tokens were not counted (%s)", error)
 
@@ -200,7 +218,7 @@ def call_model(
     except BaseException as error:
         if not isinstance(error, Cancelled):
             stats.add(failures=1)
-        spending.finish(ticket, tokens_in=0, tokens_out=0, estimated=False, cost=None, failed=True)
+        spending.finish(ticket, failed=True)
         raise
     tokens_in, tokens_out = completion.tokens_in, completion.tokens_out
     estimated = not (tokens_in or tokens_out)
@@ -302,7 +320,7 @@ def _draft(
 
     automatic = trigger in AUTOMATIC_TRIGGERS
     budget = int(settings.daily_budget)
-    spending = Spending(usage, automatic, budget if automatic else None, dict(settings.prices))
+    spending = Spending(usage, automatic, budget, dict(settings.prices))
 
     def offline(note: str = "") -> RecapResult:
         text = offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
