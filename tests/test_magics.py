@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
 from agentmagic import install
 from fakellm import FakeLLM, status
+from IPython.core.displaypub import DisplayPublisher
 
 import jupyter_recap as jr
 
@@ -210,6 +212,50 @@ def test_unloading_clears_the_banner_and_stops_the_timer(
     shell.run_line_magic("unload_ext", "jupyter_recap")
     assert banner.state == "hidden"
     assert timer is not None and not timer.is_alive()
+
+
+def test_a_recap_done_while_its_output_is_being_sent_still_reaches_that_output(
+    shell: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ``%recap`` cell's banner output exists before its draft starts.
+
+    On a busy machine the offline engine can finish between a new output's text being taken and
+    the output being sent; the update it sends then must not go out before the output it is
+    meant to replace, or the saved notebook keeps an empty banner in that cell.
+    """
+    from jupyter_recap.ipython import extension
+
+    monkeypatch.setattr(extension.RecapExtension, "has_widgets", property(lambda self: True))
+    sent: list[tuple[bool, str, str]] = []  # (update?, display id, text/plain) in sending order
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+            update = bool(kwargs.get("update"))
+            display_id = (kwargs.get("transient") or {}).get("display_id")
+            if display_id is None:
+                return
+            if not update:  # a slow send: a draft already running finishes first
+                for thread in threading.enumerate():
+                    if thread.name == "jupyter-recap-draft":
+                        thread.join(10)
+            sent.append((update, display_id, data.get("text/plain", "")))
+
+    monkeypatch.setattr(shell, "display_pub", Publisher(shell=shell))  # type: ignore[no-untyped-call]
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    install(shell).script.append(lambda prompt: print("Next: repoint the FK."))
+    shell.run_cell("%%agent\nfix the FK constraint in invoices.ts", store_history=True)
+    shell.run_line_magic("recap", "")
+
+    outputs: list[list[str]] = []  # [display id, text] of each output, as a notebook keeps them
+    for update, display_id, text in sent:
+        if update:
+            outputs = [[i, text if i == display_id else t] for i, t in outputs]
+        else:
+            outputs.append([display_id, text])
+    ext = extension.extension_for(shell)
+    assert ext is not None and ext.last_recap is not None
+    expected = f"✦ recap · offline\n{ext.last_recap.text}"
+    assert outputs == [[ext.banner.display_id, expected]] * 2  # %load_ext's, then %recap's
 
 
 def test_sessions_of_a_kernel_without_a_notebook_are_not_passed_off_as_its_own(

@@ -84,6 +84,8 @@ class RecapExtension:
         self._banner: Any = None
         self._banner_displayed = False
         """Whether the banner has an output in the notebook, which updates can then reach."""
+        self._outputs_lock = threading.Lock()
+        """Orders a new banner output against the updates sent from a draft's thread."""
         self.feed: FocusFeed | None = None
         self.reporter: StateReporter | None = None
         """Tells the server's agents panel about this kernel (with the feed, in a kernel)."""
@@ -393,8 +395,11 @@ class RecapExtension:
         from IPython.display import display
 
         banner = self.banner
-        display(banner, display_id=banner.display_id)
-        self._banner_displayed = True
+        # Under the lock a draft's thread sends its update either before this output's text is
+        # taken (which then has the recap) or after the output exists (which it then replaces).
+        with self._outputs_lock:
+            display(banner, display_id=banner.display_id)
+            self._banner_displayed = True
 
     def _update_saved_text(self) -> None:
         """Send the banner's new ``text/plain`` to every output of it in the notebook.
@@ -410,7 +415,8 @@ class RecapExtension:
         try:
             from IPython.display import update_display
 
-            update_display(banner, display_id=banner.display_id)
+            with self._outputs_lock:
+                update_display(banner, display_id=banner.display_id)
         except Exception:  # noqa: BLE001 - e.g. the kernel or the comm is gone at shutdown
             get_logger().debug("banner: could not update its saved text", exc_info=True)
 
@@ -485,7 +491,10 @@ class RecapExtension:
                 self._banner.clear()
 
     def _drafting(self, draft: StartDraft) -> None:
+        """A ``%recap`` draft is about to start: its cell gets the banner's output first, so the
+        recap, however fast, updates an output that exists."""
         if self.has_widgets:
+            self._display_banner()
             self.banner.drafting(model=draft.model or "", reason=draft.reason)
 
     # -- manual recaps ---------------------------------------------------------------------
@@ -512,8 +521,6 @@ class RecapExtension:
         if job is None:
             result = RecapResult(None, refusal or "no draft was started")
         else:
-            if self.has_widgets:
-                self._display_banner()
             result = self.runner.wait(job)
         self.last_result = result
         if result.recap is None and self.has_widgets and job is not None:

@@ -56,6 +56,8 @@ class Surface:
     show: Callable[[ShowRecap], None]
     clear: Callable[[], None]
     drafting: Callable[[StartDraft], None]
+    """A manual draft is about to start, on the thread that asked for it; its worker thread
+    starts only after this returns."""
     changed: Callable[[], None] = lambda: None
     """A draft started or ended (the agents panel shows "drafting…")."""
 
