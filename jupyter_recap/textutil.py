@@ -32,6 +32,42 @@ def duration(seconds: float) -> str:
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
 
 
+# A sentence ends at an ASCII mark followed by a space or the end, or at a full-width mark:
+# Chinese and Japanese put no space after theirs. "orders.csv" and "3.5" stay whole.
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|[。！？]+")
+# Abbreviations whose period ends no sentence (lower case, without the final period).
+_ABBREVIATIONS = frozenset(
+    {"e.g", "i.e", "vs", "cf", "approx", "incl", "mr", "mrs", "ms", "dr", "st", "fig", "eq"}
+)
+
+
+def sentences(text: str, *, lines_end: bool = False) -> list[str]:
+    """The sentences of ``text``, each on one line with its closing marks.
+
+    A sentence ends at ``.``, ``!`` or ``?`` followed by a space or the end of the text, or at
+    a full-width ``。``, ``！`` or ``？``; the period of a common abbreviation (``e.g.``) ends
+    none. With ``lines_end`` a line break ends one too (prompts and replies are often lists
+    without marks).
+    """
+    found: list[str] = []
+    for block in text.splitlines() if lines_end else [text]:
+        flat = " ".join(block.split())
+        start = 0
+        for match in _SENTENCE_END.finditer(flat):
+            if match.group() == "." and ends_abbreviation(flat[start : match.start()]):
+                continue
+            found.append(flat[start : match.end()].strip())
+            start = match.end()
+        found.append(flat[start:].strip())
+    return [sentence for sentence in found if sentence]
+
+
+def ends_abbreviation(before: str) -> bool:
+    """Whether ``before`` ends with a word like ``e.g`` whose period ends no sentence."""
+    words = before.rsplit(None, 1)
+    return bool(words) and words[-1].lower().lstrip("(") in _ABBREVIATIONS
+
+
 def first_line(text: str) -> str:
     """The first non-blank line of ``text``, stripped."""
     for line in text.splitlines():

@@ -43,6 +43,12 @@ def test_the_task_is_the_sentence_that_asks_not_the_preamble() -> None:
         ("Ich habe kunden.csv. Bitte entferne die Dubletten.", "Entferne die Dubletten."),
         ("J'ai un fichier. Peux-tu tracer les ventes ?", "Tracer les ventes"),
         ("売上のグラフを作ってください。", "売上のグラフを作ってください。"),
+        # An abbreviation's period ends no sentence; a line break does.
+        (
+            "I have two runs. Compare them, e.g. by loss vs. step, and plot both.",
+            "Compare them, e.g. by loss vs. step, and plot both.",
+        ),
+        ("Context: sales.csv\nplot the weekly totals", "Plot the weekly totals"),
     ],
 )
 def test_asked(prompt: str, task: str) -> None:

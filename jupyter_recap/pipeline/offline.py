@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..record.transcript import Entry, Transcript
-from ..textutil import error_line, first_line, shorten
+from ..textutil import error_line, first_line, sentences, shorten
 from .language import Glue, detect, glue_for
 from .prompt import tidy
 from .redact import Redactor, strip_reasoning
@@ -51,7 +51,6 @@ _GOAL = re.compile(
     r"(?i)^\s*(?:goal|task|objective|ziel|aufgabe|objectif|objetivo|obiettivo|doel)"
     r"\s*[:\-–—：]\s*"
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 _WINDOW = 200
 TASK_CHARS = 200
 ASK_CHARS = 120
@@ -86,21 +85,17 @@ _POLITE = re.compile(r"(?i)\b(?:please|bitte|por favor|per favore|s'il vous pla�
 _SENTENCE_CASE = re.compile(r"^[a-zà-öø-ÿ]+(?=[\s,;:]|$)")
 
 
-def _sentences(text: str) -> list[str]:
-    return [" ".join(part.split()) for part in _SENTENCE_END.split(text) if part.strip()]
-
-
 def asked(text: str) -> str:
     """The sentence of a prompt that asks, without its polite opening, in sentence case.
 
     A prompt often opens with a preamble ("I have orders.csv with columns …") and asks after it
     ("Please drop the duplicates."); the ask is what the task is.
     """
-    sentences = _sentences(text)
-    if not sentences:
+    candidates = sentences(text, lines_end=True)
+    if not candidates:
         return ""
-    best, best_score = sentences[0], None
-    for sentence in sentences:
+    best, best_score = candidates[0], None
+    for sentence in candidates:
         score = 0
         if sentence.endswith(("?", "？")):
             score += 2
@@ -141,7 +136,9 @@ def _next_step(reply: Entry, clean: Redactor) -> str | None:
     if not matches:
         cjk = list(_CJK_PROPOSAL.finditer(text))
         return shorten(cjk[-1].group(0).strip(), STEP_CHARS) if cjk else None
-    step = _sentences((matches[-1].group("step") or matches[-1].group("cjk") or "").strip())
+    step = sentences(
+        (matches[-1].group("step") or matches[-1].group("cjk") or "").strip(), lines_end=True
+    )
     if not step:
         return None
     return shorten(step[0], STEP_CHARS).rstrip(".。") or None
@@ -205,11 +202,11 @@ def offline_recap(
 
     task = ""
     if summary is not None:
-        goal = _sentences(_GOAL.sub("", clean(summary.text)))
+        goal = sentences(_GOAL.sub("", clean(summary.text)), lines_end=True)
         task = sentence_case(shorten(goal[0], TASK_CHARS)) if goal else ""
     elif first is not None:
         task = _anchored(asked(clean(first.text)), clean(first.text))
-    sentences = [glue.task.format(task)] if task else []
+    written = [glue.task.format(task)] if task else []
 
     replies = [i for i, entry in enumerate(tail) if entry.kind == "assistant"]
     failed, explained = _failures(tail, start, snap.unresolved, replies[-1] if replies else -1)
@@ -220,7 +217,7 @@ def offline_recap(
     nxt = ""
     if failed is not None:
         state, fix = _state(tail[failed], glue, clean)
-        sentences.append(state)
+        written.append(state)
         nxt = step or fix
     else:
         ask = asked(clean(latest.text)) if latest is not None and latest is not first else ""
@@ -229,13 +226,13 @@ def offline_recap(
         gist = _gist(tail[told[0]], step, clean) if told else ""
         if ask and ask != task and not step and not open_task and not _short(ask):
             # Without a stated next step, a new ask is the best hint of where things stand.
-            sentences.append(glue.latest_ask.format(shorten(ask, ASK_CHARS)))
+            written.append(glue.latest_ask.format(shorten(ask, ASK_CHARS)))
         elif gist:
-            sentences.append(glue.reply.format(gist))
+            written.append(glue.reply.format(gist))
         elif (ended := _latest(tail, {"outcome"})) is not None and ended[1].outcome == "aborted":
-            sentences.append(glue.turn_aborted)
-        elif not sentences and (code := _latest(tail, {"code"})) is not None:
-            sentences.append(glue.last_cell.format(shorten(first_line(clean(code[1].text)), 100)))
+            written.append(glue.turn_aborted)
+        elif not written and (code := _latest(tail, {"code"})) is not None:
+            written.append(glue.last_cell.format(shorten(first_line(clean(code[1].text)), 100)))
         if step:
             nxt = step
         elif open_task:
@@ -243,8 +240,8 @@ def offline_recap(
             if progress is not None:
                 nxt += " " + glue.progress.format(done=progress[0], total=progress[1])
     if nxt:
-        sentences.append(glue.next.format(sentence_case(nxt)))
-    text = tidy(glue.space.join(_ended(sentence_case(s), glue) for s in sentences[:3] if s))
+        written.append(glue.next.format(sentence_case(nxt)))
+    text = tidy(glue.space.join(_ended(sentence_case(s), glue) for s in written[:3] if s))
     return text or None
 
 
@@ -270,7 +267,7 @@ def _anchored(task: str, prompt: str) -> str:
 
 def _gist(reply: Entry, step: str | None, clean: Redactor) -> str:
     """The first sentence of a reply that is not its proposed step: what it found or did."""
-    for sentence in _sentences(clean(strip_reasoning(reply.text)))[:3]:
+    for sentence in sentences(clean(strip_reasoning(reply.text)), lines_end=True)[:3]:
         if step and step[:30] in sentence:
             continue
         if len(sentence) >= 12:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from ..pipeline.redact import REDACTED
+from ..textutil import ends_abbreviation, sentences
 from .sessionfiles import TITLE_CHARS, shorten_title
 
 __all__ = ["first_sentence", "title_from_recap"]
@@ -28,14 +29,8 @@ __all__ = ["first_sentence", "title_from_recap"]
 #: Letters a title needs to say anything (``[redacted]`` does not count).
 MIN_LETTERS = 3
 
-# A sentence ends at an ASCII mark followed by a space or the end, or at a full-width mark:
-# Chinese and Japanese put no space after theirs. "orders.csv" and "3.5" stay whole.
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|[。！？]+")
-
-# Abbreviations whose period ends no sentence (lower case, without the final period).
-_ABBREVIATIONS = frozenset(
-    {"e.g", "i.e", "vs", "cf", "approx", "incl", "mr", "mrs", "ms", "dr", "st", "fig", "eq"}
-)
+# The closing marks a title drops: a question mark is kept, as part of what is said.
+_CLOSING = re.compile(r"[.!?。！？]+$")
 
 # A short label leading the sentence: one word of at most 14 characters, then a colon (an
 # optional space before it, as French writes "Tâche :"). An ASCII colon must be followed by a
@@ -74,19 +69,14 @@ def first_sentence(text: str) -> str:
     a full-width ``。``, ``！`` or ``？``; the period of a common abbreviation (``e.g.``) ends
     none. A question mark is kept: it is part of what the sentence says.
     """
-    flat = " ".join(text.split())
-    for match in _SENTENCE_END.finditer(flat):
-        mark = match.group()
-        if mark == "." and _ends_abbreviation(flat[: match.start()]):
-            continue
-        keep = mark[0] in "?？"
-        return flat[: match.end() if keep else match.start()]
-    return flat
-
-
-def _ends_abbreviation(before: str) -> bool:
-    words = before.rsplit(None, 1)
-    return bool(words) and words[-1].lower().lstrip("(") in _ABBREVIATIONS
+    found = sentences(text)
+    if not found:
+        return ""
+    first = found[0]
+    mark = _CLOSING.search(first)
+    if mark is None or mark.group()[0] in "?？" or ends_abbreviation(first[: mark.start()]):
+        return first
+    return first[: mark.start()]
 
 
 def title_from_recap(text: str, limit: int = TITLE_CHARS) -> str | None:

@@ -23,12 +23,17 @@ interface IRowFetch {
 
 /** The rows of the agents board, kept current from pushes and gap detection. */
 export class AgentsModel implements IDisposable {
+  /**
+   * `usageSupported` is false for a server that lists no `usage` feature: the usage line is
+   * then never asked for.
+   */
   constructor(
     private readonly _api: RecapApi,
-    events: Event.IManager | null
+    events: Event.IManager | null,
+    usageSupported = true
   ) {
     this._events = events;
-    this.usage = new UsageModel(_api);
+    this.usage = new UsageModel(_api, usageSupported);
     events?.stream.connect(this._onEvent, this);
   }
 
@@ -344,10 +349,14 @@ export const USAGE_MIN_INTERVAL = 1_000;
  * request at the end of that second, so a burst of pushes costs at most one request a second.
  */
 export class UsageModel implements IDisposable {
+  /** `supported` false: the server has no usage route, and nothing is ever asked. */
   constructor(
     private readonly _api: RecapApi,
+    supported = true,
     private readonly _minInterval = USAGE_MIN_INTERVAL
-  ) {}
+  ) {
+    this._supported = supported;
+  }
 
   /** Emitted after an answer or a failure changed what `usage` / `failed` say. */
   get changed(): ISignal<this, void> {
@@ -364,7 +373,10 @@ export class UsageModel implements IDisposable {
     return this._failed;
   }
 
-  /** False once the server said it has no such route (an older server): nothing more is asked. */
+  /**
+   * False for a server without the `usage` feature, or once the server said it has no such
+   * route: nothing more is asked.
+   */
   get supported(): boolean {
     return this._supported;
   }
@@ -444,7 +456,7 @@ export class UsageModel implements IDisposable {
   private readonly _changed = new Signal<this, void>(this);
   private _usage: IUsage | null = null;
   private _failed = false;
-  private _supported = true;
+  private _supported: boolean;
   private _busy = false;
   /** An ask came while a request was in flight: ask once more after it. */
   private _again = false;

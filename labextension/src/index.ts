@@ -110,7 +110,7 @@ export async function startClient(
   let agents: AgentsModel | null = null;
   let panel: AgentsPanel | null = null;
   if (features.has('agents')) {
-    agents = new AgentsModel(api, app.serviceManager.events ?? null);
+    agents = new AgentsModel(api, app.serviceManager.events ?? null, features.has('usage'));
     const model = agents;
     focus?.answered.connect((_, answer) => model.noteServerVersion(answer.agents_version));
     const opener = new NotebookOpener(app, tracker);

@@ -278,6 +278,16 @@ describe('UsageModel', () => {
     expect(server.usage).toHaveBeenCalledTimes(1);
     older.dispose();
   });
+
+  it('never asks a server that lists no usage feature', async () => {
+    const model = new AgentsModel(server.api, null, false);
+    model.usage.refresh();
+    jest.advanceTimersByTime(2_000);
+    await flush();
+    expect(model.usage.supported).toBe(false);
+    expect(server.usage).not.toHaveBeenCalled();
+    model.dispose();
+  });
 });
 
 describe('AgentsModel pushes and the usage line', () => {
