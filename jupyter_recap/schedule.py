@@ -270,9 +270,13 @@ class Schedule:
                 # Still away: try again shortly with what happened meanwhile.
                 self.post_turn_deadline = self._clock() + float(self.settings.post_turn_seconds)
             return []
-        if not draft.manual and text == self.last_text:
+        if not draft.manual and text == self.last_text and self.banner_visible:
+            # The same words are still on screen: nothing to show. Once the person cleared
+            # them (ran a cell, a new turn began, the x), new work earns a banner again even
+            # when its recap reads the same (the offline engine often does): a return after
+            # new work that shows nothing looks like the recap stopped working.
             self.last_fingerprint = draft.fingerprint
-            return []  # never the same recap twice in a row
+            return []
         self.last_fingerprint = draft.fingerprint
         self.last_text = text
         self.banner_visible = True

@@ -255,7 +255,52 @@ def test_a_recap_done_while_its_output_is_being_sent_still_reaches_that_output(
     ext = extension.extension_for(shell)
     assert ext is not None and ext.last_recap is not None
     expected = f"✦ recap · offline\n{ext.last_recap.text}"
-    assert outputs == [[ext.banner.display_id, expected]] * 2  # %load_ext's, then %recap's
+    live = ext.banner.display_id
+    assert outputs == [[live, expected], [f"{live}-recap-1", expected]]  # %load_ext's, %recap's
+
+
+def test_a_recap_cell_keeps_its_own_recap_when_later_ones_come(
+    shell: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A saved notebook's ``%recap`` cell holds the recap it asked for; only the live banner
+    (the output of ``%load_ext``) follows the latest one. A ``%recap`` that failed keeps no
+    recap at all, rather than an older one above its own error line."""
+    from jupyter_recap.ipython import extension
+
+    monkeypatch.setattr(extension.RecapExtension, "has_widgets", property(lambda self: True))
+    outputs: dict[str, str] = {}  # display id -> text/plain, as a notebook keeps them
+
+    class Publisher(DisplayPublisher):
+        def publish(self, data: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+            display_id = (kwargs.get("transient") or {}).get("display_id")
+            if display_id is not None and (not kwargs.get("update") or display_id in outputs):
+                outputs[display_id] = data.get("text/plain", "")
+
+    monkeypatch.setattr(shell, "display_pub", Publisher(shell=shell))  # type: ignore[no-untyped-call]
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    ext = extension.extension_for(shell)
+    assert ext is not None
+    agent = install(shell)
+    agent.script.append(lambda prompt: print("Next: repoint the FK."))
+    shell.run_cell("%%agent\nfix the FK constraint in invoices.ts", store_history=True)
+    shell.run_line_magic("recap", "")
+    first = ext.last_recap.text if ext.last_recap else ""
+    agent.script.append(lambda prompt: print("Next: rerun the migration."))
+    shell.run_cell("%%agent\nnow migrate the payments table", store_history=True)
+    shell.run_line_magic("recap", "")
+    second = ext.last_recap.text if ext.last_recap else ""
+    assert first and second and first != second
+    live = ext.banner.display_id
+    assert outputs == {
+        live: f"✦ recap · offline\n{second}",
+        f"{live}-recap-1": f"✦ recap · offline\n{first}",
+        f"{live}-recap-2": f"✦ recap · offline\n{second}",
+    }
+    shell.run_cell("%%agent\nand the refunds table", store_history=True)
+    monkeypatch.setattr(ext.settings, "model", "openai:gpt-4o-mini")  # no key: this one fails
+    shell.run_line_magic("recap", "")
+    assert outputs[f"{live}-recap-3"] == ""
+    assert outputs[f"{live}-recap-1"] == f"✦ recap · offline\n{first}"
 
 
 def test_sessions_of_a_kernel_without_a_notebook_are_not_passed_off_as_its_own(

@@ -635,16 +635,32 @@ SCENARIOS = [
         calls=2,
     ),
     Scenario(
-        "r11_same_text_from_a_new_fingerprint_is_not_shown_again",
+        # The second return after new work: the first banner was cleared by the new turn, so
+        # the round's recap is shown although it reads the same (the offline engine often
+        # does); a third return with nothing new makes no call.
+        "r11_same_text_after_new_work_is_shown_again",
         [*SHOWN, "turn", *AWAY_CYCLE, ("done", 2, "A"), *AWAY_CYCLE],
         [
             (90, Start(1, "away", "fp1")),
             (90, Show(1, "A", "away")),
             (90, CLEAR),  # the new turn clears the banner
             (180, Start(2, "away", "fp2")),
+            (180, Show(2, "A", "away")),
         ],
         calls=2,
-        counters={"saved_by_dedupe": 1},  # fp2 now counts as recapped
+        counters={"saved_by_dedupe": 1},
+    ),
+    Scenario(
+        # Background activity (no turn, no input) while the recap is still on screen: the
+        # same words again would be no news.
+        "r11_same_text_while_still_on_screen_is_not_shown_again",
+        [*SHOWN, ("fingerprint", "fp9"), *AWAY_CYCLE, ("done", 2, "A")],
+        [
+            (90, Start(1, "away", "fp1")),
+            (90, Show(1, "A", "away")),
+            (180, Start(2, "away", "fp9")),
+        ],
+        calls=2,
     ),
     # 12. auto off --------------------------------------------------------------------------------
     Scenario(

@@ -86,6 +86,9 @@ class RecapExtension:
         """Whether the banner has an output in the notebook, which updates can then reach."""
         self._outputs_lock = threading.Lock()
         """Orders a new banner output against the updates sent from a draft's thread."""
+        self._manual_output: tuple[int, str] | None = None
+        """The ``%recap`` draft in flight and the display id of its own cell's output, which
+        takes that draft's recap and no later one."""
         self.feed: FocusFeed | None = None
         self.reporter: StateReporter | None = None
         """Tells the server's agents panel about this kernel (with the feed, in a kernel)."""
@@ -391,7 +394,7 @@ class RecapExtension:
         return self._banner
 
     def _display_banner(self) -> None:
-        """Give the banner an output in the running cell, under its one display id."""
+        """Give the banner its live output in the running cell, under its one display id."""
         from IPython.display import display
 
         banner = self.banner
@@ -401,22 +404,52 @@ class RecapExtension:
             display(banner, display_id=banner.display_id)
             self._banner_displayed = True
 
-    def _update_saved_text(self) -> None:
-        """Send the banner's new ``text/plain`` to every output of it in the notebook.
+    def _display_manual_output(self, draft: StartDraft) -> None:
+        """Give a ``%recap`` cell an output of its own, empty until its draft lands.
+
+        It carries the banner's view (the page shows the live banner) but a display id of its
+        own, so a saved notebook keeps in that cell the recap that cell asked for: a later
+        recap never lands above an older cell's own error line.
+        """
+        from IPython.display import display
+
+        banner = self.banner
+        display_id = f"{banner.display_id}-recap-{draft.id}"
+        with self._outputs_lock:
+            self._manual_output = (draft.id, display_id)
+            display(self._bundle(banner, ""), raw=True, display_id=display_id)
+
+    @staticmethod
+    def _bundle(banner: Any, text: str | None = None) -> dict[str, Any]:
+        """The banner's output data, its ``text/plain`` replaced by ``text`` when given."""
+        bundle = banner._repr_mimebundle_()
+        data: dict[str, Any] = dict(bundle[0]) if bundle is not None else {}
+        if text is not None:
+            data["text/plain"] = text
+        return data
+
+    def _update_saved_text(self, draft_id: int | None = None) -> None:
+        """Send the banner's new ``text/plain`` to its live output, and to the output of the
+        ``%recap`` cell whose draft ``draft_id`` this recap is.
 
         A saved or exported notebook shows that text, computed when the output was made: without
         this, a ``%recap`` cell would stay at its first state for good. ``update_display_data``
-        only replaces outputs that carry the banner's display id (JupyterLab, nbclient), so it
-        never adds an output to the cell running now; it may be sent from the draft's thread.
+        only replaces outputs that carry the display id (JupyterLab, nbclient), so it never adds
+        an output to the cell running now; it may be sent from the draft's thread.
         """
         banner = self._banner
-        if banner is None or not self._banner_displayed:
+        if banner is None:
             return
         try:
-            from IPython.display import update_display
+            from IPython.display import display, update_display
 
             with self._outputs_lock:
-                update_display(banner, display_id=banner.display_id)
+                if self._banner_displayed:
+                    update_display(banner, display_id=banner.display_id)
+                manual = self._manual_output
+                if manual is not None and manual[0] == draft_id:
+                    self._manual_output = None
+                    display(self._bundle(banner), raw=True, display_id=manual[1], update=True)
         except Exception:  # noqa: BLE001 - e.g. the kernel or the comm is gone at shutdown
             get_logger().debug("banner: could not update its saved text", exc_info=True)
 
@@ -445,7 +478,7 @@ class RecapExtension:
                 progress=progress_counts(self.state.tasks),
                 notice=self._first_time(action),
             )
-            self._update_saved_text()
+            self._update_saved_text(action.id)
         self._state_changed()
 
     def _first_time(self, action: ShowRecap) -> str:
@@ -494,7 +527,7 @@ class RecapExtension:
         """A ``%recap`` draft is about to start: its cell gets the banner's output first, so the
         recap, however fast, updates an output that exists."""
         if self.has_widgets:
-            self._display_banner()
+            self._display_manual_output(draft)
             self.banner.drafting(model=draft.model or "", reason=draft.reason)
 
     # -- manual recaps ---------------------------------------------------------------------
@@ -522,6 +555,8 @@ class RecapExtension:
             result = RecapResult(None, refusal or "no draft was started")
         else:
             result = self.runner.wait(job)
+        with self._outputs_lock:
+            self._manual_output = None  # a failed or cancelled draft leaves its output empty
         self.last_result = result
         if result.recap is None and self.has_widgets and job is not None:
             self.banner.fail(result.reason, model=result.model or "")

@@ -63,6 +63,8 @@ class Session:
     outstanding: set[int] = field(default_factory=set)
     last_shown: Draft | None = None
     last_shown_text: str | None = None
+    on_screen: str | None = None
+    """The text the banner shows now (None once cleared or dismissed)."""
 
     @property
     def fingerprint(self) -> str:
@@ -159,12 +161,14 @@ class SessionMachine(RuleBasedStateMachine):
                     assert not s.turn_running or self.settings.during_active, (
                         f"an automatic recap shown while the agent works: {action}"
                     )
-                    assert action.text != s.last_shown_text, "the same recap twice in a row"
+                    assert action.text != s.on_screen, "the same recap shown again while on screen"
                 s.last_shown, s.last_shown_text = draft, action.text
+                s.on_screen = action.text
             elif isinstance(action, Refuse):
                 assert s.turn_running and len(actions) == 1, f"refused for nothing: {action}"
             else:
                 assert isinstance(action, ClearBanner), action
+                s.on_screen = None
         if self.fast and started is not None and started in s.outstanding:
             self.answer(started, ANSWERS[started % len(ANSWERS)])
 
@@ -211,6 +215,7 @@ class SessionMachine(RuleBasedStateMachine):
     @rule()
     def dismiss(self) -> None:
         self.check(self.schedule.banner_dismissed())
+        self.session.on_screen = None
 
     @rule(enabled=st.booleans())
     def set_auto(self, enabled: bool) -> None:
@@ -289,7 +294,7 @@ class SessionMachine(RuleBasedStateMachine):
         """Any draft answers, cancelled or answered already (the HTTP call ignored the cancel)."""
         self.answer(data.draw(st.sampled_from(sorted(self.session.drafts)), label="draft"), text)
 
-    def answer(self, draft_id: int, text: str | None) -> None:
+    def answer(self, draft_id: int, text: str | None) -> list[Action]:
         """Draft ``draft_id`` answers ``text``; nothing may come of a stale or failed one."""
         s = self.session
         draft = s.drafts[draft_id]
@@ -299,6 +304,37 @@ class SessionMachine(RuleBasedStateMachine):
         if not was_outstanding or text is None:
             assert actions == [], f"a cancelled, finished or failed draft acted: {actions}"
         self.check(actions, landing=draft)
+        return actions
+
+    # -- liveness ------------------------------------------------------------------------------
+
+    @precondition(
+        lambda self: (
+            self.lab
+            and not self.fast
+            and self.settings.auto
+            and not self.session.turn_running
+            and not self.session.outstanding
+        )
+    )
+    @rule(same=st.booleans(), outcome=st.sampled_from(["ok", "errored", "aborted"]))
+    def a_round_of_work_while_away(self, same: bool, outcome: str) -> None:
+        """The person runs the agent again, leaves, and stays away: the round's recap is shown,
+        also when it reads exactly like the one they saw (and cleared) before."""
+        self.user_input(recorded=True)
+        self.focus(False, 0.0)
+        self.turn(outcome, 1.0)
+        s = self.session
+        text = (s.last_shown_text or "A") if same else "D"
+        # A draft that started mid-turn (``during_active``) answers for an outdated session
+        # and is dropped; the schedule must then try again, so allow a second round.
+        for _ in range(2):
+            self.advance(max(self.settings.away_seconds, self.settings.post_turn_seconds) + 1)
+            assert s.outstanding, "new work while away, yet no recap drafted"
+            actions = self.answer(next(iter(s.outstanding)), text)
+            if any(isinstance(a, ShowRecap) for a in actions):
+                return
+        raise AssertionError(f"new work while away, yet its recap {text!r} was not shown")
 
     # -- time ----------------------------------------------------------------------------------
 
