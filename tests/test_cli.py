@@ -76,7 +76,10 @@ def test_notebook_without_agent_cells(tmp_path: Path) -> None:
     path = DATA / "no_agent_cells.ipynb"
     result = recap(path, cwd=tmp_path)
     line = one_line_error(result, 1)
-    assert line == f"jupyter recap: no agent cells in {path} (looked for %%ai, %%agent)"
+    assert line == (
+        f"jupyter recap: no agent cells in {path} (looked for %%ai, %%agent) "
+        "and no stored session of it"
+    )
     assert result.stdout == ""
 
 

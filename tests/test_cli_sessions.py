@@ -79,6 +79,23 @@ def ok_lines(result: subprocess.CompletedProcess[str]) -> list[str]:
     return result.stdout.splitlines()
 
 
+def from_store(
+    result: subprocess.CompletedProcess[str], session_id: str, turns: int = 1
+) -> list[str]:
+    """The stdout lines of a recap answered from the stored session ``session_id``, checking
+    the one stderr line that says so."""
+    assert result.returncode == 0, result.stderr
+    plural = "turn" if turns == 1 else "turns"
+    match = re.fullmatch(
+        rf"jupyter recap: from the stored session ([0-9a-f-]{{8,36}}) of "
+        rf"(\d\d:\d\d|\d{{4}}-\d\d-\d\d \d\d:\d\d), {turns} {plural}\n",
+        result.stderr,
+    )
+    assert match, result.stderr
+    assert session_id.startswith(match.group(1))
+    return result.stdout.splitlines()
+
+
 def squash(line: str) -> str:
     """``line`` with its column padding collapsed to single spaces."""
     return " ".join(line.split())
@@ -376,7 +393,9 @@ def test_recap_of_a_notebook_uses_its_tasks_and_notes(home: Path, project: Path)
     writer.close()
     MemoryStore(project).remember("command", "pytest -x tests/test_loader.py")
     for target in (notebook, writer.id):
-        lines = ok_lines(run(target, cwd=project, home=home))
+        result = run(target, cwd=project, home=home)
+        # a notebook is answered from its stored session, and says so
+        lines = from_store(result, writer.id) if target == notebook else ok_lines(result)
         assert lines[0].endswith("Next: Pin the date format (0 of 1 tasks done).")
     # the listing shows each session's progress, and --json carries it
     listing = ok_lines(run("--sessions", notebook, cwd=project, home=home))
@@ -445,3 +464,287 @@ def test_notes_errors(home: Path, project: Path) -> None:
     assert result.returncode == 0 and result.stdout == f"No notes yet for {project}.\n"
     assert result.stderr.startswith("jupyter recap: warning: the project memory file was corrupt")
     assert result.stderr.count("\n") == 1
+
+
+# -- a notebook whose agent ran from plain cells: its stored session is the story --------------
+
+
+def save_notebook(path: Path, *sources: str) -> Path:
+    """Save a notebook of plain code cells (``%%ai`` ones too, if a source starts so)."""
+    # nbformat has no annotations.
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]  # type: ignore[no-untyped-call]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)  # type: ignore[no-untyped-call]
+    return path
+
+
+def wait_for_stored_turn(home: Path, notebook: str, seconds: float = 20) -> SessionRecord:
+    """The kernel's session of ``notebook`` once its debounced write holds a finished turn."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        store = SessionStore(home)
+        for record in store.records(notebook):
+            _, transcript = store.load(record.id)
+            if any(entry.kind == "outcome" for entry in transcript):
+                return record
+        time.sleep(0.1)
+    raise AssertionError(f"no session of {notebook} was stored within {seconds} s")
+
+
+PLAIN_AGENT_CELL = """\
+import jupyter_recap as jr
+
+def refund(order, amount):  # stands in for an agent framework the extension does not know
+    t = jr.current()
+    ask = f"Refund order {order} in full: {amount} EUR for the returned monitor"
+    with t.turn(ask, model="openai:gpt-4o-mini"):
+        t.tool_call("issue_refund", {"order": order, "amount": amount})
+        t.tool_result("issue_refund", "refund R-77 issued")
+        t.assistant(f"Refunded {amount} EUR on {order}. Next: email the customer the receipt.")
+    return "R-77"
+
+refund("A-1001", 199)
+"""
+
+
+@pytest.mark.timeout(180)
+def test_plain_cell_agent_is_recapped_from_the_kernels_stored_session(
+    home: Path, project: Path
+) -> None:
+    """Regression (issue 21.5): "no agent cells … (looked for %%ai, %%agent)", exit 1, although
+    the kernel had stored the session."""
+    from kernelutil import execute, running_kernel
+
+    notebook = project / "refunds.ipynb"
+    env = {"JUPYTER_RECAP_HOME": str(home), "JPY_SESSION_NAME": str(notebook)}
+    env["JUPYTER_RECAP_AUTO"] = "0"
+    with running_kernel(env) as kc:
+        execute(kc, "%load_ext jupyter_recap")
+        execute(kc, PLAIN_AGENT_CELL)
+        record = wait_for_stored_turn(home, str(notebook))
+        # The person saves the notebook: two plain code cells, no agent magic anywhere.
+        save_notebook(notebook, "%load_ext jupyter_recap", PLAIN_AGENT_CELL)
+        # ... and asks from a shell while the kernel still runs (and holds the session).
+        result = run("refunds.ipynb", "--model", "offline", cwd=project, home=home)
+    text = " ".join(from_store(result, record.id))
+    assert "A-1001" in text and "199 EUR" in text
+    assert "email the customer the receipt" in text.lower()
+    assert text.endswith("— offline")
+    payload = json.loads(
+        run(notebook, "--json", "--model", "offline", cwd=project, home=home).stdout
+    )
+    assert payload["session_id"] == record.id and payload["model"] == "offline"
+
+
+PYDANTIC_AI_CELLS = """\
+from concurrent.futures import ThreadPoolExecutor
+from pydantic_ai import Agent
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.providers.openai import OpenAIProvider
+
+model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url={url!r}, api_key="sk-x"))
+agent = Agent(model, name="shipping_agent", instructions="Be brief.")
+
+@agent.tool_plain
+def track_parcel(parcel: str) -> str:
+    return f"{{parcel}} is held at customs in Basel"
+
+# The kernel's event loop is running: run_sync goes to a worker thread.
+result = ThreadPoolExecutor(1).submit(agent.run_sync, "Where is parcel P-4471?").result()
+print(result.output)
+"""
+
+
+@pytest.mark.timeout(240)
+def test_captured_framework_run_under_a_linked_server_root(
+    home: Path, project: Path, tmp_path: Path
+) -> None:
+    """A pydantic-ai run in a plain cell, captured by the extension; the server's root is a
+    link to the project (as the kernel gets the path), the shell uses the real directory."""
+    pytest.importorskip("pydantic_ai")
+    from capturekit import kernel_env
+    from fakellm import answer, tool_calls
+    from kernelutil import execute, running_kernel
+
+    root = tmp_path / "server-root"
+    root.symlink_to(project, target_is_directory=True)
+    as_the_server_says = str(root / "shipping.ipynb")
+    with FakeLLM() as fake:
+        env = {**kernel_env(fake), "JUPYTER_RECAP_HOME": str(home)}
+        env["JPY_SESSION_NAME"] = as_the_server_says
+        fake.respond(
+            tool_calls(("track_parcel", {"parcel": "P-4471"})),
+            answer("P-4471 is held at customs in Basel. Next: send the customs form."),
+        )
+        cells = PYDANTIC_AI_CELLS.format(url=fake.url + "/v1")
+        with running_kernel(env) as kc:
+            execute(kc, "%load_ext jupyter_recap")
+            out = execute(kc, cells, timeout=120)
+            assert not [m for m in out if m["msg_type"] == "error"], out
+            record = wait_for_stored_turn(home, as_the_server_says)
+        save_notebook(project / "shipping.ipynb", cells)
+    assert record.notebook == as_the_server_says  # the link, not the real path
+    result = run("shipping.ipynb", "--model", "offline", cwd=project, home=home)
+    text = " ".join(from_store(result, record.id))
+    assert "P-4471" in text and "customs form" in text, text
+
+
+# The faster cases write the session as the kernel does (SessionWriter), without a kernel.
+
+KEY = {"OPENAI_API_KEY": "sk-test"}  # nothing is sent: --dry-run
+LEDGER = "reconcile the March ledger against the bank export"
+CHURN = "plot churn by cohort for the last two quarters"
+
+
+def test_the_newest_session_of_that_notebook_only(home: Path, project: Path) -> None:
+    notebook = save_notebook(
+        project / "ledger.ipynb", "import pandas as pd", "df = pd.read_csv('x')"
+    )
+    make_session("an older story of this notebook", notebook)
+    newest = make_session(LEDGER, notebook, turns=2)
+    make_session("a newer story of another notebook", project / "other.ipynb")
+    lines = from_store(run("ledger.ipynb", cwd=project, home=home), newest, turns=2)
+    assert "Reconcile the March ledger" in " ".join(lines) and lines[-1] == "— offline"
+    # an absolute path, from elsewhere, finds the same session
+    elsewhere = run(notebook, cwd=home.parent, home=home)
+    assert from_store(elsewhere, newest, turns=2) == lines
+
+
+def test_stored_session_with_json_dry_run_and_model_options(home: Path, project: Path) -> None:
+    notebook = save_notebook(project / "ledger.ipynb", "run_the_agent()")
+    session = make_session(LEDGER, notebook)
+    payload = json.loads(from_store(run(notebook, "--json", cwd=project, home=home), session)[0])
+    assert payload["session_id"] == session and payload["reason"] == "ok"
+    assert "Reconcile the March ledger" in payload["recap"]
+    dry = from_store(
+        run(notebook, "--dry-run", "--model", "openai:x", cwd=project, home=home, **KEY), session
+    )
+    assert dry[0].startswith("dry run: nothing was sent; openai:x would get ")
+    assert LEDGER in "\n".join(dry)
+    bad = run(notebook, "--model", "nonsense-provider:m", cwd=project, home=home)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert (
+        bad.stderr.splitlines()[-1].startswith("jupyter recap: ")
+        and "nonsense-provider" in bad.stderr
+    )
+    env = offline_env(JUPYTER_RECAP_HOME=str(home))
+    del env["JUPYTER_RECAP_MODEL"]
+    offline = run_cli(notebook, "--model", "offline", cwd=project, env=env)
+    assert from_store(offline, session)[-1] == "— offline"
+
+
+def test_a_notebook_reached_through_links(home: Path, project: Path, tmp_path: Path) -> None:
+    notebook = save_notebook(project / "ledger.ipynb", "run_the_agent()")
+    linked_dir = tmp_path / "linked"
+    linked_dir.symlink_to(project, target_is_directory=True)
+    (project / "alias.ipynb").symlink_to(notebook)
+    # stored through the linked directory; asked by the real path, and through a linked file
+    through_link = make_session(LEDGER, linked_dir / "ledger.ipynb")
+    assert from_store(run("ledger.ipynb", cwd=project, home=home), through_link)
+    assert from_store(run("alias.ipynb", cwd=project, home=home), through_link)
+    # stored by the real path; asked through the linked directory
+    real = make_session(CHURN, notebook)
+    assert from_store(run(linked_dir / "ledger.ipynb", cwd=tmp_path, home=home), real)
+    listing = ok_lines(run("--sessions", linked_dir / "ledger.ipynb", cwd=tmp_path, home=home))
+    assert [title_of(line) for line in listing] == [CHURN, LEDGER]
+
+
+@pytest.mark.parametrize("saved", ["before", "after"])
+def test_the_newer_of_the_file_and_the_stored_session(
+    home: Path, project: Path, saved: str
+) -> None:
+    """The file's latest agent cell is not in the stored session (run where the extension was
+    not loaded): the file wins when saved after the session's last write, else the session."""
+    notebook = save_notebook(project / "mixed.ipynb", f"%%ai openai:gpt-4o-mini\n{CHURN}")
+    session = make_session(LEDGER, notebook)
+    updated = SessionStore(home).header(session).updated  # type: ignore[union-attr]
+    moment = updated + 60 if saved == "after" else updated - 60
+    os.utime(notebook, (moment, moment))
+    result = run(notebook, cwd=project, home=home)
+    if saved == "after":
+        assert result.returncode == 0, result.stderr
+        assert "Plot churn by cohort" in result.stdout and "ledger" not in result.stdout
+        note = result.stderr.splitlines()
+        assert len(note) == 1
+        assert note[0].startswith(
+            f"jupyter recap: reading {notebook}: it holds agent turns newer than its stored "
+            f"session {session[:8]}"
+        )
+    else:
+        assert "Reconcile the March ledger" in " ".join(from_store(result, session))
+
+
+def test_agent_cells_the_session_recorded_are_recapped_from_the_session(
+    home: Path, project: Path
+) -> None:
+    """A %%ai notebook saved after the kernel stored its turns: the session holds the same
+    prompts and more (here the tool call and the next step), so it is the story told."""
+    notebook = save_notebook(project / "ai.ipynb", f"%%ai openai:gpt-4o-mini\n  {CHURN}\n")
+    t = Transcript()
+    writer = SessionWriter(t, notebook=str(notebook))
+    t.user(CHURN, model="openai:gpt-4o-mini", cell_id="c1")
+    t.tool_call("load_table", {"name": "cohorts"})
+    t.assistant("Plotted Q3 and Q4. Next: split the cohorts by plan.")
+    t.outcome("ok")
+    writer.close()
+    later = time.time() + 120
+    os.utime(notebook, (later, later))  # the autosave came after the kernel's last write
+    text = " ".join(from_store(run("ai.ipynb", cwd=project, home=home), writer.id))
+    assert "Next: Split the cohorts by plan." in text
+
+
+def test_unsafe_store_warns_and_reads_the_file(home: Path, project: Path) -> None:
+    plain = save_notebook(project / "plain.ipynb", "run_the_agent()")
+    with_ai = save_notebook(project / "ai.ipynb", f"%%ai openai:gpt-4o-mini\n{CHURN}")
+    make_session(LEDGER, plain)
+    make_session(LEDGER, with_ai)
+    home.chmod(0o777)  # someone else could have written what is stored: not believed
+    try:
+        result = run("ai.ipynb", cwd=project, home=home)
+        assert result.returncode == 0, result.stderr
+        assert "Plot churn by cohort" in result.stdout and "ledger" not in result.stdout
+        (warning,) = result.stderr.splitlines()
+        assert warning.startswith("jupyter recap: warning: the session store was not read (")
+        assert "others can write to it" in warning and warning.endswith("; reading ai.ipynb")
+        nothing = run("plain.ipynb", cwd=project, home=home)
+        assert nothing.returncode == 1 and nothing.stdout == ""
+        warning, reason = nothing.stderr.splitlines()
+        assert warning.startswith("jupyter recap: warning: the session store was not read (")
+        assert reason.startswith("jupyter recap: no agent cells in plain.ipynb ")
+    finally:
+        home.chmod(0o700)
+
+
+def test_unreadable_sessions_fall_back_to_older_ones_then_to_the_file(
+    home: Path, project: Path
+) -> None:
+    notebook = save_notebook(project / "ledger.ipynb", f"%%ai openai:gpt-4o-mini\n{CHURN}")
+    older = make_session(LEDGER, notebook)
+    newest = make_session("a story whose entries were lost", notebook)
+    store = SessionStore(home)
+    store.entries_path(newest).write_bytes(b"\x00garbage\n{not json\n")
+    result = run(notebook, cwd=project, home=home)
+    assert result.returncode == 0, result.stderr
+    warning, note = result.stderr.splitlines()
+    assert warning == (f"jupyter recap: warning: stored session {newest} has no readable turns")
+    assert note.startswith("jupyter recap: from the stored session ")
+    assert older.startswith(note.split()[6]) and "Reconcile the March ledger" in result.stdout
+    store.entries_path(older).unlink()
+    result = run(notebook, cwd=project, home=home)
+    assert result.returncode == 0, result.stderr
+    assert "Plot churn by cohort" in result.stdout  # the file's %%ai cell
+    (warning,) = result.stderr.splitlines()
+    assert warning.startswith(f"jupyter recap: warning: stored session {newest} has no readable")
+    assert warning.endswith(f"readable turns (and 1 more unreadable); reading {notebook}")
+
+
+def test_no_agent_cells_and_no_session_of_it_still_exits_1(home: Path, project: Path) -> None:
+    save_notebook(project / "plain.ipynb", "import pandas as pd")
+    make_session(LEDGER, project / "other.ipynb")  # another notebook's session is not its story
+    make_session(LEDGER, project / "sub" / "plain.ipynb")  # nor one of the same name elsewhere
+    result = run("plain.ipynb", "--json", cwd=project, home=home)
+    line = one_line_error(result, 1)
+    assert line == (
+        "jupyter recap: no agent cells in plain.ipynb (looked for %%ai, %%agent) "
+        "and no stored session of it"
+    )
+    assert json.loads(result.stdout)["recap"] is None

@@ -1,4 +1,8 @@
-"""``jupyter recap NOTEBOOK.ipynb``: a recap of a saved notebook's agent session, from a terminal.
+"""``jupyter recap NOTEBOOK.ipynb``: a recap of a notebook's agent session, from a terminal.
+
+The session is the notebook's newest stored one when the kernel stored it (which is the only
+record of an agent run from plain cells), else what the file's agent cells hold; stderr says
+which (see :mod:`jupyter_recap.cli.stored` for the rule).
 
 Also ``jupyter recap ID`` (a stored session, by any unique id prefix of 4+ hex digits),
 ``jupyter recap --sessions [NOTEBOOK] [--all] [--limit N]`` (a listing of stored sessions) and
@@ -61,9 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     """The command line. ``target`` is optional so that ``--sessions`` can stand alone."""
     parser = _Parser(
         prog=PROG,
-        description="Print a 1–3 sentence recap of the agent session in a saved notebook, or "
-        "of a stored session: the task, then the next step. With --sessions, list the stored "
-        "sessions instead.",
+        description="Print a 1–3 sentence recap of the agent session of a notebook (its "
+        "newest stored session, else what the file holds), or of a stored session: the task, "
+        "then the next step. With --sessions, list the stored sessions instead.",
         epilog="Exit status: 0 a recap (or listing) was printed, 1 there is nothing to recap, "
         "2 bad usage.",
     )
@@ -71,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         "target",
         nargs="?",
         metavar="NOTEBOOK|ID",
-        help="the .ipynb file whose %%%%ai (or other agent magic) cells to recap, or the id "
+        help="the .ipynb notebook whose agent session to recap (its newest stored session, "
+        "else its %%%%ai or other agent magic cells), or the id "
         "(any unique prefix of 4 or more hex digits) of a stored session; with --sessions, "
         "the notebook whose sessions to list",
     )
@@ -120,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help='print {"recap": ..., "model": ..., "reason": ...} instead of text (with an ID, '
-        'also "session_id"; with --sessions, a list of sessions)',
+        'or a notebook recapped from its stored session, also "session_id"; with --sessions, '
+        "a list of sessions)",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return parser
@@ -200,19 +206,33 @@ class Options:
 
 def _recap_notebook(path: str, options: Options) -> int:
     # Imported here so that --help and usage errors stay instant.
+    from ..pipeline.framing import notebook_framing, record_framing
     from ..record.notebookfile import read_notebook
     from ..settings import Recap
+    from .stored import choose
 
     settings = Recap()
     magics = [str(m) for m in settings.agent_magics]
+    # The file is read first even when a session is stored: a missing or unreadable notebook
+    # is bad usage (exit 2) either way, and its agent cells decide which story is newer.
     transcript = read_notebook(
         path, agent_magics=magics, record_code_cells=bool(settings.record_code_cells)
     )
+    choice = choose(path, transcript)
+    for warning in choice.warnings:
+        say(f"{PROG}: warning: {warning}", sys.stderr)
+    for note in choice.notes:
+        say(f"{PROG}: {note}", sys.stderr)
+    if choice.record is not None and choice.transcript is not None:
+        # An agent run from plain cells leaves no agent cell in the file: only its stored
+        # session tells the story (with its tool calls and task list).
+        framing = record_framing(choice.record, enabled=bool(settings.memory))
+        extra: dict[str, str | None] = {"session_id": choice.record.id}
+        return _recap(choice.transcript, settings, framing, options, extra=extra)
     if transcript.prompt_count == 0:
         looked_for = ", ".join(f"%%{m}" for m in magics) or "no agent magics configured"
-        return _no_recap(f"no agent cells in {path} (looked for {looked_for})", options.as_json)
-    from ..pipeline.framing import notebook_framing
-
+        reason = f"no agent cells in {path} (looked for {looked_for}) and no stored session of it"
+        return _no_recap(reason, options.as_json)
     framing = notebook_framing(path, enabled=bool(settings.memory))
     return _recap(transcript, settings, framing, options, extra={})
 

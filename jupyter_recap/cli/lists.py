@@ -30,6 +30,7 @@ def list_sessions(args: argparse.Namespace) -> int:
     from ..stores.listings import format_sessions
     from ..stores.sessionfiles import SessionSummary, session_ids
     from ..stores.sessions import SessionStore
+    from .stored import stored_sessions
 
     limit = DEFAULT_LIMIT if args.limit is None else args.limit
     if limit < 1:
@@ -41,8 +42,10 @@ def list_sessions(args: argparse.Namespace) -> int:
         records = store.records()
         empty = f"No sessions stored yet (in {store.root})."
     elif args.target is not None:
+        # The same file under any spelling (relative, absolute, through links): as a recap
+        # of NOTEBOOK finds its sessions, so the listing shows those very sessions.
         notebook = os.path.abspath(args.target)
-        records = store.records(notebook)
+        records = stored_sessions(store, args.target)
         empty = f"No sessions stored for {notebook}."
     else:
         under = os.getcwd()
