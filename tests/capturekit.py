@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import kernelutil
-from fakellm import FakeLLM
+from fakellm import Behaviour, FakeLLM, tool_calls
 from kernelutil import running_kernel, stream_text
 
 #: The model id recaps use in these tests; agent calls use other names.
@@ -225,3 +225,36 @@ def wait_outcome(kc: Any, before: int, timeout: float = 20) -> list[dict[str, An
         if any(e["kind"] == "outcome" for e in found) or time.monotonic() > deadline:
             return found
         time.sleep(0.2)
+
+
+# -- the glossed-over failure (issue 21): the order is found, the refund fails, and the reply
+# only hints at it. Whatever the framework, the transcript must hold the failing tool by name
+# with its error, or no recap can tell the person what went wrong.
+
+REFUND_ASK = "Refund order A-1001 in full"
+REFUND_ERROR = "refund service is down"
+ORDER = "A-1001: 2 monitors, 398 EUR"
+GLOSSED_REPLY = "I looked up the order. The refund could not be issued, so nothing was paid back."
+
+
+def refund_calls() -> tuple[Behaviour, Behaviour]:
+    """The model's first two answers: look the order up, then refund it."""
+    return (
+        tool_calls(("lookup_order", {"order_id": "A-1001"})),
+        tool_calls(("issue_refund", {"order_id": "A-1001", "amount": 398})),
+    )
+
+
+def failed_refund(turn: Iterable[dict[str, Any]], tool: str = "issue_refund") -> dict[str, Any]:
+    """Check a refund turn's tool lines (the lookup ok, the refund failed with its error) and
+    return the failing ``tool_result`` entry."""
+    results = [e for e in turn if e["kind"] == "tool_result"]
+    lookups = [e for e in results if e.get("name", "").endswith("lookup_order")]
+    assert lookups and not lookups[0].get("error"), results
+    assert ORDER in lookups[0]["text"], lookups
+    failed = [e for e in results if e.get("name", "").endswith(tool)]
+    assert failed and failed[0].get("error"), results
+    error = failed[0]["error"]
+    assert REFUND_ERROR in error, error
+    assert "redacted" not in error.lower(), error
+    return failed[0]

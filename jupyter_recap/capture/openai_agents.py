@@ -12,7 +12,11 @@ How spans become a turn:
 * *response* spans (Responses API) and *generation* spans (chat completions) give the model
   (``openai:<model>``), the prompt (the last user message of the first model call's input)
   and the reply (the text of the latest model output of the outermost agents);
-* *function* spans are tool lines (name, input JSON, output, ``span.error``);
+* *function* spans are tool lines (name, input JSON, output, ``span.error``); where the SDK
+  keeps a failing tool's error out of its traces (0.24 and later, for tools with the default
+  failure handler: "Error details are redacted."), the error is taken from the exception itself,
+  which the SDK hands to ``RunConfig.tool_error_formatter`` (see :meth:`OpenAIAgentsSource.
+  _hook_tool_errors`);
 * a run inside a tool (``agent.as_tool``) and the agent a *handoff* passes to are not turns of
   their own: their tool lines are named by agent (``Helper.get_weather``);
 * an agent span's error is the run's failure; the run ends with its task span (or trace).
@@ -22,17 +26,28 @@ Nothing here imports the SDK at module import; the processor class is built in `
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import inspect
 import threading
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+from ..record.transcript import describe_error
 from .runs import AgentRun
 from .sources import Source
 
 #: What a reply is when the SDK leaves the data out of its spans
 #: (``RunConfig(trace_include_sensitive_data=False)`` or its environment variable).
 REDACTED_REPLY = "(openai-agents did not trace the answer: trace_include_sensitive_data is off)"
+
+#: How many failing tools' errors are kept waiting for their span to end (a span that never
+#: ends, tracing turned off mid-run, must not grow the table for ever).
+_MAX_TOOL_ERRORS = 256
+
+#: The public run entry points whose ``run_config`` gets our tool error formatter.
+_RUNNER_METHODS = ("run", "run_sync", "run_streamed")
 
 #: Model-name prefixes (LiteLLM style ``provider/model``) mapped to our provider names.
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai"}
@@ -174,6 +189,10 @@ class OpenAIAgentsSource(Source):
         self._traces: dict[str, _Run] = {}
         """Runs without a task span (task spans turned off), by trace id."""
         self._state_lock = threading.RLock()
+        self._tool_errors: dict[str, str] = {}
+        """The real error of a failing tool, by the span id of its function span."""
+        self._patched: list[tuple[type, str, Any]] = []
+        self._current_span: Any = lambda: None
 
     # -- installing -----------------------------------------------------------------------
 
@@ -189,14 +208,78 @@ class OpenAIAgentsSource(Source):
         # the person's set_trace_processors() dropped ours; an old one is a guarded no-op.
         self.processor = _processor_class(base)(self)
         add(self.processor)
+        self._hook_tool_errors(module)
 
     def uninstall(self) -> None:
         # The SDK has no public way to remove one processor; ours stays registered and does
         # nothing once the source is off (every callback is guarded). Open runs are let go.
+        for owner, attribute, original in reversed(self._patched):
+            current = owner.__dict__.get(attribute)
+            if getattr(current, "__wrapped__", None) is original:
+                setattr(owner, attribute, original)
+        self._patched.clear()
         with self._state_lock:
             self._spans.clear()
             self._tasks.clear()
             self._traces.clear()
+            self._tool_errors.clear()
+
+    def _hook_tool_errors(self, module: ModuleType) -> None:
+        """Learn a failing tool's real error where the SDK no longer traces it.
+
+        From 0.24 on, a function tool with the SDK's default failure handler fails with
+        "Error details are redacted." in its span and a generic "An error occurred while
+        running the tool" for the model; the exception itself reaches only the run's
+        ``RunConfig.tool_error_formatter`` (``ToolErrorFormatterArgs.error``), the SDK's public
+        way to read it. So the public ``Runner.run`` / ``run_sync`` / ``run_streamed`` are
+        wrapped (``wrapt``; unwrapped when capture stops) to give each run a formatter that
+        notes the error for the tool's span and returns what the person's own formatter
+        returns, or None: the SDK then sends its own default message, so the agent sees what
+        it would have seen. Older SDKs trace the error themselves: nothing is wrapped there.
+        """
+        args_class = getattr(module, "ToolErrorFormatterArgs", None)
+        runner = getattr(module, "Runner", None)
+        config_class = getattr(module, "RunConfig", None)
+        if not (
+            dataclasses.is_dataclass(args_class)
+            and "error" in {f.name for f in dataclasses.fields(args_class)}
+            and dataclasses.is_dataclass(config_class)
+            and "tool_error_formatter" in {f.name for f in dataclasses.fields(config_class)}
+            and isinstance(runner, type)
+        ):
+            return
+        current_span = getattr(module, "get_current_span", None)
+        if not callable(current_span):
+            return
+        import wrapt
+
+        self._current_span = current_span
+        for attribute in _RUNNER_METHODS:
+            original: Any = runner.__dict__.get(attribute)
+            function = getattr(original, "__func__", None)
+            if function is None:
+                continue  # not the classmethod this source knows: its runs keep the trace's text
+            parameters = list(inspect.signature(function).parameters)[1:]  # after cls
+            position = parameters.index("run_config") if "run_config" in parameters else None
+            wrapper = _with_formatter(self, position)
+            setattr(runner, attribute, wrapt.FunctionWrapper(original, wrapper))
+            self._patched.append((runner, attribute, original))
+
+    def tool_error(self, args: Any) -> Any:
+        """Our ``tool_error_formatter``: note the exception of a failing tool (never raises)."""
+        if self.on and getattr(args, "kind", None) == "tool_exception":
+            error = getattr(args, "error", None)
+            try:
+                span = self._current_span()
+                span_id = getattr(span, "span_id", None) if span is not None else None
+                if isinstance(error, BaseException) and span_id:
+                    with self._state_lock:
+                        if len(self._tool_errors) >= _MAX_TOOL_ERRORS:
+                            self._tool_errors.pop(next(iter(self._tool_errors)))
+                        self._tool_errors[str(span_id)] = describe_error(error)
+            except Exception:  # noqa: BLE001 - the tool's failure must reach the model as is
+                pass
+        return None
 
     # -- callbacks (each wrapped by ``guarded`` in the processor) ----------------------------
 
@@ -340,10 +423,14 @@ class OpenAIAgentsSource(Source):
         if info.pending_call:
             info.pending_call, info.span = False, None
             run.tool_call(str(data.name), data.input, agent=self._agent_label(info))
+        with self._state_lock:
+            real = self._tool_errors.pop(str(span.span_id), None)
+        error = error_text(span.error)
         run.tool_result(
             str(data.name),
             data.output,
-            error=error_text(span.error),
+            # The exception's own text, where the trace only says the details are redacted.
+            error=real if error is not None and real else error,
             agent=self._agent_label(info),
         )
 
@@ -391,6 +478,69 @@ class OpenAIAgentsSource(Source):
             run.finish(reply=REDACTED_REPLY)
         else:
             run.finish()
+
+
+def _with_formatter(source: OpenAIAgentsSource, position: int | None) -> Any:
+    """A ``wrapt`` wrapper of a ``Runner`` entry point that adds our tool error formatter.
+
+    The person's ``run_config`` is never changed: a copy carries the formatter. ``None`` becomes
+    a dict (the SDK's other accepted form), so the SDK still treats the run as one it configured
+    itself (a runner-made config owns, and closes, its model provider). A run that keeps
+    sensitive data out of its traces keeps it out of the transcript too: it is left alone.
+    """
+
+    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        if not source.on:
+            return wrapped(*args, **kwargs)
+        try:
+            if position is not None and "run_config" not in kwargs and len(args) > position:
+                given = args[position]
+                args = (*args[:position], _formatted(source, given), *args[position + 1 :])
+            else:
+                kwargs = {**kwargs, "run_config": _formatted(source, kwargs.get("run_config"))}
+        except Exception:  # noqa: BLE001 - the person's run goes ahead as they wrote it
+            return wrapped(*args, **kwargs)
+        return wrapped(*args, **kwargs)
+
+    return wrapper
+
+
+def _formatted(source: OpenAIAgentsSource, config: Any) -> Any:
+    """``config`` (a RunConfig, its dict form or None) with our formatter in front of theirs."""
+    if config is None:
+        return {"tool_error_formatter": source.tool_error}
+    if isinstance(config, dict):
+        if config.get("trace_include_sensitive_data") is False:
+            return config
+        theirs = config.get("tool_error_formatter")
+        if _is_ours(source, theirs):
+            return config
+        return {**config, "tool_error_formatter": _chained(source, theirs)}
+    if getattr(config, "trace_include_sensitive_data", True) is False:
+        return config
+    theirs = getattr(config, "tool_error_formatter", None)
+    if _is_ours(source, theirs) or not hasattr(config, "tool_error_formatter"):
+        return config  # a nested run (an agent used as a tool) passes ours on
+    mine = copy.copy(config)
+    mine.tool_error_formatter = _chained(source, theirs)
+    return mine
+
+
+def _is_ours(source: OpenAIAgentsSource, formatter: Any) -> bool:
+    return formatter is source.tool_error or getattr(formatter, "_recap_source", None) is source
+
+
+def _chained(source: OpenAIAgentsSource, theirs: Any) -> Any:
+    """Our formatter, then the person's (whose answer, even an awaitable, is the SDK's)."""
+    if theirs is None:
+        return source.tool_error
+
+    def formatter(args: Any) -> Any:
+        source.tool_error(args)
+        return theirs(args)
+
+    formatter._recap_source = source  # type: ignore[attr-defined]
+    return formatter
 
 
 def _processor_class(base: type) -> type:

@@ -50,6 +50,9 @@ _MODEL_PROVIDERS = {
     "AmazonBedrockModel": "bedrock",
 }
 
+#: smolagents' abstract model classes: a class that only derives from these is the person's own.
+_BASES = frozenset({"Model", "ApiModel"})
+
 
 class SmolagentsSource(Source):
     """Records smolagents runs as agent turns."""
@@ -274,24 +277,43 @@ def step_tool_calls(step: Any) -> list[tuple[str, Any]]:
 
 
 def model_id(model: Any) -> str | None:
-    """``provider:model`` for a smolagents model object."""
+    """The turn's model: ``provider:model`` for smolagents' own model classes, a label for others.
+
+    A model class of the person's own (a subclass of smolagents' ``Model`` written in the
+    notebook: a scripted model, a local wrapper) reaches no provider recaps could call, so it is
+    named by its class and model id, ``ScriptedModel (scripted-smol)``, in a form no one can read
+    as ``provider:model``. A subclass of one of smolagents' provider classes keeps that class's
+    provider (it still talks to it).
+    """
     if model is None:
         return None
     ident = getattr(model, "model_id", None)
-    cls = type(model).__name__
-    if not ident:
-        return cls
-    ident = str(ident)
-    provider = _MODEL_PROVIDERS.get(cls)
-    if provider is None and cls.startswith("LiteLLM"):
+    ident = str(ident) if ident else ""
+    for cls in type(model).__mro__:
+        provider = _provider(cls, ident)
+        if provider is not None:
+            return provider if ident else cls.__name__
+    cls_name = type(model).__name__
+    return f"{cls_name} ({ident})" if ident else cls_name
+
+
+def _provider(cls: type, ident: str) -> str | None:
+    """``provider:model`` when ``cls`` is one of smolagents' provider classes, else None."""
+    name = cls.__name__
+    provider = _MODEL_PROVIDERS.get(name)
+    if provider is not None:
+        return f"{provider}:{ident}"
+    if name.startswith("LiteLLM"):
         if "/" in ident:
             head, tail = ident.split("/", 1)
             return f"{head}:{tail}"
         return f"litellm:{ident}"
-    if provider is None:
-        provider = cls.lower()
-        for suffix in ("servermodel", "model"):
-            if provider.endswith(suffix) and len(provider) > len(suffix):
-                provider = provider[: -len(suffix)]
-                break
-    return f"{provider}:{ident}"
+    if not cls.__module__.startswith("smolagents") or name in _BASES:
+        return None
+    # A provider class of smolagents this table does not know yet: its name says which.
+    lowered = name.lower()
+    for suffix in ("servermodel", "model"):
+        if lowered.endswith(suffix) and len(lowered) > len(suffix):
+            lowered = lowered[: -len(suffix)]
+            break
+    return f"{lowered}:{ident}"

@@ -9,15 +9,21 @@ from typing import Any
 
 import pytest
 from capturekit import (
+    GLOSSED_REPLY,
+    ORDER,
     OTEL_SETUP,
+    REFUND_ASK,
+    REFUND_ERROR,
     brief,
     capture_warnings,
     entries,
     errors,
     execute,
+    failed_refund,
     new_entries,
     peek,
     recap_request,
+    refund_calls,
     refuses_unknown_api,
     run,
     start_agent_kernel,
@@ -187,6 +193,39 @@ def test_tool_that_raises(kc: Any, fake: FakeLLM) -> None:
         assert "no data for Oslo" in outcome[-1]["error"]
     else:
         assert outcome[-1]["outcome"] == "ok"
+
+
+CLERK = f"""
+from langgraph.prebuilt import ToolNode
+
+@tool
+def lookup_order(order_id: str) -> str:
+    \"\"\"Look an order up.\"\"\"
+    return {ORDER!r}
+
+@tool
+def issue_refund(order_id: str, amount: int) -> str:
+    \"\"\"Refund an order.\"\"\"
+    raise RuntimeError({REFUND_ERROR!r})
+
+# handle_tool_errors: the failure goes back to the model, which answers (and glosses over it)
+clerk = create_react_agent(
+    llm, ToolNode([lookup_order, issue_refund], handle_tool_errors=True), name="clerk"
+)
+"""
+
+
+def test_glossed_over_tool_failure_is_in_the_transcript(kc: Any, fake: FakeLLM) -> None:
+    run(kc, CLERK)
+    fake.respond(*refund_calls(), answer(GLOSSED_REPLY))
+    before = len(entries(kc))
+    run(kc, f'r = clerk.invoke({{"messages": [("user", {REFUND_ASK!r})]}})')
+    turn = entries(kc)[before:]
+    assert failed_refund(turn)["name"] == "issue_refund"
+    assert brief(turn[-2:]) == [
+        ("assistant", None, GLOSSED_REPLY, None, None),
+        ("outcome", None, None, None, "ok"),
+    ]
 
 
 def test_agent_that_raises(kc: Any, fake: FakeLLM) -> None:

@@ -7,6 +7,7 @@ The in-process tests at the end check the span conversion and the failure paths 
 
 from __future__ import annotations
 
+import importlib.metadata
 import queue
 import time
 import warnings
@@ -15,7 +16,20 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from capturekit import entries, peek, recap_request, run, start_agent_kernel, status
+from capturekit import (
+    GLOSSED_REPLY,
+    ORDER,
+    REFUND_ASK,
+    REFUND_ERROR,
+    entries,
+    failed_refund,
+    peek,
+    recap_request,
+    refund_calls,
+    run,
+    start_agent_kernel,
+    status,
+)
 from fakellm import Behaviour, Call, FakeLLM, answer, tool_calls
 from fakellm import status as http_status
 from kernelutil import stop, stream_text
@@ -170,7 +184,7 @@ def test_a_responses_api_run_is_a_turn_with_tools_reply_and_model(kernel: Kernel
     for text in ("What is the weather in Paris?", "get_weather", "sunny in Paris"):
         assert text in sent
     assert "It is sunny in Paris." in sent  # the model id is not part of the recap prompt
-    assert "openai-agents 0.20" in status(kc)
+    assert f"openai-agents {importlib.metadata.version('openai-agents')}" in status(kc)
 
 
 def test_a_chat_completions_run_sync_is_a_turn(kernel: Kernel) -> None:
@@ -257,6 +271,35 @@ def test_a_tool_that_raises_is_an_errored_tool_line(kernel: Kernel) -> None:
     assert result["kind"] == "tool_result" and result["name"] == "flaky_lookup"
     assert "no station near Quito" in str(result["error"])
     assert turn[-2]["text"] == "No data for Quito." and turn[-1]["outcome"] == "ok"
+
+
+CLERK = f"""
+@function_tool
+def lookup_order(order_id: str) -> str:
+    \"\"\"Look an order up.\"\"\"
+    return {ORDER!r}
+
+@function_tool
+def issue_refund(order_id: str, amount: int) -> str:
+    \"\"\"Refund an order.\"\"\"
+    raise RuntimeError({REFUND_ERROR!r})
+
+clerk = Agent(name="Clerk", instructions="Handle refunds.", tools=[lookup_order, issue_refund],
+              model="gpt-4o-mini")
+"""
+
+
+def test_a_glossed_over_tool_failure_keeps_its_error(kernel: Kernel) -> None:
+    # The SDK catches the tool's exception and tells the model only that the tool failed; from
+    # 0.24 on its traces say "Error details are redacted." The transcript has the real error.
+    kc, fake = kernel.kc, kernel.fake
+    run(kc, CLERK)
+    fake.respond(*refund_calls(), answer(GLOSSED_REPLY))
+    run(kc, f"result = await Runner.run(clerk, {REFUND_ASK!r})\nprint(result.final_output)")
+    turn = turn_for(kc, REFUND_ASK)
+    assert failed_refund(turn)["name"] == "issue_refund"
+    assert turn[-2]["text"] == GLOSSED_REPLY and turn[-1]["outcome"] == "ok"
+    assert REFUND_ERROR in recap_request(kc, fake)
 
 
 def test_an_agent_that_raises_is_an_errored_turn(kernel: Kernel) -> None:
@@ -443,6 +486,7 @@ def local(fake: FakeLLM) -> Iterator[Any]:
     assert source.state == "active"
     yield source, transcript
     source.state = "off"
+    source.uninstall()  # the next test's source wraps the runner afresh
     agents.set_trace_processors([])
 
 
@@ -544,6 +588,136 @@ def test_runs_without_sensitive_data_still_end_ok(local: Any, fake: FakeLLM) -> 
     assert (found[0].kind, found[0].text) == ("user", "(Local run)")
     assert [e.kind for e in found[1:3]] == ["tool_call", "tool_result"]
     assert found[-2].text == REDACTED_REPLY and found[-1].outcome == "ok"
+
+
+def refund_agent() -> Any:
+    from agents import Agent, function_tool
+
+    @function_tool
+    def lookup_order(order_id: str) -> str:
+        """Look an order up."""
+        return ORDER
+
+    @function_tool
+    def issue_refund(order_id: str, amount: int) -> str:
+        """Refund an order."""
+        raise RuntimeError(REFUND_ERROR)
+
+    return Agent(
+        name="Local", instructions="x", tools=[lookup_order, issue_refund], model="gpt-4o-mini"
+    )
+
+
+def refund_outputs(fake: FakeLLM) -> list[Any]:
+    """What the model was told about each tool call (the function_call_output items)."""
+    return [
+        item["output"]
+        for body in fake.bodies("/responses")
+        for item in body["input"]
+        if isinstance(item, dict) and item.get("type") == "function_call_output"
+    ]
+
+
+def sdk_hands_tool_errors_to_the_formatter() -> bool:
+    import dataclasses
+
+    from agents import ToolErrorFormatterArgs
+
+    return "error" in {f.name for f in dataclasses.fields(ToolErrorFormatterArgs)}
+
+
+def entry_dicts(transcript: Any) -> list[dict[str, Any]]:
+    return [e.to_dict() for e in transcript]
+
+
+def test_a_failing_tool_has_its_real_error_not_the_redaction(local: Any, fake: FakeLLM) -> None:
+    from agents import Runner
+
+    _, transcript = local
+    fake.respond(*refund_calls(), answer(GLOSSED_REPLY))
+    result = Runner.run_sync(refund_agent(), REFUND_ASK)
+    assert result.final_output == GLOSSED_REPLY
+    failed = failed_refund(entry_dicts(transcript))
+    if sdk_hands_tool_errors_to_the_formatter():  # 0.24 and later: the exception, typed
+        assert failed["error"] == f"RuntimeError: {REFUND_ERROR}"
+    assert [e.kind for e in transcript][-2:] == ["assistant", "outcome"]
+
+
+def test_the_model_is_told_what_it_is_told_without_capture(local: Any, fake: FakeLLM) -> None:
+    from agents import RunConfig, Runner
+
+    source, transcript = local
+
+    def theirs(args: Any) -> str | None:
+        failed = args.kind == "tool_exception"
+        return f"the {args.tool_name} tool is unavailable" if failed else None
+
+    told: dict[tuple[str, bool], list[Any]] = {}
+    for mode in ("default", "their formatter"):
+        for on in (False, True):
+            source.state = "active" if on else "off"
+            fake.reset()
+            fake.requests.clear()
+            fake.respond(*refund_calls(), answer(GLOSSED_REPLY))
+            config = RunConfig(tool_error_formatter=theirs) if mode != "default" else None
+            Runner.run_sync(refund_agent(), REFUND_ASK, run_config=config)
+            told[(mode, on)] = refund_outputs(fake)
+            if config is not None:
+                assert config.tool_error_formatter is theirs  # the person's config is untouched
+    source.state = "active"
+    assert told[("default", True)] == told[("default", False)]
+    assert told[("their formatter", True)] == told[("their formatter", False)]
+    if sdk_hands_tool_errors_to_the_formatter():
+        assert "the issue_refund tool is unavailable" in told[("their formatter", True)]
+    failures = [e for e in transcript if e.kind == "tool_result" and e.name == "issue_refund"]
+    assert len(failures) == 2 and all(REFUND_ERROR in str(e.error) for e in failures)
+
+
+def test_a_streamed_run_with_a_positional_config_keeps_the_error(local: Any, fake: FakeLLM) -> None:
+    import asyncio
+
+    from agents import RunConfig, Runner
+
+    _, transcript = local
+    fake.respond(*refund_calls(), answer(GLOSSED_REPLY))
+
+    async def stream() -> Any:
+        result = Runner.run_streamed(refund_agent(), REFUND_ASK, None, 10, None, RunConfig())
+        async for _event in result.stream_events():
+            pass
+        return result.final_output
+
+    assert asyncio.run(stream()) == GLOSSED_REPLY
+    failed_refund(entry_dicts(transcript))
+
+
+def test_sensitive_data_off_keeps_the_error_out_too(local: Any, fake: FakeLLM) -> None:
+    from agents import RunConfig, Runner
+
+    _, transcript = local
+    fake.respond(*refund_calls(), answer(GLOSSED_REPLY))
+    config = RunConfig(trace_include_sensitive_data=False)
+    Runner.run_sync(refund_agent(), REFUND_ASK, run_config=config)
+    failed = [e for e in transcript if e.kind == "tool_result" and e.name == "issue_refund"]
+    assert failed and failed[0].error  # still a failed tool, by name
+    if sdk_hands_tool_errors_to_the_formatter():  # the person asked the SDK to leave it out
+        assert REFUND_ERROR not in failed[0].error
+
+
+def test_capture_stopping_unwraps_the_runner(local: Any) -> None:
+    from agents import Runner
+
+    source, _ = local
+    wrapped = [name for name in ("run", "run_sync", "run_streamed") if _is_wrapped(Runner, name)]
+    assert wrapped == (
+        ["run", "run_sync", "run_streamed"] if sdk_hands_tool_errors_to_the_formatter() else []
+    )
+    source.uninstall()
+    assert not any(_is_wrapped(Runner, n) for n in ("run", "run_sync", "run_streamed"))
+
+
+def _is_wrapped(owner: type, name: str) -> bool:
+    return type(owner.__dict__[name]) is not classmethod  # a wrapt wrapper proxies one
 
 
 def test_tracing_disabled_records_nothing(local: Any, fake: FakeLLM) -> None:

@@ -15,14 +15,20 @@ from typing import Any
 
 import pytest
 from capturekit import (
+    GLOSSED_REPLY,
+    ORDER,
+    REFUND_ASK,
+    REFUND_ERROR,
     brief,
     entries,
     errors,
     execute,
+    failed_refund,
     kernel_env,
     new_entries,
     peek,
     recap_request,
+    refund_calls,
     run,
     start_agent_kernel,
     status,
@@ -184,6 +190,39 @@ def test_failing_tool_and_failing_agent_are_errored(kernel: tuple[Any, Any], fak
     turn = new_entries(kc, before)
     assert [e["kind"] for e in turn] == ["user", "outcome"]
     assert turn[-1]["outcome"] == "errored" and "bad request" in turn[-1]["error"]
+
+
+CLERK = f"""
+from pydantic_ai import ModelRetry
+
+clerk = Agent(model, name="clerk")
+
+@clerk.tool_plain
+def lookup_order(order_id: str) -> str:
+    return {ORDER!r}
+
+@clerk.tool_plain
+def issue_refund(order_id: str, amount: int) -> str:
+    # pydantic-ai's way to tell the model a tool failed and let it go on
+    raise ModelRetry({REFUND_ERROR!r})
+"""
+
+
+def test_glossed_over_tool_failure_is_in_the_transcript(
+    kernel: tuple[Any, Any], fake: FakeLLM
+) -> None:
+    _, kc = kernel
+    run(kc, CLERK)
+    before = len(entries(kc))
+    fake.respond(*refund_calls(), answer(GLOSSED_REPLY))
+    out = stream_text(run(kc, f"print(run_sync(clerk, {REFUND_ASK!r}).output)"))
+    assert out == GLOSSED_REPLY + "\n"
+    turn = new_entries(kc, before)
+    assert failed_refund(turn)["name"] == "issue_refund"
+    assert brief(turn[-2:]) == [
+        ("assistant", None, GLOSSED_REPLY, None, None),
+        ("outcome", None, None, None, "ok"),
+    ]
 
 
 def test_interrupted_run_is_aborted(kernel: tuple[Any, Any], fake: FakeLLM) -> None:

@@ -9,15 +9,21 @@ from typing import Any
 
 import pytest
 from capturekit import (
+    GLOSSED_REPLY,
+    ORDER,
     OTEL_SETUP,
+    REFUND_ASK,
+    REFUND_ERROR,
     brief,
     capture_warnings,
     entries,
     errors,
     execute,
+    failed_refund,
     new_entries,
     peek,
     recap_request,
+    refund_calls,
     refuses_unknown_api,
     run,
     start_agent_kernel,
@@ -205,6 +211,91 @@ def test_tool_that_raises(kc: Any, fake: FakeLLM) -> None:
     ]
 
 
+CLERK = f"""
+from smolagents import ChatMessage, Model
+from smolagents.models import ChatMessageToolCall, ChatMessageToolCallFunction
+
+@tool
+def lookup_order(order_id: str) -> str:
+    \"\"\"Look an order up.
+
+    Args:
+        order_id: the order
+    \"\"\"
+    return {ORDER!r}
+
+@tool
+def issue_refund(order_id: str, amount: int) -> str:
+    \"\"\"Refund an order.
+
+    Args:
+        order_id: the order
+        amount: how much, in EUR
+    \"\"\"
+    raise RuntimeError({REFUND_ERROR!r})
+
+class ScriptedModel(Model):
+    \"\"\"A model of the notebook's own: it answers from a script, no provider behind it.\"\"\"
+
+    def __init__(self, script, **kwargs):
+        super().__init__(**kwargs)
+        self.script = list(script)
+
+    def generate(self, messages, stop_sequences=None, response_format=None,
+                 tools_to_call_from=None, **kwargs):
+        name, arguments = self.script.pop(0)
+        call = ChatMessageToolCall(
+            id=f"call_{{len(self.script)}}", type="function",
+            function=ChatMessageToolCallFunction(name=name, arguments=arguments),
+        )
+        return ChatMessage(role="assistant", content=None, tool_calls=[call])
+
+SCRIPT = [
+    ("lookup_order", {{"order_id": "A-1001"}}),
+    ("issue_refund", {{"order_id": "A-1001", "amount": 398}}),
+    ("final_answer", {{"answer": {GLOSSED_REPLY!r}}}),
+]
+"""
+
+
+def test_glossed_over_tool_failure_is_in_the_transcript(kc: Any, fake: FakeLLM) -> None:
+    run(kc, CLERK)
+    fake.respond(*refund_calls(), final(GLOSSED_REPLY))
+    before = len(entries(kc))
+    run(
+        kc,
+        f"clerk = ToolCallingAgent(tools=[lookup_order, issue_refund], model=model)\n"
+        f"r = clerk.run({REFUND_ASK!r})",
+    )
+    turn = entries(kc)[before:]
+    assert failed_refund(turn)["name"] == "issue_refund"
+    assert brief(turn[-2:]) == [
+        ("assistant", None, GLOSSED_REPLY, None, None),
+        ("outcome", None, None, None, "ok"),
+    ]
+
+
+def test_custom_model_is_named_by_its_class_not_as_a_provider(kc: Any, fake: FakeLLM) -> None:
+    run(kc, CLERK)
+    before = len(entries(kc))
+    run(
+        kc,
+        "scripted = ToolCallingAgent(tools=[lookup_order, issue_refund],\n"
+        "    model=ScriptedModel(SCRIPT, model_id='scripted-smol'))\n"
+        f"r = scripted.run({REFUND_ASK!r})",
+    )
+    turn = entries(kc)[before:]
+    assert turn[0]["kind"] == "user" and turn[0]["name"] == "ScriptedModel (scripted-smol)"
+    assert failed_refund(turn)["name"] == "issue_refund"
+    active = peek(kc, "__import__('jupyter_recap').current().active_model")
+    assert active == "ScriptedModel (scripted-smol)"
+    # Recaps look for a model of their own: the custom model is no provider, not an unsupported one
+    from jupyter_recap.pipeline.models import resolve_models
+
+    why = resolve_models("auto", active_model=active, env={}).why
+    assert "not supported" not in why and "scripted:" not in why
+
+
 def test_agent_that_raises(kc: Any, fake: FakeLLM) -> None:
     fake.respond(http_status(500, "model exploded"))
     before = len(entries(kc))
@@ -338,5 +429,18 @@ def test_model_ids_in_process() -> None:
     assert model_id(OpenAIServerModel()) == "openai:gpt-4o-mini"
     assert model_id(LiteLLMModel()) == "anthropic:claude-3-5-haiku"
     assert model_id(InferenceClientModel()) == "huggingface:Qwen/Qwen2.5-Coder-32B-Instruct"
-    assert model_id(MyLocalModel()) == "mylocal:tiny"
+    assert model_id(MyLocalModel()) == "MyLocalModel (tiny)"
     assert model_id(None) is None
+
+    from smolagents import Model
+    from smolagents import OpenAIServerModel as RealOpenAIServerModel
+
+    class ScriptedModel(Model):  # type: ignore[misc]
+        pass
+
+    class MyOpenAI(RealOpenAIServerModel):  # type: ignore[misc]  # still talks to OpenAI
+        pass
+
+    assert model_id(ScriptedModel(model_id="scripted-smol")) == "ScriptedModel (scripted-smol)"
+    assert model_id(ScriptedModel()) == "ScriptedModel"
+    assert model_id(MyOpenAI(model_id="gpt-4o", api_key="sk-x")) == "openai:gpt-4o"
