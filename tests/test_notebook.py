@@ -91,12 +91,12 @@ def test_v2_prompt_model_and_markdown_reply() -> None:
     assert (turn["outcome"].outcome, turn["outcome"].error) == ("ok", None)
 
 
-def test_stream_reply_is_joined_into_one_text() -> None:
+def test_stream_reply_is_the_answer_after_the_progress_print() -> None:
+    # Printed in two messages: "Looking at the constraint..." (a progress print), then the
+    # answer. The reply is the answer, as the live recorder records it.
     turn = by_cell(read_notebook(DATA / "agent_session.ipynb"), "stream-reply")
     assert turn["user"].name == "anthropic:claude-haiku-4-5"
-    assert turn["assistant"].text == (
-        "Looking at the constraint...\n37 invoices reference soft-deleted customers."
-    )
+    assert turn["assistant"].text == "37 invoices reference soft-deleted customers."
 
 
 def test_execute_result_reply_and_last_model_is_active() -> None:
@@ -253,6 +253,60 @@ def test_every_agent_cell_gets_one_outcome() -> None:
 # -- jupyter-ai v3 ------------------------------------------------------------------------------
 
 
+# jupyter-ai-magic-commands 0.0.4's outputs, as it saves them: it reports failures by printing
+# and returning text, never by raising (issue 21).
+V3_FAILURES = DATA / "v3_failures.ipynb"
+
+
+def test_v3_failure_without_a_key_is_an_errored_turn_with_its_error_line() -> None:
+    transcript = read_notebook(V3_FAILURES)
+    turn = by_cell(transcript, "no-key")
+    assert "assistant" not in turn  # neither LiteLLM's banner nor the error is a reply
+    assert turn["outcome"].outcome == "errored"
+    assert turn["outcome"].error == (
+        "Error calling language model: litellm.InternalServerError: OpenAIException - "
+        "Missing credentials. Please pass an `api_key`, `workload_identity`, `admin_api_key`, "
+        "or set the `OPENAI_API_KEY` or `OPENAI_ADMIN_KEY` environment variable."
+    )
+    assert "Give Feedback" not in json.dumps(transcript.to_list())
+
+
+def test_v3_fix_that_sent_nothing_is_a_failed_turn() -> None:
+    transcript = read_notebook(V3_FAILURES)
+    nothing = by_cell(transcript, "nothing-to-fix")
+    assert "assistant" not in nothing
+    assert nothing["outcome"].outcome == "errored"
+    assert nothing["outcome"].error == (
+        "jupyter-ai sent nothing to the model: There have been no errors since the kernel started."
+    )
+    no_model = by_cell(transcript, "no-model")
+    assert (no_model["outcome"].outcome, no_model["outcome"].error) == (
+        "errored",
+        "Error 'fix_subparser' No valid %ai magics arguments given, "
+        "run `%ai help` for all options.",
+    )
+
+
+def test_v3_answers_are_their_markdown_not_the_prints_beside_them() -> None:
+    transcript = read_notebook(V3_FAILURES)
+    assert by_cell(transcript, "answered")["assistant"].text == (
+        "Churn is highest in the **March** cohort."
+    )
+    fixed = by_cell(transcript, "fixed")
+    assert fixed["user"].text.startswith("Explain the following error and propose a fix")
+    assert fixed["assistant"].text == "`rows` has one item; use `rows[0]`."
+    assert fixed["outcome"].outcome == "ok"
+
+
+def test_a_stand_in_agents_progress_print_is_not_its_reply() -> None:
+    turn = by_cell(read_notebook(V3_FAILURES), "stand-in")
+    assert turn["assistant"].text == (
+        "The 37 orphans all belong to 12 customers deleted last year. "
+        "Next: re-run customers.ts with deleted rows included, then invoices.ts."
+    )
+    assert turn["outcome"].outcome == "ok"
+
+
 def test_v3_metadata_model_and_widget_skipped() -> None:
     turn = by_cell(read_notebook(DATA / "v3_session.ipynb"), "v3-ask")
     assert turn["user"].name == "openai/gpt-4o"
@@ -325,14 +379,16 @@ def test_plain_string_sources_missing_ids_and_junk_are_tolerated(tmp_path: Path)
     ]
 
 
-def test_multiple_outputs_are_joined(tmp_path: Path) -> None:
+def test_displayed_outputs_are_joined_and_win_over_prints(tmp_path: Path) -> None:
+    # The answer is what the cell displayed; a print beside it ("step 1") is not the answer.
     outputs = [
         {"output_type": "stream", "name": "stdout", "text": "step 1\n"},
         display({"text/markdown": "**Answer**"}),
+        display({"text/plain": "and more"}),
     ]
     path = write_notebook(tmp_path / "j.ipynb", [agent_cell("%%ai m:x\nq", outputs)])
     assert [e.text for e in read_notebook(path) if e.kind == "assistant"] == [
-        "step 1\n\n**Answer**"
+        "**Answer**\n\nand more"
     ]
 
 
@@ -497,3 +553,74 @@ def test_the_kernel_and_a_saved_notebook_read_outputs_alike(shell: Any, tmp_path
     saved = read_notebook(write_notebook(tmp_path / "saved.ipynb", [cell]))
     [stored] = [entry.text for entry in saved.entries if entry.kind == "assistant"]
     assert live == stored == "| a | b |"
+
+
+_LITELLM_BANNER = (
+    "\n\x1b[1;31mGive Feedback / Get Help: https://github.com/BerriAI/litellm/issues/new\x1b[0m\n"
+    "LiteLLM.Info: If you need to debug this error, use `litellm.turn_on_debug()'.\n\n"
+)
+_NO_KEY = "Error calling language model: litellm.AuthenticationError: AuthenticationError: no key"
+
+
+@pytest.mark.parametrize(
+    ("printed", "stderr", "returned", "expected"),
+    [
+        # a custom magic: a progress print, then its answer returned
+        ("(working for 20 s…)\n", "", "The answer.", ("The answer.", "ok", None)),
+        # a custom magic that prints both
+        ("(working for 20 s…)\nThe answer.\n", "", None, ("The answer.", "ok", None)),
+        # jupyter-ai 3 without a key: LiteLLM's banner, the error printed and returned
+        (
+            _LITELLM_BANNER,
+            _NO_KEY + "\n",
+            _NO_KEY,
+            (None, "errored", "Error calling language model: litellm.AuthenticationError: no key"),
+        ),
+    ],
+)
+def test_the_kernel_and_a_saved_notebook_agree_on_replies_and_failures(
+    shell: Any,
+    tmp_path: Path,
+    printed: str,
+    stderr: str,
+    returned: str | None,
+    expected: tuple[str | None, str, str | None],
+) -> None:
+    import agentmagic
+
+    from jupyter_recap.record.transcript import current
+
+    def behaves(prompt: str) -> str | None:
+        sys.stdout.write(printed)
+        sys.stderr.write(stderr)
+        return returned
+
+    agent = agentmagic.install(shell)
+    agent.script.append(behaves)
+    shell.run_line_magic("load_ext", "jupyter_recap")
+    shell.run_cell("%%agent\nask", store_history=True)
+
+    outputs: list[Any] = [
+        {"output_type": "stream", "name": name, "text": text}
+        for name, text in (("stdout", printed), ("stderr", stderr))
+        if text
+    ]
+    if returned is not None:
+        outputs.append(
+            {
+                "output_type": "execute_result",
+                "execution_count": 1,
+                "metadata": {},
+                "data": {"text/plain": repr(returned)},
+            }
+        )
+    saved = read_notebook(
+        write_notebook(tmp_path / "s.ipynb", [agent_cell("%%agent\nask", outputs)])
+    )
+
+    def story(entries: list[Entry]) -> tuple[str | None, str, str | None]:
+        reply = next((e.text for e in entries if e.kind == "assistant"), None)
+        outcome = next(e for e in entries if e.kind == "outcome")
+        return reply, str(outcome.outcome), outcome.error
+
+    assert story(current().entries) == story(saved.entries) == expected

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -177,3 +180,145 @@ def test_recorder_failure_never_breaks_a_cell(loaded: Any, monkeypatch: Any) -> 
     monkeypatch.setattr(Transcript, "code", broken)
     result = run(loaded, "value = 41 + 1")
     assert result.success and loaded.user_ns["value"] == 42
+
+
+# -- the reply is the answer (issue 21) ------------------------------------------------------------
+
+DEMO = Path(__file__).parents[1] / "notebooks" / "recap_loop_demo.ipynb"
+
+
+def replies() -> list[str]:
+    return [e.text for e in jr.current() if e.kind == "assistant"]
+
+
+def test_the_demo_agents_reply_is_its_answer_not_its_progress_print(
+    loaded: Any, capsys: Any
+) -> None:
+    # The demo's own stand-in agent: prints "(stand-in agent working for N s…)", works, then
+    # prints its answer. The recap quoted the progress line as the last reply.
+    cells = [c for c in json.loads(DEMO.read_text(encoding="utf-8"))["cells"]]
+    define = next("".join(c["source"]) for c in cells if "def agent(" in "".join(c["source"]))
+    assert run(loaded, define).success
+    run(loaded, "%%agent 0.01\nWhy are there orphaned invoices, and what should I run next?")
+    (reply,) = replies()
+    assert reply == loaded.user_ns["SCRIPT"]["orphans"]
+    assert "(stand-in agent working for 0.01 s…)" in capsys.readouterr().out  # still printed
+    loaded.run_line_magic("config", "Recap.model = 'offline'")
+    loaded.run_line_magic("recap", "")
+    recap = capsys.readouterr().out
+    assert "37 orphans" in recap and "stand-in agent working" not in recap
+
+
+def test_a_returned_answer_wins_over_a_progress_print(loaded: Any) -> None:
+    def works(prompt: str) -> Any:
+        print("(working for 20 s…)")
+        return Markdown("Copied customers and payments. **Next:** fix invoices.ts.")  # type: ignore[no-untyped-call]
+
+    loaded.agent.script.append(works)
+    run(loaded, "%%agent\nmigrate")
+    assert replies() == ["Copied customers and payments. **Next:** fix invoices.ts."]
+
+
+def test_a_returned_string_is_the_reply_without_its_quotes(loaded: Any) -> None:
+    def works(prompt: str) -> str:
+        print("calling the model...")
+        return "Line 1 of the answer.\nLine 2."
+
+    loaded.agent.script.append(works)
+    run(loaded, "%%agent\nanswer")
+    assert replies() == ["Line 1 of the answer.\nLine 2."]
+
+
+def test_printed_steps_keep_the_whole_answer_after_the_progress_lines(loaded: Any) -> None:
+    def prints(prompt: str) -> None:
+        print("Thinking...")
+        print("\x1b[2m(calling lookup_order…)\x1b[0m")
+        print("Order A-1001 has 3 items.\n(1 was returned.)\nNext: refund it.")
+
+    loaded.agent.script.append(prints)
+    run(loaded, "%%agent\nlook it up")
+    assert replies() == ["Order A-1001 has 3 items.\n(1 was returned.)\nNext: refund it."]
+
+
+def test_a_display_updated_in_place_counts_once_with_its_latest_text(loaded: Any) -> None:
+    from IPython.display import update_display
+
+    def streams(prompt: str) -> None:
+        # IPython's display functions have no annotations.
+        display(Markdown("Partial"), display_id="answer")  # type: ignore[no-untyped-call]
+        update_display(Markdown("Partial answer, then the whole answer."), display_id="answer")  # type: ignore[no-untyped-call]
+
+    loaded.agent.script.append(streams)
+    run(loaded, "%%agent\nstream it")
+    assert replies() == ["Partial answer, then the whole answer."]
+
+
+def test_stderr_only_is_an_errored_turn_with_its_last_line(loaded: Any) -> None:
+    def refuses(prompt: str) -> None:
+        print("No Model ID entered, please enter it as `%%ai <model_id>`", file=sys.stderr)
+
+    loaded.agent.script.append(refuses)
+    run(loaded, "%%agent\nhello")
+    assert replies() == []
+    outcome = jr.current().entries[-1]
+    assert (outcome.outcome, outcome.error) == (
+        "errored",
+        "No Model ID entered, please enter it as `%%ai <model_id>`",
+    )
+
+
+def test_warnings_and_progress_bars_on_stderr_are_no_failure(loaded: Any) -> None:
+    def quiet(prompt: str) -> None:
+        sys.stderr.write("agent.py:3: DeprecationWarning: old API\n  client = Old()\n")
+        sys.stderr.write(" 50%|█████     | 1/2\r100%|██████████| 2/2\n")
+
+    loaded.agent.script.append(quiet)
+    run(loaded, "%%agent\nsave the report")
+    outcome = jr.current().entries[-1]
+    assert (outcome.outcome, outcome.error) == ("ok", None)
+
+
+@pytest.mark.parametrize(
+    ("returned", "error"),
+    [
+        # jupyter-ai 3: every failed LiteLLM call, printed (after LiteLLM's banner) and returned.
+        (
+            "Error calling language model: litellm.AuthenticationError: AuthenticationError: "
+            "OpenAIException - The api_key client option must be set",
+            "Error calling language model: litellm.AuthenticationError: "
+            "OpenAIException - The api_key client option must be set",
+        ),
+        # jupyter-ai 3 / 2: "%ai fix" / "%ai error" with nothing to fix sends nothing.
+        (
+            "There have been no errors since the kernel started.",
+            "jupyter-ai sent nothing to the model: "
+            "There have been no errors since the kernel started.",
+        ),
+        # jupyter-ai 2: a model id no provider claims.
+        (
+            "Cannot determine model provider from model ID 'gtp4'.\n\nTo see a list …",
+            "Cannot determine model provider from model ID 'gtp4'.",
+        ),
+    ],
+)
+def test_failures_returned_instead_of_raised_are_errored_turns(
+    loaded: Any, capsys: Any, returned: str, error: str
+) -> None:
+    def fails(prompt: str) -> str:
+        print(
+            "\n\x1b[1;31mGive Feedback / Get Help: https://github.com/BerriAI/litellm/issues/new"
+            "\x1b[0m\nLiteLLM.Info: If you need to debug this error, use "
+            "`litellm.turn_on_debug()'.\n"
+        )
+        print(returned, file=sys.stderr)
+        return returned
+
+    loaded.agent.script.append(fails)
+    run(loaded, "%%agent\nsay hi")
+    assert replies() == []
+    outcome = jr.current().entries[-1]
+    assert (outcome.outcome, outcome.error) == ("errored", error)
+    loaded.run_line_magic("config", "Recap.model = 'offline'")
+    capsys.readouterr()
+    loaded.run_line_magic("recap", "")
+    assert "Give Feedback" not in capsys.readouterr().out

@@ -77,11 +77,15 @@ class Source:
     def version(self) -> str | None:
         """The installed framework version, if known (the first package found)."""
         for name in (self.distribution, *self.also_distributions):
-            try:
-                return importlib.metadata.version(name)
-            except importlib.metadata.PackageNotFoundError:
-                continue
+            found = installed_version(name)
+            if found is not None:
+                return found
         return None
+
+    def label(self) -> str:
+        """The source and its installed version as ``%recap status`` names them."""
+        version = self.version()
+        return f"{self.name} {version}" if version else self.name
 
     def activate(self, module: ModuleType) -> None:
         """Install into the imported framework; a failure turns the source off with a warning."""
@@ -101,10 +105,8 @@ class Source:
                 return
             self.state = "failed"
             self.reason = printable(reason)[:300]
-        version = self.version()
-        label = f"{self.name} {version}" if version else self.name
         message = (
-            f"jupyter_recap: capture of {label} is off: {self.reason}; "
+            f"jupyter_recap: capture of {self.label()} is off: {self.reason}; "
             "its runs are recorded as ordinary cells"
         )
         get_logger().warning(message)
@@ -137,12 +139,12 @@ class Source:
 
     def describe(self) -> str:
         """One line for ``%recap status``."""
-        version = self.version()
-        label = f"{self.name} {version}" if version else self.name
+        label = self.label()
         if self.state == "active":
             return f"{label}: on, {self.turns} turn{'s' if self.turns != 1 else ''} recorded"
         if self.state == "waiting":
-            return f"{label}: on once {self.module} is imported"
+            modules = " or ".join((self.module, *self.also_modules))
+            return f"{label}: on once {modules} is imported"
         if self.state == "failed":
             return f"{label}: off ({self.reason})"
         return f"{label}: off"
@@ -192,6 +194,14 @@ def _dispatch(module: ModuleType) -> None:
             callback(module)
         except Exception:  # noqa: BLE001 - an import must never fail because of us
             get_logger().exception("capture: post-import hook for %s failed", module.__name__)
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of the package ``distribution``, or None when it is not installed."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def is_installed(module: str) -> bool:

@@ -4,6 +4,10 @@ While an agent cell runs we tee three things: rich display messages (``display_p
 written to stdout/stderr, and ``set_next_input`` (jupyter-ai's ``-f code`` puts its answer into
 the next cell that way). Everything is forwarded first and recorded second, and the record is
 bounded: head and tail only, so a cell that prints 50 MB costs a few kilobytes.
+
+The three kinds are kept apart, because they mean different things: a display is an answer, a
+print may be a progress line, stderr is where jupyter-ai says it failed
+(:func:`~jupyter_recap.record.outputs.agent_reply` decides).
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from .shell import Shell
 
 HEAD_CHARS = 6000
 TAIL_CHARS = 6000
+#: Displays kept from the start and from the end of a cell that shows very many.
+KEEP_DISPLAYS = 50
 
 
 class BoundedText:
@@ -60,12 +66,55 @@ class BoundedText:
         return head + tail
 
 
+class DisplayTexts:
+    """The readable texts of a cell's displays, in order, bounded like :class:`BoundedText`.
+
+    A display that is updated in place (a streamed answer, a status line rewritten with
+    ``display_id``) counts once, with its latest text: that is what the person sees.
+    """
+
+    def __init__(self, keep: int = KEEP_DISPLAYS) -> None:
+        self._keep = keep
+        self._head: list[list[Any]] = []  # [display_id or None, text]
+        self._tail: deque[list[Any]] = deque()
+        self.dropped = 0
+
+    def add(self, text: str, display_id: str | None = None) -> None:
+        """Record one display, or the new text of the display ``display_id`` already shown."""
+        if len(text) > HEAD_CHARS + TAIL_CHARS:
+            bounded = BoundedText()
+            bounded.add(text)
+            text = bounded.text()
+        if display_id is not None:
+            for item in (*self._head, *self._tail):
+                if item[0] == display_id:
+                    item[1] = text
+                    return
+        if len(self._head) < self._keep:
+            self._head.append([display_id, text])
+            return
+        self._tail.append([display_id, text])
+        if len(self._tail) > self._keep:
+            self._tail.popleft()
+            self.dropped += 1
+
+    def texts(self) -> list[str]:
+        """Every kept text, with a marker where displays were dropped."""
+        head = [str(text) for _, text in self._head]
+        tail = [str(text) for _, text in self._tail]
+        if self.dropped:
+            head.append(f"… [{self.dropped} displays omitted] …")
+        return [text for text in (*head, *tail) if text]
+
+
 class OutputTap:
-    """Tees one cell's outputs into a :class:`BoundedText`; ``start`` then ``stop``."""
+    """Tees one cell's outputs into bounded records; ``start`` then ``stop``."""
 
     def __init__(self, shell: Shell) -> None:
         self.shell = shell
-        self.output = BoundedText()
+        self.stdout = BoundedText()
+        self.stderr = BoundedText()
+        self.displays = DisplayTexts()
         self.next_input: str | None = None
         self.metadata: list[dict[str, Any]] = []
         self._undo: list[Any] = []
@@ -90,9 +139,12 @@ class OutputTap:
 
     # -- the three taps --------------------------------------------------------------------
 
-    def _record_bundle(self, data: Any, metadata: Any) -> None:
+    def _record_bundle(self, data: Any, metadata: Any, transient: Any = None) -> None:
         if isinstance(data, dict):
-            self.output.add(bundle_text(data))
+            display_id = transient.get("display_id") if isinstance(transient, dict) else None
+            self.displays.add(
+                bundle_text(data), display_id if isinstance(display_id, str) else None
+            )
         if isinstance(metadata, dict) and metadata:
             self.metadata.append(metadata)
 
@@ -105,7 +157,9 @@ class OutputTap:
             def hook(msg: dict[str, Any]) -> dict[str, Any]:
                 if msg.get("msg_type") in ("display_data", "update_display_data"):
                     content = msg.get("content", {})
-                    self._record_bundle(content.get("data"), content.get("metadata"))
+                    self._record_bundle(
+                        content.get("data"), content.get("metadata"), content.get("transient")
+                    )
                 return msg
 
             pub.register_hook(hook)
@@ -117,7 +171,7 @@ class OutputTap:
 
         def publish(data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> Any:
             result = forward(data, metadata, *args, **kwargs)
-            self._record_bundle(data, metadata)
+            self._record_bundle(data, metadata, kwargs.get("transient"))
             return result
 
         pub.publish = publish
@@ -126,11 +180,12 @@ class OutputTap:
     def _tap_stream(self, name: str) -> None:
         stream = getattr(sys, name)
         original = stream.write
+        record = self.stdout if name == "stdout" else self.stderr
 
         def write(text: Any) -> Any:
             result = original(text)
             if isinstance(text, str) and not self._paused:
-                self.output.add(text)
+                record.add(text)
             return result
 
         try:

@@ -1,8 +1,10 @@
 """Turn cell executions into transcript entries (``pre_run_cell`` / ``post_run_cell``).
 
 An agent cell (its magic is in ``Recap.agent_magics``) is one agent turn: the cell body is the
-prompt, whatever the cell displayed, printed or returned is the reply, and the way it ended is the
-outcome. Other cells become short activity entries. ``%recap`` cells are never recorded.
+prompt, its answer is the reply (what it returned or displayed, else what it printed: see
+:func:`~jupyter_recap.record.outputs.agent_reply`), and the way it ended is the outcome — also
+when the magic reports a failure without raising, as jupyter-ai does. Other cells become short
+activity entries. ``%recap`` cells are never recorded.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..record.agentcells import (
     parse_agent_cell,
     parse_ai_line,
 )
-from ..record.outputs import bundle_text
+from ..record.outputs import Reply, Shown, agent_reply, bundle_text
 from ..record.transcript import Outcome, Transcript, describe_error
 from ..settings import Recap
 from ..textutil import duration, first_line, shorten
@@ -33,9 +35,6 @@ from .shell import Shell
 
 # The settings the recorder keeps plain copies of.
 _SETTINGS = ["agent_magics", "record_code_cells", "long_cell_seconds"]
-
-# jupyter-ai v3 reports a failed model call by printing and returning this text instead of raising.
-_V3_FAILURE = "Error calling language model"
 
 
 @dataclass
@@ -204,17 +203,19 @@ class Recorder:
     def _turn_ended(self, run: _Run, result: Any) -> None:
         """An agent cell finished: its reply and how the turn ended."""
         error = result.error_before_exec or result.error_in_exec
-        reply = self._reply_text(run, result)
-        if reply:
-            self.transcript.assistant(reply, cell_id=run.cell_id)
+        reply = self._reply(run, result)
+        if reply.text:
+            self.transcript.assistant(reply.text, cell_id=run.cell_id)
         outcome: Outcome = "ok"
         detail: str | None = None
         if isinstance(error, KeyboardInterrupt):
             outcome = "aborted"
         elif error is not None:
             outcome, detail = "errored", describe_error(error)
-        elif reply.lstrip().startswith(_V3_FAILURE):
-            outcome, detail = "errored", reply.strip().splitlines()[0]
+        elif reply.failure is not None:
+            # jupyter-ai returned or printed its failure instead of raising (a missing key, an
+            # unknown model, "%ai fix" with nothing to fix): the turn failed all the same.
+            outcome, detail = "errored", reply.failure
         self.transcript.outcome(outcome, detail, cell_id=run.cell_id)
         if run.agent is not None and run.agent.magic == "ai" and self.hub is not None:
             self.hub.count("jupyter-ai")
@@ -226,19 +227,27 @@ class Recorder:
         count = getattr(self.shell, "execution_count", 0)
         return ai_line_prompt(agent, latest_error(getattr(self.shell, "user_ns", {}), count))
 
-    def _reply_text(self, run: _Run, result: Any) -> str:
+    def _reply(self, run: _Run, result: Any) -> Reply:
         tap = run.tap
         if tap is not None and tap.next_input:
-            return tap.next_input  # -f code: the answer went into the next cell
-        parts = [tap.output.text()] if tap is not None else []
+            return Reply(tap.next_input)  # -f code: the answer went into the next cell
+        results = tap.displays.texts() if tap is not None else []
         value = getattr(result, "result", None)
         if value is not None:
-            try:
-                data, _ = self.shell.display_formatter.format(value)
-                parts.append(bundle_text(data))
-            except Exception:  # noqa: BLE001 - a failing repr must not lose the turn
-                parts.append(f"<{type(value).__name__}>")
-        return "\n".join(p for p in parts if p and p.strip()).strip()
+            results.append(self._value_text(value))
+        if tap is None:
+            return agent_reply(Shown(tuple(results)))
+        return agent_reply(Shown(tuple(results), tap.stdout.text(), tap.stderr.text()))
+
+    def _value_text(self, value: Any) -> str:
+        """The readable text of the cell's value (a returned string as itself, not its repr)."""
+        if isinstance(value, str):
+            return value
+        try:
+            data, _ = self.shell.display_formatter.format(value)
+        except Exception:  # noqa: BLE001 - a failing repr must not lose the turn
+            return ""  # nothing readable: what the cell printed is the reply then
+        return bundle_text(data)
 
     def _default_agent_model(self) -> str | None:
         """The model jupyter-ai uses when a cell names none (its configured default)."""

@@ -7,6 +7,7 @@ must stay importable without IPython.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -201,3 +202,32 @@ def ai_line_prompt(agent: AgentCell, latest_error: str | None) -> str:
     if command == "fix":
         return f"Explain the following error and propose a fix:\n\n{latest_error}"
     return f"Explain the following error:\n\n{latest_error}"
+
+
+# What jupyter-ai shows instead of an answer. These come back as the cell's value (or its
+# displayed text) rather than as an exception, so the cell itself "succeeds":
+_AI_FAILURE_PREFIXES = (
+    # v3 catches every exception of its LiteLLM call and returns its text (after printing it).
+    "Error calling language model:",
+    # v3 personas (``%%ai @name``) that no running Jupyter server answered.
+    "Error calling persona API:",
+    "Error: No valid Jupyter Server instances found.",
+    # v2 returns this for a model id no provider claims.
+    "Cannot determine model provider from model ID",
+)
+# ``%ai fix`` (v3) and ``%ai error`` (v2) answer with this note and ask no model at all.
+_AI_NOTHING_SENT = "There have been no errors since the kernel started."
+# LiteLLM names its exception twice ("litellm.AuthenticationError: AuthenticationError: …");
+# once is enough in a line that a recap may have to shorten.
+_LITELLM_REPEAT = re.compile(r"\b(litellm\.(\w+)): \2: ")
+
+
+def jupyter_ai_failure(text: str) -> str | None:
+    """The error line when ``text`` (what a cell returned or displayed) is jupyter-ai saying
+    that it failed or sent nothing, instead of an answer; None for anything else."""
+    stripped = text.strip()
+    if stripped == _AI_NOTHING_SENT:
+        return f"jupyter-ai sent nothing to the model: {stripped}"
+    if stripped.startswith(_AI_FAILURE_PREFIXES):
+        return _LITELLM_REPEAT.sub(r"\1: ", stripped.splitlines()[0].strip())
+    return None

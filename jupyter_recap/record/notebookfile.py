@@ -17,30 +17,23 @@ from typing import Any
 
 from ..errors import NotebookError
 from .agentcells import ai_line_prompt, is_recap_only_cell, parse_agent_cell, parse_ai_line
-from .outputs import bundle_text, multiline_text, strip_ansi
+from .outputs import Reply, Shown, agent_reply, bundle_text, multiline_text, strip_ansi, unrepr
 from .transcript import Outcome, Transcript
 
 #: What jupyter-ai shows instead of the reply for ``%%ai -f code``: the code goes into a new cell.
 CODE_INSERTED_MARKER = "AI generated code inserted below"
 
-# jupyter-ai returns some failures as the cell's result instead of raising (v2: unknown model,
-# v3: any model call error); such a "reply" is an error message, not an answer.
-_FAILURE_REPLIES = (
-    "Cannot determine model provider from model ID",
-    "Error calling language model:",
-)
-
 
 @dataclasses.dataclass(frozen=True)
 class _Outputs:
-    """What a cell's saved outputs say: the reply text, an error, the model that answered."""
+    """What a cell's saved outputs say: the reply, an error, the model that answered."""
 
-    text: str
+    reply: Reply
+    """The answer, and the failure jupyter-ai reported without raising (the live rule)."""
     error: str | None
     aborted: bool
     model: str | None
     code_inserted: bool
-    stderr: str
 
 
 def read_notebook(
@@ -88,12 +81,7 @@ def read_notebook(
         if agent is not None and not agent.body:
             prompt = ai_line_prompt(agent, latest_error)  # "%ai error": about the latest failure
         transcript.user(prompt, model=model, cell_id=cell_id)
-        reply = outputs.text
-        # A returned str is saved as its repr, quotes included: 'Error calling language model: …'
-        unquoted = reply.strip("'\"")
-        if unquoted.startswith(_FAILURE_REPLIES) and outputs.error is None:
-            outputs = dataclasses.replace(outputs, text="", error=_first_line(unquoted))
-            reply = ""
+        reply = outputs.reply.text
         if outputs.code_inserted:
             follower = _code_follower(cells, index + 1, magics)
             if follower is not None:
@@ -115,9 +103,10 @@ def _outcome(outputs: _Outputs) -> tuple[Outcome, str | None]:
         return "aborted", outputs.error
     if outputs.error:
         return "errored", outputs.error
-    if not outputs.text and not outputs.code_inserted and outputs.stderr:
-        # jupyter-ai reports bad model ids and missing keys on stderr and returns nothing.
-        return "errored", _last_line(outputs.stderr)
+    if outputs.reply.failure is not None and not outputs.code_inserted:
+        # jupyter-ai returned or printed its failure instead of raising (a missing key, an
+        # unknown model, "%ai fix" with nothing to fix), as the live recorder also sees it.
+        return "errored", outputs.reply.failure
     return "ok", None
 
 
@@ -155,28 +144,21 @@ def _load_cells(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 
 def _read_outputs(outputs: object) -> _Outputs:
-    texts: list[str] = []
+    results: list[str] = []
+    stdout: list[str] = []
     stderr: list[str] = []
     error: str | None = None
     aborted = False
     model: str | None = None
     inserted = False
-    previous: object = None
     for output in outputs if isinstance(outputs, list) else ():
         if not isinstance(output, dict):
             continue
         kind = output.get("output_type")
         if kind == "stream":
             text = multiline_text(output.get("text"))
-            if output.get("name") == "stderr":
-                stderr.append(text)
-            elif previous == "stdout" and texts:
-                texts[-1] += text  # one print split over several messages is one text
-            else:
-                texts.append(text)
-            previous = output.get("name")
+            (stderr if output.get("name") == "stderr" else stdout).append(text)
             continue
-        previous = kind
         if kind == "error":
             ename = strip_ansi(multiline_text(output.get("ename"))).strip() or "Error"
             evalue = strip_ansi(multiline_text(output.get("evalue"))).strip()
@@ -185,17 +167,18 @@ def _read_outputs(outputs: object) -> _Outputs:
         elif kind in ("display_data", "execute_result"):
             model = _model_from_metadata(output.get("metadata")) or model
             text = bundle_text(output.get("data"))
+            if kind == "execute_result":
+                text = unrepr(text)  # a returned str is saved as its repr, quotes included
             if CODE_INSERTED_MARKER in text:
                 inserted = True
             elif text:
-                texts.append(text)
+                results.append(text)
     return _Outputs(
-        text="\n\n".join(t.strip() for t in texts if t.strip()),
+        reply=agent_reply(Shown(tuple(results), "".join(stdout), "".join(stderr))),
         error=error,
         aborted=aborted,
         model=model,
         code_inserted=inserted,
-        stderr="".join(stderr).strip(),
     )
 
 
@@ -231,12 +214,3 @@ def _code_follower(cells: list[dict[str, Any]], index: int, magics: Iterable[str
 
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), text)
-
-
-def _last_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[-1] if lines else text

@@ -36,7 +36,7 @@ from .sessionfiles import (
     check_path,
     shorten_title,
 )
-from .titles import title_from_recap
+from .titles import PromptTitle, title_from_recap
 
 __all__ = [
     "DEBOUNCE_SECONDS",
@@ -265,6 +265,7 @@ class SessionWriter:
         self._closed = False
         self._retry = 0.0
         self._file: AppendFile | None = file
+        self._titles = PromptTitle()
         if record is None:
             now = time.time()
             nb = notebook if notebook is not None else os.environ.get("JPY_SESSION_NAME") or None
@@ -475,6 +476,7 @@ class SessionWriter:
         with self._cond:
             self._written = 0
         self._on_disk = False
+        self._titles = PromptTitle()
         with self._transcript.locked() as entries:
             return entries[:]
 
@@ -486,10 +488,11 @@ class SessionWriter:
             kind = item["kind"]
             if kind == "user":
                 record.turns += 1
-                prompt = shorten_title(item.get("text", ""))
-                record.first_prompt = record.first_prompt or prompt
-                record.title = record.title or prompt
+                # A prompt names the session unless its turn fails (PromptTitle).
+                self._titles.fold(record, item)
                 record.model = item.get("name") or record.model
+            elif kind == "outcome":
+                self._titles.fold(record, item)
             elif kind == "recap":
                 record.recaps += 1
                 record.last_recap = item.get("text", "")

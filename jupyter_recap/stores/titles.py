@@ -14,17 +14,23 @@ For example::
         -> "Plot churn by cohort"
     "タスク：注文データを整理する。次に集計を確認する。"
         -> "注文データを整理する"
+
+Before the first recap, the title is the first prompt whose turn did not fail
+(:class:`PromptTitle`): a request that was never answered — jupyter-ai refusing ``%ai fix``
+with nothing to fix, a call that failed for want of a key — does not name the session.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from ..pipeline.redact import REDACTED
 from ..textutil import ends_abbreviation, sentences
-from .sessionfiles import TITLE_CHARS, shorten_title
+from .sessionfiles import TITLE_CHARS, SessionRecord, shorten_title
 
-__all__ = ["first_sentence", "title_from_recap"]
+__all__ = ["PromptTitle", "first_sentence", "title_from_recap"]
 
 #: Letters a title needs to say anything (``[redacted]`` does not count).
 MIN_LETTERS = 3
@@ -117,3 +123,37 @@ def _capitalised(sentence: str) -> str:
     if word.isalpha() and word.islower():
         return sentence[0].upper() + sentence[1:]
     return sentence
+
+
+class PromptTitle:
+    """Keeps a session's ``title`` and ``first_prompt`` to prompts whose turns did not fail.
+
+    Fed the session's entries in order (as stored: dicts with ``kind``), it lets a prompt fill
+    an empty ``title`` / ``first_prompt`` while its turn runs, so a running first turn is named,
+    and takes it back when the turn ends ``errored``: the next prompt that works names the
+    session instead. An interrupted turn keeps its name (the request was made). A recap's
+    title (set by the caller) is never taken back.
+    """
+
+    def __init__(self) -> None:
+        self._running: str | None = None
+        """The prompt of the turn in progress, while it fills an empty field."""
+
+    def fold(self, record: SessionRecord, item: Mapping[str, Any]) -> None:
+        """Apply one stored entry to ``record``'s ``title`` and ``first_prompt``."""
+        kind = item.get("kind")
+        if kind == "user":
+            text = item.get("text")
+            prompt = shorten_title(text if isinstance(text, str) else "")
+            self._running = None
+            if prompt and (not record.first_prompt or not record.title):
+                self._running = prompt
+                record.first_prompt = record.first_prompt or prompt
+                record.title = record.title or prompt
+        elif kind == "outcome":
+            running, self._running = self._running, None
+            if running is not None and item.get("outcome") == "errored":
+                if record.first_prompt == running:
+                    record.first_prompt = ""
+                if record.title == running:
+                    record.title = ""

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from capturekit import agent_kernel, entries, peek, recap_request, run, status
 from fakellm import FakeLLM, answer
+from kernelutil import stream_text
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -45,7 +47,8 @@ def test_ai_error_is_a_turn_with_the_error_as_prompt_and_the_reply(v2: Any) -> N
     )
     sent = recap_request(kc, fake)
     assert "NameError" in sent and "df2 was never defined" in sent
-    assert "jupyter-ai 2.31" in status(kc) and "1 turn recorded" in status(kc)
+    # The magics package by its own name and version (v2's shares jupyter-ai's version).
+    assert "jupyter-ai-magics 2.31.7: on, 1 turn recorded" in status(kc)
 
 
 def test_a_model_prompt_on_the_line_is_a_failed_turn_not_a_lost_one(v2: Any) -> None:
@@ -91,3 +94,165 @@ def test_v3_fix_is_a_turn() -> None:
         assert any("index 3 is out of range" in e.get("text", "") for e in turn[1:])
         assert turn[-1]["outcome"] == "ok"
         assert "jupyter-ai" in status(kc)
+
+
+# -- jupyter-ai reports failures without raising (issue 21) ---------------------------------------
+
+SESSION = (
+    "__import__('jupyter_recap.ipython.extension', fromlist=['_']).extension_for(get_ipython())"
+)
+#: No key and no reachable endpoint: LiteLLM fails in the kernel, before any request.
+NO_KEY = (
+    "import os\n"
+    "os.environ.pop('OPENAI_API_KEY', None)\n"
+    "os.environ['OPENAI_BASE_URL'] = 'http://127.0.0.1:9/v1'"
+)
+
+
+def stored_title(kc: Any) -> str:
+    """The stored session's title once everything recorded is written."""
+    return str(peek(kc, f"({SESSION}.writer.flush(), {SESSION}.writer.record.title)[1]"))
+
+
+def test_v2_unknown_model_answered_with_a_note_is_an_errored_turn(v2: Any) -> None:
+    kc, _ = v2
+    run(kc, "%%ai nope:model\nsay hi")
+    turn = last_turn(kc)
+    assert [e["kind"] for e in turn] == ["user", "outcome"]
+    assert turn[-1]["outcome"] == "errored"
+    assert turn[-1]["error"] == "Cannot determine model provider from model ID `nope:model`."
+
+
+def test_v3_ai_cell_without_a_key_is_an_errored_turn_with_the_error_line() -> None:
+    env = {"JUPYTER_RECAP_MODEL": "offline"}
+    with FakeLLM() as fake, agent_kernel(fake, env, load=False) as kc:
+        run(kc, NO_KEY)
+        run(kc, "%load_ext jupyter_ai_magic_commands")
+        run(kc, "%load_ext jupyter_recap")
+        shown = run(kc, "%%ai openai/gpt-4o-mini\nSummarise the churn table")
+        # jupyter-ai's own output is untouched: LiteLLM's banner, the error, the returned text
+        assert "Give Feedback" in stream_text(shown)
+        assert "Error calling language model" in stream_text(shown, "stderr")
+        assert not fake.requests  # it failed in the kernel: no request went anywhere
+        turn = last_turn(kc)
+        assert [e["kind"] for e in turn] == ["user", "outcome"]  # an error is no reply
+        outcome = turn[-1]
+        assert outcome["outcome"] == "errored"
+        # LiteLLM's meaningful line (its exception named once), not the banner above it
+        assert outcome["error"].startswith("Error calling language model: litellm.")
+        assert "api_key" in outcome["error"] and "\n" not in outcome["error"]
+        assert "Error: InternalServerError" not in outcome["error"]
+        run(kc, "%recap")
+        recap = [e for e in entries(kc) if e["kind"] == "recap"][-1]["text"]
+        assert "errored: Error calling language model" in recap
+        assert "Give Feedback" not in recap and "litellm/issues" not in recap
+        assert "Give Feedback" not in json.dumps(entries(kc))
+        # The magics package by its own name and version, not jupyter-ai's name.
+        lines = [line for line in status(kc).splitlines() if "jupyter-ai" in line]
+        assert (
+            len(lines) == 1 and "jupyter-ai-magic-commands 0.0.4: on, 1 turn recorded" in (lines[0])
+        ), lines
+
+
+def test_v3_refused_fix_is_a_failed_turn_and_not_the_title() -> None:
+    with FakeLLM() as fake, agent_kernel(fake, load=False) as kc:
+        run(kc, "%load_ext jupyter_ai_magic_commands")
+        run(kc, "%load_ext jupyter_recap")
+        # Nothing failed yet: jupyter-ai answers with a note and asks no model.
+        run(kc, "%ai fix openai/gpt-4o-mini")
+        outcome = last_turn(kc)[-1]
+        assert outcome["outcome"] == "errored"
+        assert "There have been no errors since the kernel started" in outcome["error"]
+        assert stored_title(kc) == ""
+        # No model named and none configured: jupyter-ai refuses on stderr.
+        run(kc, "rows = [1]\nrows[3]", expect_error=True)
+        run(kc, "%ai fix")
+        turn = last_turn(kc)
+        assert "IndexError" in turn[0]["text"]
+        assert turn[-1]["outcome"] == "errored"
+        assert "No valid %ai magics arguments given" in turn[-1]["error"]
+        assert not fake.requests
+        assert stored_title(kc) == ""
+        # The first request that was answered names the session.
+        fake.respond(answer("Churn is highest in the March cohort."))
+        run(kc, "%%ai openai/gpt-4o-mini\nPlot churn by cohort")
+        assert last_turn(kc)[-1]["outcome"] == "ok"
+        assert stored_title(kc) == "Plot churn by cohort"
+
+
+@pytest.mark.parametrize(
+    ("installed", "loaded", "label"),
+    [
+        ({"jupyter-ai-magic-commands": "0.0.4"}, [], "jupyter-ai-magic-commands 0.0.4"),
+        (
+            {"jupyter-ai-magic-commands": "0.0.4", "jupyter-ai": "3.2.0"},
+            ["jupyter_ai_magic_commands"],
+            "jupyter-ai 3.2.0 (magic commands 0.0.4)",
+        ),
+        (
+            {"jupyter-ai-magic-commands": "0.0.4", "jupyter-ai-magics": "2.31.7"},
+            ["jupyter_ai_magic_commands"],
+            "jupyter-ai-magic-commands 0.0.4",
+        ),
+        (
+            {"jupyter-ai-magic-commands": "0.0.4", "jupyter-ai-magics": "2.31.7"},
+            [],
+            "jupyter-ai-magic-commands 0.0.4, jupyter-ai-magics 2.31.7",
+        ),
+        ({"jupyter-ai-magics": "2.31.7", "jupyter-ai": "2.31.7"}, [], "jupyter-ai 2.31.7"),
+        ({"jupyter-ai-magics": "2.31.7"}, ["jupyter_ai_magics"], "jupyter-ai-magics 2.31.7"),
+        ({}, [], "jupyter-ai"),
+    ],
+)
+def test_status_names_the_magics_package_and_its_version(
+    monkeypatch: pytest.MonkeyPatch, installed: dict[str, str], loaded: list[str], label: str
+) -> None:
+    import sys
+    import types
+
+    from jupyter_recap.capture import jupyter_ai
+    from jupyter_recap.capture.runs import RunHub
+    from jupyter_recap.record.transcript import Transcript
+
+    monkeypatch.setattr(jupyter_ai, "installed_version", installed.get)
+    for module in (jupyter_ai.V2_MODULE, jupyter_ai.V3_MODULE):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    for module in loaded:
+        monkeypatch.setitem(sys.modules, module, types.ModuleType(module))
+    source = jupyter_ai.JupyterAISource(RunHub(Transcript))
+    assert source.label() == label
+    assert source.describe().startswith(f"{label}: on once ")
+
+
+def test_a_failed_turns_prompt_never_stays_the_title() -> None:
+    """The rule behind the stored title: a prompt names the session while its turn runs and
+    stops naming it when the turn errors; a recap's title is never taken back."""
+    from jupyter_recap.stores.sessionfiles import SessionRecord
+    from jupyter_recap.stores.titles import PromptTitle
+
+    record = SessionRecord(id="x", created=0.0, updated=0.0)
+    titles = PromptTitle()
+
+    def turn(prompt: str, outcome: str) -> tuple[str, str]:
+        titles.fold(record, {"kind": "user", "text": prompt})
+        running = record.title
+        titles.fold(record, {"kind": "outcome", "outcome": outcome})
+        return running, record.title
+
+    assert turn("%ai fix: explain the latest error (none recorded)", "errored") == (
+        "%ai fix: explain the latest error (none recorded)",
+        "",
+    )
+    assert (record.title, record.first_prompt) == ("", "")
+    assert turn("Plot churn by cohort", "ok") == ("Plot churn by cohort",) * 2
+    assert turn("Now by region", "errored") == ("Plot churn by cohort",) * 2
+    assert record.first_prompt == "Plot churn by cohort"
+    interrupted = SessionRecord(id="y", created=0.0, updated=0.0)
+    titles.fold(interrupted, {"kind": "user", "text": "Long job"})
+    titles.fold(interrupted, {"kind": "outcome", "outcome": "aborted"})
+    assert interrupted.title == "Long job"  # the request was made
+    recapped = SessionRecord(id="z", created=0.0, updated=0.0)
+    titles.fold(recapped, {"kind": "user", "text": "Say hi"})
+    recapped.title = "Fixing the churn plot"  # a recap arrived while the turn ran
+    titles.fold(recapped, {"kind": "outcome", "outcome": "errored"})
+    assert (recapped.title, recapped.first_prompt) == ("Fixing the churn plot", "")
