@@ -10,12 +10,16 @@ facts with a phrasing found in the text, case and whitespace ignored) and by siz
 
 - *context*: what a model sees, ``build_context(transcript, max_chars=12000, extras=...)`` with
   the real framing of the session's task list and memory notes;
+- *context, room filled*: the same, built by the rule before issue 21, whose recent detail
+  walked back across earlier turns while whole lines fitted the cap (the "before" figure of
+  the context's economy, measured in the same run);
 - *offline*: the offline engine's recap, ``offline_recap(transcript, open_task=...)``;
 - *last 30 raw*: what agent tools that replay raw history send: the last 30 transcript entries,
   each in full, no cap;
 - *last 30 dialog*: the last 30 prompts and replies only, in full, no cap.
 
-The targets: context mean recall ≥ 0.98 with no session under 0.90, at ≤ 12,000 characters;
+The targets: context mean recall ≥ 0.98 with no session under 0.90, at ≤ 12,000 characters,
+no session below its room-filled recall and at most 60 % of the room-filled mean characters;
 offline mean recall ≥ 0.85. A missed target is printed as MISS, and the exit code stays 0:
 this is a measurement, not a gate. Deterministic, no network.
 """
@@ -23,11 +27,12 @@ this is a measurement, not a gate. Deterministic, no network.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,6 +41,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from recap_corpus import SESSIONS, Fact, Session, found, full_text, recall  # noqa: E402
 
+from jupyter_recap.pipeline import context as context_module  # noqa: E402
 from jupyter_recap.pipeline.context import build_context  # noqa: E402
 from jupyter_recap.pipeline.offline import offline_recap  # noqa: E402
 
@@ -44,7 +50,8 @@ PEER_ENTRIES = 30
 CONTEXT_MEAN_TARGET = 0.98
 CONTEXT_MIN_TARGET = 0.90
 OFFLINE_MEAN_TARGET = 0.85
-STRATEGIES = ("context", "offline", "last30_raw", "last30_dialog")
+ECONOMY_TARGET = 0.60
+STRATEGIES = ("context", "context_filled", "offline", "last30_raw", "last30_dialog")
 
 __all__ = ["Fact", "Measure", "Row", "measure", "recall", "texts"]
 
@@ -66,21 +73,38 @@ class Row:
     transcript_chars: int
     facts: int
     context: Measure
+    context_filled: Measure
     offline: Measure
     last30_raw: Measure
     last30_dialog: Measure
     recap: str
 
 
+@contextlib.contextmanager
+def room_filled() -> Iterator[None]:
+    """Build contexts by the former rule meanwhile: the recent detail reaches back from the
+    start of the session (no follow-up needed) with no room of its own for earlier turns."""
+    reach, room = context_module._reach, context_module.EARLIER_TURNS_CHARS
+    context_module._reach = lambda entries, prompts: 0
+    context_module.EARLIER_TURNS_CHARS = CONTEXT_CHARS
+    try:
+        yield
+    finally:
+        context_module._reach, context_module.EARLIER_TURNS_CHARS = reach, room
+
+
 def texts(session: Session) -> dict[str, str]:
-    """The four texts measured for ``session``, by strategy name."""
+    """The texts measured for ``session``, by strategy name."""
     transcript = session.transcript()
     framing = session.framing()
     entries = transcript.entries
     shown = [e for e in entries if full_text([e])]
     dialog = [e for e in entries if e.kind in ("user", "assistant")]
+    with room_filled():
+        filled = build_context(transcript, max_chars=CONTEXT_CHARS, extras=framing.extras)
     return {
         "context": build_context(transcript, max_chars=CONTEXT_CHARS, extras=framing.extras),
+        "context_filled": filled,
         "offline": offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
         or "",
         "last30_raw": full_text(shown[-PEER_ENTRIES:]),
@@ -107,6 +131,7 @@ def run(sessions: Sequence[Session] = SESSIONS) -> list[Row]:
                 len(found_texts["all"]),
                 len(session.facts),
                 by["context"],
+                by["context_filled"],
                 by["offline"],
                 by["last30_raw"],
                 by["last30_dialog"],
@@ -127,29 +152,35 @@ def summary(rows: Sequence[Row]) -> dict[str, object]:
     }
     context_min = min(r.context.recall for r in rows)
     largest = max(r.context.chars for r in rows)
+    share = means["context"]["chars"] / means["context_filled"]["chars"]
     targets = {
         f"context mean recall >= {CONTEXT_MEAN_TARGET}": means["context"]["recall"]
         >= CONTEXT_MEAN_TARGET,
         f"context recall >= {CONTEXT_MIN_TARGET} in every session": context_min
         >= CONTEXT_MIN_TARGET,
         f"context <= {CONTEXT_CHARS:,} chars": largest <= CONTEXT_CHARS,
+        "context recall >= room-filled recall in every session": all(
+            r.context.recall >= r.context_filled.recall for r in rows
+        ),
+        f"context mean chars <= {ECONOMY_TARGET:.0%} of room-filled": share <= ECONOMY_TARGET,
         f"offline mean recall >= {OFFLINE_MEAN_TARGET}": means["offline"]["recall"]
         >= OFFLINE_MEAN_TARGET,
     }
-    return {"means": means, "context_min": context_min, "targets": targets}
+    return {"means": means, "context_min": context_min, "share": share, "targets": targets}
 
 
 def print_table(rows: Sequence[Row], verbose: bool) -> None:
     """The Markdown table, the means and the targets (and, verbose, the misses and recaps)."""
     print(
-        "| session | transcript | facts | context | ctx chars | offline | off chars "
-        "| last 30 raw | raw chars | last 30 dialog | dialog chars |"
+        "| session | transcript | facts | context | ctx chars | room filled | filled chars "
+        "| offline | off chars | last 30 raw | raw chars | last 30 dialog | dialog chars |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r.session} | {r.transcript_chars:,} | {r.facts} "
             f"| {r.context.recall:.2f} | {r.context.chars:,} "
+            f"| {r.context_filled.recall:.2f} | {r.context_filled.chars:,} "
             f"| {r.offline.recall:.2f} | {r.offline.chars:,} "
             f"| {r.last30_raw.recall:.2f} | {r.last30_raw.chars:,} "
             f"| {r.last30_dialog.recall:.2f} | {r.last30_dialog.chars:,} |"
@@ -163,6 +194,7 @@ def print_table(rows: Sequence[Row], verbose: bool) -> None:
     print(f"| **mean** | | {cells} |")
     print()
     print(f"lowest context recall: {result['context_min']:.2f}")
+    print(f"context mean chars: {result['share']:.0%} of the room-filled context's")
     targets = result["targets"]
     assert isinstance(targets, dict)
     for name, ok in targets.items():

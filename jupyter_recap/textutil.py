@@ -129,3 +129,39 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text  # the common case: one C-level scan, nothing to copy
     return _ESCAPES.sub("", text).translate(_INVISIBLE)
+
+
+# Words by which a follow-up points at the turns before it instead of saying what to do, in
+# the languages the offline engine writes: "continue", "try again", "see above", "do the same
+# for B", "Weiter.", "Ça plante encore.", "¿Y el downgrade?", "然后呢？".
+_REFERRING = re.compile(
+    r"(?i)(?<!\w)(?:continue|go on|keep going|carry on|proceed|go ahead|again|retry|same|above"
+    r"|as before|that|this|it|those|these|them|too|also|and now|now what|what now|what next"
+    r"|next|ok|okay|yes|weiter|nochmal|noch einmal|wieder|dasselbe|gleiche|oben|auch"
+    r"|encore|pareil|même|ci-dessus|vas-y|continue|aussi|sigue|sigue|otra vez|lo mismo|igual"
+    r"|arriba|de nuevo|continúa|también|de novo|mesmo|acima|continua|também|ancora|stesso"
+    r"|sopra|di nuovo|anche|opnieuw|hetzelfde|verder|boven|nog een keer|ook)(?!\w)"
+    r"|继续|再|同样|上面|然后|続け|もう一度|同じ|上の|次は"
+)
+_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+_SHORT_WORDS = 3
+_REFERRING_WORDS = 8
+
+
+def refers_back(prompt: str) -> bool:
+    """Whether ``prompt`` is a follow-up whose meaning lives in the turns before it.
+
+    A prompt of a few words ("ok", "and now?", "run it") can only point back; a short one
+    that says "again", "the same", "see above" or "continue" does too ("do the same for
+    B-2002"). A prompt that spells out what to do stands on its own, however it starts. Only
+    the head is read: a prompt longer than that is never short. Chinese and Japanese write
+    no spaces, so there every two characters count as a word.
+    """
+    head = prompt[:200]
+    if len(head) >= 200:
+        return False
+    cjk = len(_CJK_CHAR.findall(head))
+    words = len(_CJK_CHAR.sub(" ", head).split()) + (cjk + 1) // 2
+    if words <= _SHORT_WORDS:
+        return True
+    return words <= _REFERRING_WORDS and _REFERRING.search(head) is not None

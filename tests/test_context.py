@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import jupyter_recap as jr
-from jupyter_recap.pipeline.context import build_context, fingerprint
+from jupyter_recap.pipeline.context import EARLIER_TURNS_CHARS, build_context, fingerprint
 
 
 def session() -> jr.Transcript:
@@ -27,11 +27,12 @@ def test_tiers_and_order() -> None:
     assert framing.startswith("Task framing")
     assert "Original task: Migrate the billing tables" in framing
     lines = recent.strip().splitlines()
-    # The whole short session fits: the recent detail runs back across every earlier turn,
-    # oldest first, so the earlier prompts are not repeated in the framing.
-    assert "Earlier prompts" not in framing
-    assert lines.index("User: step 4: migrate table 4") < lines.index("Assistant: table 5 migrated")
+    # The latest prompt says what to do: the recent detail is its turn, and the earlier
+    # prompts are framing, not replayed steps.
+    assert "Earlier prompts:\n- step 2: migrate table 2" in framing
+    assert "- step 5: migrate table 5" in framing and "table 5 migrated" not in recent
     latest = lines.index("User: why does invoices.ts fail its FK constraint?")
+    assert latest == 0
     assert lines[latest + 1] == "Tool call: read_file(path='invoices.ts')"
     assert lines[latest + 2].startswith("Tool result (read_file): export const invoices")
     assert lines[-1] == "In[12]: df.merge(rates) (+1 lines) → error: KeyError: 'region'"
@@ -197,22 +198,57 @@ def test_a_short_follow_up_comes_with_the_failure_it_means() -> None:
     assert lines[-1] == "User: It failed, see above."
 
 
-def test_earlier_turns_fill_the_room_left_newest_first() -> None:
+def test_a_follow_up_that_points_back_reaches_only_the_turn_it_means() -> None:
     t = jr.Transcript()
     for n in range(30):
         t.user(f"turn {n}: clean column c{n}")
         t.assistant(f"cleaned c{n} " + "x" * 150)
         t.outcome("ok")
     t.user("and now?")
-    text = build_context(t, max_chars=3000)
-    assert len(text) <= 3000
+    text = build_context(t, max_chars=12000)
     recent = text.split("Recent activity (oldest first)\n")[1].splitlines()
-    assert recent[-1] == "User: and now?"
-    assert "User: turn 29: clean column c29" in recent and "cleaned c5 " not in text
-    # the run of earlier turns never opens on a reply cut from its prompt in a way that hides
-    # which turn it belongs to: whole lines only, in order
-    kept = [int(line.split()[2].rstrip(":")) for line in recent if line.startswith("User: turn")]
-    assert kept == sorted(kept) and kept[-1] == 29
+    # "and now?" means the turn before it; that turn says what to do, so no further.
+    assert recent == [
+        "User: turn 29: clean column c29",
+        "Assistant: cleaned c29 " + "x" * 150,
+        "User: and now?",
+    ]
+    assert "cleaned c28 " not in text
+
+
+def test_a_run_of_follow_ups_that_point_back_reaches_two_turns_at_most() -> None:
+    t = jr.Transcript()
+    t.user("clean the orders table and write it to orders_clean.parquet")
+    for prompt in ("continue", "continue", "and now?"):
+        t.assistant("x" * 100)
+        t.outcome("ok")
+        t.user(prompt)
+    recent = build_context(t).split("Recent activity (oldest first)\n")[1].splitlines()
+    assert [line for line in recent if line.startswith("User: ")] == [
+        "User: continue",
+        "User: continue",
+        "User: and now?",
+    ]
+    assert recent[0] == "… (earlier steps omitted)" or recent[0] == "User: continue"
+
+
+def test_earlier_turns_have_a_small_room_of_their_own() -> None:
+    t = jr.Transcript()
+    t.user("scan every module for open() without an encoding")
+    for n in range(100):
+        t.tool_call("read_file", {"path": f"mod{n}.py"})
+        t.tool_result("read_file", "def f(path):\n    with open(path) as f: ..." + "y" * 100)
+    t.assistant("Found 12 calls without an encoding.")
+    t.outcome("ok")
+    t.user("continue")
+    t.assistant("Fixing them now.")
+    text = build_context(t, max_chars=12000)
+    recent = text.split("Recent activity (oldest first)\n")[1]
+    # The turn before holds 100 tool results; the follow-up needs how it ended, not all of it.
+    earlier = recent.split("User: continue")[0]
+    assert len(earlier) <= EARLIER_TURNS_CHARS + 200
+    assert "Found 12 calls without an encoding." in earlier and "mod99.py" in earlier
+    assert "mod10.py" not in text
 
 
 def test_an_unresolved_failure_outlives_later_successes() -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 import jupyter_recap as jr
-from jupyter_recap.pipeline.language import GLUE, detect
+from jupyter_recap.pipeline.language import GLUE, conversation_language, detect
 from jupyter_recap.pipeline.offline import asked, offline_recap, sentence_case
+from jupyter_recap.textutil import refers_back
 
 
 def recap(t: jr.Transcript, **kwargs: object) -> str:
@@ -264,3 +265,190 @@ def test_secrets_never_appear() -> None:
     t = jr.Transcript()
     t.user("call the API with sk-proj-abcdefghijklmnopqrstuvwxyz123456")
     assert "abcdefghijkl" not in (offline_recap(t) or "")
+
+
+# -- a day of use: failures, follow-ups, rounds (issue 21) -----------------------------------
+
+
+def refund_session() -> jr.Transcript:
+    t = jr.Transcript()
+    t.user("Refund order A-1001 in full")
+    t.tool_call("lookup_order", {"order": "A-1001"})
+    t.tool_result("lookup_order", "order A-1001: 2 chairs, 1 monitor, 548 EUR")
+    t.tool_call("issue_refund", {"order": "A-1001", "amount": 548})
+    t.tool_result("issue_refund", "", error="RuntimeError: refund service unavailable")
+    t.assistant(
+        "I looked up the order. The refund could not be issued because the service is down."
+    )
+    t.outcome("ok")
+    return t
+
+
+def test_a_tool_failure_the_reply_glosses_over_is_named_with_its_tool_and_error() -> None:
+    assert recap(refund_session()) == (
+        "Task: Refund order A-1001 in full. "
+        "The tool issue_refund failed: RuntimeError: refund service unavailable. "
+        "Next: Look at that error, then rerun the agent cell."
+    )
+
+
+def test_the_step_the_reply_proposes_after_the_failure_stays_the_next_step() -> None:
+    t = refund_session()
+    t.assistant("Next: retry issue_refund once the refund service is back.")
+    text = recap(t)
+    # The reply names the tool: it is the news, and its step comes last.
+    assert text.endswith("Next: Retry issue_refund once the refund service is back.")
+
+
+def test_a_reply_that_names_the_failure_is_quoted() -> None:
+    t = jr.Transcript()
+    t.user("Refund order A-1001 in full")
+    t.tool_call("issue_refund", {"order": "A-1001"})
+    t.tool_result("issue_refund", "", error="HTTPError: 503 Service Unavailable")
+    t.assistant("The payment API answered 503, so nothing was refunded. Next: retry in an hour.")
+    t.outcome("ok")
+    assert recap(t) == (
+        "Task: Refund order A-1001 in full. "
+        "Last reply: The payment API answered 503, so nothing was refunded. "
+        "Next: Retry in an hour."
+    )
+
+
+def test_a_failure_a_later_call_with_the_same_arguments_fixed_is_not_stated() -> None:
+    t = jr.Transcript()
+    t.user("Refund order A-1001 in full")
+    t.tool_call("issue_refund", {"order": "A-1001"})
+    t.tool_result("issue_refund", "", error="RuntimeError: refund service unavailable")
+    t.tool_call("issue_refund", {"order": "A-1001"})
+    t.tool_result("issue_refund", "refund R-9 issued")
+    t.assistant("Done: refund R-9 issued for 548 EUR.")
+    t.outcome("ok")
+    assert "failed" not in recap(t) and "Last reply: Done: refund R-9 issued" in recap(t)
+
+
+def test_a_follow_up_that_corrects_the_task_is_the_task_with_its_amount() -> None:
+    t = refund_session()
+    t.user("Wait, only one chair came back. Refund only one monitor (199 EUR).")
+    assert recap(t) == "Task: Refund only one monitor (199 EUR)."
+    t.tool_call("issue_refund", {"order": "A-1001", "amount": 199})
+    t.tool_result("issue_refund", "refund R-77 issued")
+    t.assistant("Refunded 199 EUR for one monitor (refund R-77).")
+    t.outcome("ok")
+    assert recap(t) == (
+        "Task: Refund only one monitor (199 EUR). "
+        "Last reply: Refunded 199 EUR for one monitor (refund R-77)."
+    )
+
+
+def test_a_follow_up_that_points_back_keeps_the_task_and_says_what_was_asked() -> None:
+    t = refund_session()
+    t.user("do the same for B-2002")
+    assert recap(t) == ("Task: Refund order A-1001 in full. Latest ask: Do the same for B-2002.")
+
+
+def test_a_short_english_follow_up_keeps_the_labels() -> None:
+    t = refund_session()
+    t.user("Retry once more")  # no word that tells a language on its own
+    t.tool_call("issue_refund", {"order": "A-1001", "amount": 548})
+    t.tool_result("issue_refund", "", error="RuntimeError: refund service unavailable")
+    t.assistant("Still failing.")
+    t.outcome("ok")
+    assert recap(t) == (
+        "Task: Refund order A-1001 in full. "
+        "The tool issue_refund failed: RuntimeError: refund service unavailable. "
+        "Next: Look at that error, then rerun the agent cell."
+    )
+
+
+def test_an_errored_latest_turn_names_its_error() -> None:
+    t = refund_session()
+    t.user("continue")
+    t.outcome("errored", "openai.APIConnectionError: Connection error.")
+    assert recap(t) == (
+        "Task: Refund order A-1001 in full. "
+        "The last agent turn errored: openai.APIConnectionError: Connection error. "
+        "Next: Look at that error, then rerun the agent cell."
+    )
+
+
+def test_every_round_is_named_by_what_it_did() -> None:
+    t = jr.Transcript()
+    t.user("Summarise the open support tickets")
+    t.assistant("There are 14 open tickets; 3 are about refunds.")
+    t.outcome("ok")
+    first = recap(t)
+    t.user("Summarise the open support tickets")  # the same cell run again
+    t.assistant("There are 15 open tickets now; 4 are about refunds.")
+    t.outcome("ok")
+    second = recap(t)
+    assert second != first and "15 open tickets" in second
+    t.user("Also list the ticket ids about refunds")
+    assert recap(t).endswith("Latest ask: Also list the ticket ids about refunds.")
+
+
+def test_a_new_step_keeps_the_task_and_a_stale_step_is_not_repeated() -> None:
+    t = jr.Transcript()
+    t.user("build the ETL for the sales data")
+    t.assistant("Loader done. Next: write the dedupe step.")
+    t.outcome("ok")
+    t.user("add a test for the dedupe step")
+    assert recap(t) == (
+        "Task: Build the ETL for the sales data. Latest ask: Add a test for the dedupe step."
+    )
+
+
+def test_an_interrupted_round_says_so_and_what_the_agent_said_before() -> None:
+    t = jr.Transcript()
+    t.user("train the churn model")
+    t.assistant("The grid search ran out of memory. Next: rerun it with n_jobs=2.")
+    t.outcome("ok")
+    t.user("continue")
+    t.tool_call("run_cell", {"code": "search.fit(X, y)"})
+    t.outcome("aborted")
+    assert recap(t) == (
+        "Task: Train the churn model. The last agent turn was interrupted; before that: "
+        "The grid search ran out of memory. Next: Rerun it with n_jobs=2."
+    )
+
+
+def test_a_long_recap_shortens_the_task_not_the_next_step() -> None:
+    t = jr.Transcript()
+    t.user("Build the quarterly revenue report " + "with every region and product line " * 8)
+    t.assistant(
+        "The regions are loaded and reconciled against the ledger for every quarter so far, "
+        "with the returns netted out. Next: " + "join the product lines and check totals " * 3
+    )
+    text = recap(t)
+    assert len(text) <= 400
+    assert text.endswith("join the product lines and check totals.")
+    assert "…" in text.split("Last reply")[0]
+
+
+def test_the_replies_tell_the_language_when_the_prompts_cannot() -> None:
+    assert detect(["Refund order A-1001 in full"]) is None
+    assert conversation_language(["Refund order A-1001 in full"], ["I looked it up."]) == "en"
+    # Never English glue for a session in a script no table covers.
+    russian = ["Исправь загрузчик, пожалуйста"]
+    assert conversation_language(russian, ["I fixed the loader and the tests pass."]) is None
+    # A short follow-up does not undo a clear first prompt.
+    first = "Please clean the orders table and fix the dates in it"
+    assert conversation_language([first, "Nochmal."]) == "en"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "points_back"),
+    [
+        ("continue", True),
+        ("and now?", True),
+        ("try again", True),
+        ("do the same for B-2002", True),
+        ("It failed, see above.", True),
+        ("Es ist wieder abgestürzt, siehe oben. Weiter.", True),
+        ("然后呢？", True),
+        ("Wait, only one chair came back. Refund only one monitor (199 EUR).", False),
+        ("Now add the churn section and the three charts to the report.", False),
+        ("Compute the average delivery time per region from deliveries.parquet", False),
+    ],
+)
+def test_refers_back(prompt: str, points_back: bool) -> None:
+    assert refers_back(prompt) is points_back

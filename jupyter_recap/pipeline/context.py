@@ -2,8 +2,9 @@
 
 *Task framing* is cheap orientation: the session's first prompt, the latest summary, a few earlier
 prompts, the task list and memory notes. *Recent detail* is the latest prompt, the failures no later
-run fixed, and then the newest lines: everything since the latest prompt and, while there is room,
-the turns before it, so a short follow-up ("it failed, see above") comes with the failure it means.
+run fixed, and then the newest lines: everything since the latest prompt and, only when that prompt
+points back ("it failed, see above", "continue"), the end of the turn it means, so the follow-up
+comes with the failure it points at while a prompt that says what to do costs no earlier steps.
 Only the indexes and the tail are touched, so the cost does not grow with the length of the session.
 """
 
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..record.transcript import SILENT_KINDS, Entry, Snapshot, Transcript
-from ..textutil import error_line, first_line, shorten
+from ..textutil import error_line, first_line, refers_back, shorten
 from .redact import Redactor, strip_reasoning
 
 FIRST_PROMPT_CHARS = 600
@@ -28,6 +29,10 @@ TOOL_CALL_CHARS = 200
 TOOL_RESULT_CHARS = 300
 CODE_HEAD_CHARS = 160
 ERROR_CHARS = 240
+#: How many turns back a run of follow-ups that point back ("continue", "and now?") reaches.
+REACH_TURNS = 2
+#: The room for the steps of those earlier turns (the latest turn has the rest of the cap).
+EARLIER_TURNS_CHARS = 1500
 
 FRAMING_HEADER = "Task framing"
 RECENT_HEADER = "Recent activity (oldest first)"
@@ -119,7 +124,8 @@ def build_context(
         framing = _framing(entries, snap.prompts, snap.summary, extras, clean, limit)
         used = len(framing) + 2 if framing else 0  # the framing and the blank line after it
         budget = max_chars - used - len(RECENT_HEADER)  # each line costs its length + "\n"
-        recent, shown = _recent(entries, snap, budget, clean)
+        reach = _reach(entries, snap.prompts)
+        recent, shown = _recent(entries, snap, budget, clean, reach)
         if framing and shown.intersection(snap.prompts[1:-1]):
             # Prompts the recent detail reached say it there: once is enough. (Without them an
             # older prompt the first framing had no room for may come back: the recent detail
@@ -203,16 +209,37 @@ def _visible(entry: Entry) -> bool:
     return kind != "outcome" or entry.outcome in ("errored", "aborted")
 
 
+def _reach(entries: list[Entry], prompts: Sequence[int]) -> int:
+    """Where the newest steps may reach back to: the latest prompt, or, when it points back
+    ("continue", "it failed, see above", "do the same for B"), the prompt it refers to.
+
+    A follow-up that points back reaches one turn further per prompt that points back, up
+    to :data:`REACH_TURNS` turns: "and now?" after "continue" needs the turn "continue"
+    went on from. A prompt that says what to do needs nothing before it but the framing (the
+    original task, the earlier prompts) and the failures no later run fixed, which are kept
+    wherever they are. Sessions without prompts (cells alone) have no turns to stop at.
+    """
+    if not prompts:
+        return 0
+    position = len(prompts) - 1
+    while position > 0 and len(prompts) - 1 - position < REACH_TURNS:
+        if not refers_back(entries[prompts[position]].text):
+            break
+        position -= 1
+    return prompts[position]
+
+
 def _recent(
-    entries: list[Entry], snap: Snapshot, budget: int, clean: Redactor
+    entries: list[Entry], snap: Snapshot, budget: int, clean: Redactor, reach: int = 0
 ) -> tuple[list[str], set[int]]:
     """The recent detail in at most ``budget`` characters, and the indexes it shows.
 
     The latest prompt always has a line (its head, when not even that fits). Failures that no
     later run fixed are kept next, in a quarter of the room at most. The rest is the newest
-    lines, walking back from the end and on across earlier turns while they fit whole. Lines
-    stay in the order they happened; a marker stands wherever steps were left out.
-    ``budget`` counts each line with its line break.
+    lines, walking back from the end while they fit whole, down to ``reach`` (see
+    :func:`_reach`); lines of turns before the latest prompt share
+    :data:`EARLIER_TURNS_CHARS`. Lines stay in the order they happened; a marker stands
+    wherever steps were left out. ``budget`` counts each line with its line break.
     """
     gap = len(OMITTED) + 1
     last = snap.prompts[-1] if snap.prompts else None
@@ -241,19 +268,26 @@ def _recent(
     walked: list[int] = []
     shown: dict[int, str] = {}
     index = snap.size - 1
-    while index >= 0:
+    # Earlier turns get a small room of their own: a follow-up that points back needs how
+    # the turn before it ended, not all of that turn's steps.
+    earlier = EARLIER_TURNS_CHARS
+    while index >= reach:
         if index in pinned:
             budget += gap
         elif _visible(entries[index]):
             line = render_entry(entries[index], clean)
             if line is not None:
-                if len(line) + 1 > budget:
+                cost = len(line) + 1
+                before = last is not None and index < last
+                if cost > budget or (before and cost > earlier):
                     break
                 shown[index] = line
                 walked.append(index)
-                budget -= len(line) + 1
+                budget -= cost
+                if before:
+                    earlier -= cost
         index -= 1
-    if index >= 0:
+    if index >= reach:
         # Never open on a tool result whose call was cut away: the model would misread it.
         while walked and entries[walked[-1]].kind == "tool_result":
             del shown[walked.pop()]

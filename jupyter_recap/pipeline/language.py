@@ -13,7 +13,7 @@ model; the prompts are what is read, never code or errors (those are mostly Engl
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -27,6 +27,8 @@ class Glue:
     tool_failed: str
     turn_errored: str
     turn_aborted: str
+    aborted_after: str
+    """An interrupted turn, and what the agent said before it."""
     next: str
     fix_cell: str
     retry_turn: str
@@ -47,6 +49,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="The tool {name} failed: {error}",
         turn_errored="The last agent turn errored: {error}",
         turn_aborted="The last agent turn was interrupted before it finished",
+        aborted_after="The last agent turn was interrupted; before that: {}",
         next="Next: {}",
         fix_cell="fix {cell} and run it again",
         retry_turn="look at that error, then rerun the agent cell",
@@ -61,6 +64,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="Das Werkzeug {name} schlug fehl: {error}",
         turn_errored="Der letzte Agenten-Durchlauf endete mit einem Fehler: {error}",
         turn_aborted="Der letzte Agenten-Durchlauf wurde unterbrochen, bevor er fertig war",
+        aborted_after="Der letzte Agenten-Durchlauf wurde unterbrochen; davor: {}",
         next="Als Nächstes: {}",
         fix_cell="{cell} korrigieren und erneut ausführen",
         retry_turn="den Fehler ansehen, dann die Agenten-Zelle erneut ausführen",
@@ -75,6 +79,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="L'outil {name} a échoué : {error}",
         turn_errored="Le dernier tour de l'agent a échoué : {error}",
         turn_aborted="Le dernier tour de l'agent a été interrompu avant la fin",
+        aborted_after="Le dernier tour de l'agent a été interrompu ; avant : {}",
         next="Ensuite : {}",
         fix_cell="corriger {cell} et la relancer",
         retry_turn="examiner cette erreur, puis relancer la cellule de l'agent",
@@ -89,6 +94,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="La herramienta {name} falló: {error}",
         turn_errored="El último turno del agente terminó con un error: {error}",
         turn_aborted="El último turno del agente se interrumpió antes de terminar",
+        aborted_after="El último turno del agente se interrumpió; antes: {}",
         next="Siguiente: {}",
         fix_cell="corregir {cell} y volver a ejecutarla",
         retry_turn="revisar ese error y volver a ejecutar la celda del agente",
@@ -103,6 +109,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="A ferramenta {name} falhou: {error}",
         turn_errored="O último turno do agente terminou com erro: {error}",
         turn_aborted="O último turno do agente foi interrompido antes de terminar",
+        aborted_after="O último turno do agente foi interrompido; antes: {}",
         next="Próximo passo: {}",
         fix_cell="corrigir {cell} e executá-la de novo",
         retry_turn="ver esse erro e executar de novo a célula do agente",
@@ -117,6 +124,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="Lo strumento {name} è fallito: {error}",
         turn_errored="L'ultimo turno dell'agente è terminato con un errore: {error}",
         turn_aborted="L'ultimo turno dell'agente è stato interrotto prima della fine",
+        aborted_after="L'ultimo turno dell'agente è stato interrotto; prima: {}",
         next="Prossimo passo: {}",
         fix_cell="correggere {cell} ed eseguirla di nuovo",
         retry_turn="esaminare l'errore, poi rieseguire la cella dell'agente",
@@ -131,6 +139,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="De tool {name} mislukte: {error}",
         turn_errored="De laatste agentbeurt eindigde met een fout: {error}",
         turn_aborted="De laatste agentbeurt werd onderbroken voordat hij klaar was",
+        aborted_after="De laatste agentbeurt werd onderbroken; daarvoor: {}",
         next="Volgende stap: {}",
         fix_cell="{cell} repareren en opnieuw uitvoeren",
         retry_turn="die fout bekijken en dan de agentcel opnieuw uitvoeren",
@@ -145,6 +154,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="工具 {name} 出错：{error}",
         turn_errored="上一轮代理运行出错：{error}",
         turn_aborted="上一轮代理运行在完成前被中断",
+        aborted_after="上一轮代理运行被中断；此前：{}",
         next="下一步：{}",
         fix_cell="修复 {cell} 并重新运行",
         retry_turn="查看该错误，然后重新运行代理单元格",
@@ -161,6 +171,7 @@ GLUE: dict[str, Glue] = {
         tool_failed="ツール {name} が失敗しました：{error}",
         turn_errored="前回のエージェントの実行がエラーで終了しました：{error}",
         turn_aborted="前回のエージェントの実行は完了前に中断されました",
+        aborted_after="前回のエージェントの実行は中断されました。その前：{}",
         next="次：{}",
         fix_cell="{cell} を修正して再実行する",
         retry_turn="エラーを確認してからエージェントのセルを再実行する",
@@ -180,6 +191,7 @@ NO_GLUE = Glue(
     tool_failed="{name} ✗ {error}",
     turn_errored="✗ {error}",
     turn_aborted="",
+    aborted_after="{}",
     next="→ {}",
     fix_cell="{cell}",
     retry_turn="",
@@ -199,7 +211,10 @@ _WORDS: dict[str, frozenset[str]] = {
     "en": _words(
         "the and is are of to in for with it this that please can you why what how not from "
         "on my we was be have has then now again still fix run by per into all each using "
-        "use make add write show get check list load build find clean plot"
+        "use make add write show get check list load build find clean plot an at or if but "
+        "so i me our your only one just same instead wait more than too very which who when "
+        "where there here they them their been will would should could need want try back "
+        "any some yes came went did does"
     ),
     "de": _words(
         "der die das und ist sind nicht mit für auf ein eine einen den dem zu es ich bitte "
@@ -261,6 +276,28 @@ def detect(prompts: Iterable[str]) -> str | None:
     if (top >= 2 and top > runner_up * 1.5) or (top == 1 and runner_up == 0):
         return best
     return None
+
+
+def conversation_language(prompts: Sequence[str], replies: Sequence[str] = ()) -> str | None:
+    """The language of a conversation: its prompts, the first counted twice, else with the
+    agent's ``replies``.
+
+    The first prompt states the task in whole sentences; a follow-up is often a few words
+    ("Refund only one monitor (199 EUR).") that tell no language apart, and must not turn a
+    session whose language was clear into one without glue. When the prompts alone cannot
+    tell, the replies are read too: the agent answers in the person's language. Never when
+    the prompts are in a script no table covers: an English reply to a Russian prompt would
+    give the Russian session English glue.
+    """
+    if not prompts:
+        return detect(replies) if replies else None
+    found = detect([prompts[0], *prompts])
+    if found is not None or not replies:
+        return found
+    read = " ".join(prompt[:_READ_CHARS] for prompt in prompts)
+    if len(_OTHER_SCRIPT.findall(read)) >= 3:
+        return None
+    return detect([*prompts, *replies])
 
 
 def glue_for(language: str | None) -> Glue:

@@ -4,22 +4,27 @@ It is what everyone without an API key reads first, so it says, in at most three
 the conversation's language (:mod:`.language`):
 
 1. the task as the person asked it: the sentence of the first prompt that asks (not the preamble
-   describing the data), or the goal of the latest summary;
-2. where things stand: the latest failure nothing fixed since (a cell, an unanswered tool call, an
-   errored turn); else a new ask when no step is named; else what the agent said about its
-   latest failure, or its latest reply; else that the turn was interrupted;
+   describing the data), or the goal of the latest summary; a later prompt that corrects it
+   ("Wait, … Refund only one monitor (199 EUR).") is the task from then on;
+2. where things stand, in the latest round (the latest prompt and what followed): a failure
+   nothing fixed since (a cell, an errored turn, a tool failure no reply names); else an
+   interruption and what the agent said before it; else what the agent said about the failure
+   or its latest reply; else the new ask itself;
 3. what to do next: the step the agent proposed after that failure, else fixing it; with no
-   failure, the step the latest reply names, else the task list's open task.
+   failure, the step the quoted reply names, else the task list's open task.
+
+Everything else gives way to the next step when the three do not fit the recap's cap.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ..record.transcript import Entry, Transcript
-from ..textutil import error_line, first_line, sentences, shorten
-from .language import Glue, detect, glue_for
-from .prompt import tidy
+from ..textutil import error_line, first_line, refers_back, sentences, shorten
+from .language import Glue, conversation_language, glue_for
+from .prompt import MAX_RECAP_CHARS, tidy
 from .redact import Redactor, strip_reasoning
 
 _STEP_LABELS = (
@@ -71,6 +76,12 @@ _IMPERATIVE = re.compile(
     r"(?i)^(?:write|build|make|create|add|fix|find|plot|train|compute|calculate|show|load|clean|"
     r"merge|join|implement|refactor|explain|debug|deduplicate|dedupe|migrate|scrape|fetch|"
     r"parse|convert|summari[sz]e|analy[sz]e|compare|update|remove|drop|rename|split|test|"
+    r"refund|cancel|send|delete|use|set|change|run|rerun|retry|try|redo|undo|revert|stop|keep|"
+    r"move|copy|replace|sort|filter|group|save|export|import|install|upgrade|deploy|pay|charge|"
+    r"email|check|verify|validate|review|generate|draft|translate|format|resample|fill|impute|"
+    r"normali[sz]e|scale|encode|restore|open|close|read|list|print|give|tell|get|put|start|"
+    r"finish|ignore|handle|include|exclude|skip|limit|approve|reject|book|schedule|assign|"
+    r"label|tag|predict|evaluate|tune|optimi[sz]e|prepare|rewrite|do|don't|"
     r"why|how|what|which|where|warum|wieso|wie|was|pourquoi|comment|quel|por qué|cómo|qué|"
     r"por que|porque|como|perché|come|waarom|hoe|wat)\b"
 )
@@ -81,6 +92,39 @@ _PREAMBLE = re.compile(
     r"j'ai|voici|il y a|nous avons|tengo|aquí|hay|tenemos|eu tenho|tenho|aqui está|temos|"
     r"ho |ecco|abbiamo|ik heb|hier is|er is|we hebben|我有|这是)"
 )
+# Amounts, counts and ids: digits, currency signs and codes.
+_SPECIFIC = re.compile(r"\d|[€$£¥]|\b(?:EUR|USD|GBP|CHF|JPY|CNY)\b")
+# A follow-up that corrects the task says so, in the languages of the glue table ...
+_CORRECTS = re.compile(
+    r"(?i)(?:^|(?<=[\s,.;:!?¿¡(]))(?:wait|actually|instead|rather|scratch that|never mind"
+    r"|change of plans?|i meant|correction|not\s+\w+\s*,?\s+but|warte|eigentlich|stattdessen"
+    r"|lieber|doch nicht|vergiss|ich meinte|attends|en fait|plutôt|au lieu de|oublie"
+    r"|je voulais dire|espera|en realidad|en vez de|en lugar de|olvida|quise decir"
+    r"|na verdade|em vez de|ao invés de|esquece|quis dizer|aspetta|in realtà|invece"
+    r"|piuttosto|lascia perdere|intendevo|wacht|eigenlijk|in plaats van|laat maar"
+    r"|ik bedoelde)(?=[\s,.;:!?]|$)"
+    r"|^(?:no|nein|non|não|nee)\s*[,.!]"
+    r"|等等|其实|改成|改为|算了|不对|待って|やっぱり|代わりに|ではなく"
+)
+# ... or narrows it ("only", with an amount or a count).
+_NARROWS = re.compile(
+    r"(?i)(?:^|(?<=[\s,.;:!?¿¡(]))(?:only|just|nur|seulement|uniquement|solo|sólo|só|apenas"
+    r"|soltanto|alleen)(?=[\s,.;:!?]|$)|只|だけ"
+)
+# What an error message says specifically: a quoted key or path, an identifier, a code.
+_QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
+_ERROR_TOKEN = re.compile(r"\b\d{3,}\b|\b\w*[_./]\w[\w./-]*|\b[A-Z][a-z]+[A-Z]\w*")
+_WORD = re.compile(r"[^\W\d_]{3,}")
+_CAMEL = re.compile(r"[A-Z][a-z]{3,}")
+# Words of exception names that say only that something failed, not what.
+_GENERIC = frozenset(
+    {
+        *("error", "exception", "runtime", "value", "type", "index", "attribute", "name"),
+        *("found", "file", "lookup", "assertion", "system", "base", "warning", "failure"),
+        *("fault", "exit", "interrupt", "invalid", "unknown", "internal", "bad"),
+    }
+)
+_READ_CHARS = 600
 _POLITE = re.compile(r"(?i)\b(?:please|bitte|por favor|per favore|s'il vous plaît|alsjeblieft)\b")
 _SENTENCE_CASE = re.compile(r"^[a-zà-öø-ÿ]+(?=[\s,;:]|$)")
 
@@ -107,6 +151,9 @@ def asked(text: str) -> str:
             score += 1
         if _PREAMBLE.match(sentence):
             score -= 3
+        if _SPECIFIC.search(sentence):
+            # An amount, an id or a count is what a correction changes ("only 199 EUR").
+            score += 1
         if best_score is None or score > best_score:
             best, best_score = sentence, score
     stripped = _ASKS.sub("", best, count=1).strip()
@@ -144,32 +191,76 @@ def _next_step(reply: Entry, clean: Redactor) -> str | None:
     return shorten(step[0], STEP_CHARS).rstrip(".。") or None
 
 
-def _failures(
-    entries: list[Entry], start: int, unresolved: tuple[int, ...], last_reply: int
-) -> tuple[int | None, int | None]:
-    """The latest failure nothing explained and the latest the agent explained, as indexes in
-    ``entries`` (which starts at ``start`` of the transcript; ``last_reply`` is the index of
-    the latest reply in it, or -1).
+def _redirects(prompt: str) -> bool:
+    """Whether a follow-up replaces the task instead of adding to it or pointing back.
 
-    A cell or tool failure counts while no later run of the same cell or tool succeeded. A
-    cell is the person's own: nobody explained it. A tool failure is the agent's: a reply after
-    it explains it (or says it could not go on). A turn counts when it is the latest to end
-    and it errored.
+    "Wait, only one chair came back. Refund only one monitor (199 EUR)." corrects the task:
+    from then on it is the task. "Add a test for the dedupe step" adds a step to the task,
+    and "do the same for B" points back at it: both leave the task as it was. A correction
+    says so ("wait", "actually", "instead", "I meant"), or narrows the task to an amount or
+    a count ("only 2 of them").
     """
-    ended = _latest(entries, {"outcome"})
-    unexplained: list[int] = []
-    explained: list[int] = []
-    for index in unresolved:
-        local = index - start
-        if local < 0:
-            continue
-        if entries[local].kind == "tool_result" and local < last_reply:
-            explained.append(local)
-        else:
-            unexplained.append(local)
-    if ended is not None and ended[1].outcome == "errored" and ended[0] > last_reply:
-        unexplained.append(ended[0])
-    return max(unexplained, default=None), max(explained, default=None)
+    if refers_back(prompt):
+        return False
+    head = prompt[:_READ_CHARS]
+    return _CORRECTS.search(head) is not None or (
+        _NARROWS.search(head) is not None and _SPECIFIC.search(head) is not None
+    )
+
+
+def _task(
+    entries: list[Entry], prompts: tuple[int, ...], summary: int | None, clean: Redactor
+) -> tuple[str, int | None]:
+    """The task as it stands, and the index of the prompt that set it (None: a summary).
+
+    The latest summary's goal, else the first prompt's ask; a later prompt that corrects
+    or redirects it replaces it (only prompts after the summary: it already distilled the
+    ones before).
+    """
+    task, source = "", None
+    if summary is not None:
+        goal = sentences(_GOAL.sub("", clean(entries[summary].text)), lines_end=True)
+        task = sentence_case(shorten(goal[0], TASK_CHARS)) if goal else ""
+    elif prompts:
+        source = prompts[0]
+        task = _anchored(asked(clean(entries[source].text)), clean(entries[source].text))
+    for index in prompts[1:]:
+        if (summary is None or index > summary) and _redirects(entries[index].text):
+            source = index
+            task = _anchored(asked(clean(entries[index].text)), clean(entries[index].text))
+    return task, source
+
+
+def _named(text: str, name: str | None, error: str) -> bool:
+    """Whether ``text`` (a reply's gist) names a tool failure: the tool, the exception, or
+    what the error says.
+
+    What counts is what a reader of the gist alone would learn: the tool's name, the
+    exception's name, a specific the error quotes (a key, a path, a status code), or two
+    words of its message in a row ("service unavailable", "too many requests"). A reply that
+    only says the work went on ("I looked up the order.") names nothing, however clearly its
+    later sentences explain the failure: the recap quotes one sentence.
+    """
+    said = " ".join(text.casefold().split())
+    if name and name.casefold() in said:
+        return True
+    line = " ".join(error_line(error).split())
+    head, colon, message = line.partition(": ")
+    if not colon:
+        head, message = ("", line) if " " in line else (line, "")
+    exception = head.rsplit(".", 1)[-1]
+    if exception and exception.casefold() in said:
+        return True
+    # "ran out of memory" names a MemoryError; "the file" names no FileNotFoundError.
+    kinds = {word.casefold() for word in _CAMEL.findall(exception)} - _GENERIC
+    if any(re.search(rf"\b{re.escape(kind)}", said) for kind in kinds):
+        return True
+    specifics = [quoted for pair in _QUOTED.findall(message) for quoted in pair if quoted]
+    specifics += _ERROR_TOKEN.findall(message)
+    if any(len(token) >= 3 and token.casefold() in said for token in specifics):
+        return True
+    words = _WORD.findall(message.casefold())
+    return any(f"{a} {b}" in said for a, b in itertools.pairwise(words) if len(a + b) >= 8)
 
 
 def offline_recap(
@@ -191,57 +282,159 @@ def offline_recap(
         start = max(0, snap.size - _WINDOW)
         if prompts:
             start = min(start, prompts[-2] if len(prompts) > 1 else prompts[-1])
-        first = entries[prompts[0]] if prompts else None
-        latest = entries[prompts[-1]] if prompts else None
-        summary = entries[snap.summary] if snap.summary is not None else None
         tail = entries[start:]
+        task, source = _task(entries, prompts, snap.summary, clean)
+        latest = entries[prompts[-1]] if prompts else None
         said = [entries[i].text for i in prompts]
-    if first is None and summary is None and not any(e.kind == "code" for e in tail):
+        last = prompts[-1] - start if prompts else 0
+    if not task and latest is None and not any(e.kind == "code" for e in tail):
         return None
-    glue = glue_for(detect(said) if said else "en")
-
-    task = ""
-    if summary is not None:
-        goal = sentences(_GOAL.sub("", clean(summary.text)), lines_end=True)
-        task = sentence_case(shorten(goal[0], TASK_CHARS)) if goal else ""
-    elif first is not None:
-        task = _anchored(asked(clean(first.text)), clean(first.text))
-    written = [glue.task.format(task)] if task else []
-
     replies = [i for i, entry in enumerate(tail) if entry.kind == "assistant"]
-    failed, explained = _failures(tail, start, snap.unresolved, replies[-1] if replies else -1)
-    # The step the latest reply names; a step named before the latest failure is stale.
-    latest_failure = max((i for i in (failed, explained) if i is not None), default=-1)
-    after = [i for i in replies if i > latest_failure]
-    step = next(filter(None, (_next_step(tail[i], clean) for i in reversed(after))), None)
-    nxt = ""
+    # The language the person writes in; the replies only when the prompts cannot tell.
+    glue = glue_for(
+        conversation_language(said, [tail[i].text for i in replies[-2:]]) if said else "en"
+    )
+    # The latest round: the latest prompt and all after it (cells alone: the whole tail).
+    answers = [i for i in replies if i >= last]
+    ask = asked(clean(latest.text)) if latest is not None else ""
+    new_ask = bool(ask) and prompts[-1] != source and ask != task and not _short(ask)
+    ended = _latest(tail, {"outcome"})
+    if ended is not None and ended[0] < last and new_ask:
+        ended = None  # an errored turn before a new ask is the older news
+    failed, told = _standing(tail, start, last, snap.unresolved, answers, ended, clean)
+
+    state, nxt = "", ""
     if failed is not None:
         state, fix = _state(tail[failed], glue, clean)
-        written.append(state)
-        nxt = step or fix
+        nxt = _step_after(tail, answers, failed, clean) or fix
     else:
-        ask = asked(clean(latest.text)) if latest is not None and latest is not first else ""
-        # What the agent said about its latest failure, else what its latest reply says.
-        told = [i for i in replies if explained is not None and i > explained][:1] or replies[-1:]
-        gist = _gist(tail[told[0]], step, clean) if told else ""
-        if ask and ask != task and not step and not open_task and not _short(ask):
-            # Without a stated next step, a new ask is the best hint of where things stand.
-            written.append(glue.latest_ask.format(shorten(ask, ASK_CHARS)))
-        elif gist:
-            written.append(glue.reply.format(gist))
-        elif (ended := _latest(tail, {"outcome"})) is not None and ended[1].outcome == "aborted":
-            written.append(glue.turn_aborted)
-        elif not written and (code := _latest(tail, {"code"})) is not None:
-            written.append(glue.last_cell.format(shorten(first_line(clean(code[1].text)), 100)))
+        quoted = told if told is not None else (answers[-1] if answers else None)
+        if quoted is None and replies and (latest is None or _short(ask)):
+            quoted = replies[-1]  # a bare "and now?": what the agent said last still stands
+        later = [i for i in replies if quoted is not None and i >= quoted]
+        step = _step_after(tail, later, -1, clean)
+        if (
+            ended is not None
+            and ended[1].outcome == "aborted"
+            and ended[0] >= last
+            and (not answers or ended[0] > answers[-1])
+        ):
+            # Interrupted: what the agent said about its latest failure (else last) still
+            # says where the work stood, and its step is still the next one.
+            before = _before_interruption(tail, start, snap.unresolved, replies)
+            gist = _gist(tail[before], None, clean) if before is not None else ""
+            state = glue.aborted_after.format(gist) if gist else glue.turn_aborted
+            step = step or (
+                _step_after(tail, [i for i in replies if i >= before], -1, clean)
+                if before is not None
+                else None
+            )
+        elif quoted is not None and (gist := _gist(tail[quoted], step, clean)):
+            state = glue.reply.format(gist)
+        elif new_ask:
+            # The round holds the ask alone: it is what happened since.
+            state = glue.latest_ask.format(shorten(ask, ASK_CHARS))
+        elif not task and (code := _latest(tail, {"code"})) is not None:
+            state = glue.last_cell.format(shorten(first_line(clean(code[1].text)), 100))
         if step:
             nxt = step
         elif open_task:
             nxt = shorten(clean(open_task), STEP_CHARS)
             if progress is not None:
                 nxt += " " + glue.progress.format(done=progress[0], total=progress[1])
-    if nxt:
-        written.append(glue.next.format(sentence_case(nxt)))
-    text = tidy(glue.space.join(_ended(sentence_case(s), glue) for s in written[:3] if s))
+    return _written(glue, task, state, nxt)
+
+
+def _standing(
+    tail: list[Entry],
+    start: int,
+    last: int,
+    unresolved: tuple[int, ...],
+    answers: list[int],
+    ended: tuple[int, Entry] | None,
+    clean: Redactor,
+) -> tuple[int | None, int | None]:
+    """The failure the recap states, and the reply that names the latest tool failure, as
+    indexes in ``tail`` (which starts at ``start`` of the transcript; the latest round starts
+    at ``last`` in it and ``answers`` are its replies).
+
+    A cell failure no later run fixed is the person's own: stated. An errored turn with no
+    reply after it: stated. A tool failure of the latest round that no later call of the
+    same tool (same arguments) fixed: stated, unless a reply after it names it (the tool,
+    the exception, what the error says). A reply that goes on as if nothing failed ("I
+    looked up the order.") must not hide it. Tool failures of earlier rounds were that
+    round's news; the context still carries them.
+    """
+    stated: list[int] = []
+    told: int | None = None
+    for index in unresolved:
+        local = index - start
+        if local < 0:
+            continue
+        entry = tail[local]
+        if entry.kind != "tool_result":
+            stated.append(local)
+            continue
+        if local < last:
+            continue
+        naming = next(
+            (
+                i
+                for i in answers
+                if i > local
+                and _named(_gist(tail[i], None, clean), entry.name, clean(entry.error or ""))
+            ),
+            None,
+        )
+        if naming is None:
+            stated.append(local)
+        else:
+            told = naming if told is None else max(told, naming)
+    errored = ended is not None and ended[1].outcome == "errored"
+    if ended is not None and errored and (not answers or ended[0] > answers[-1]):
+        stated.append(ended[0])
+    return max(stated, default=None), told
+
+
+def _before_interruption(
+    tail: list[Entry], start: int, unresolved: tuple[int, ...], replies: list[int]
+) -> int | None:
+    """The reply to quote for an interrupted round: the first after the latest tool failure
+    a reply followed, else the latest (indexes in ``tail``, which starts at ``start``)."""
+    if not replies:
+        return None
+    failures = [i - start for i in unresolved if 0 <= i - start < replies[-1]]
+    failures = [i for i in failures if tail[i].kind == "tool_result"]
+    if failures:
+        return next(i for i in replies if i > max(failures))
+    return replies[-1]
+
+
+def _step_after(tail: list[Entry], replies: list[int], after: int, clean: Redactor) -> str | None:
+    """The step the newest of ``replies`` later than ``after`` names, if any names one."""
+    chosen = (i for i in reversed(replies) if i > after)
+    return next(filter(None, (_next_step(tail[i], clean) for i in chosen)), None)
+
+
+def _written(glue: Glue, task: str, state: str, nxt: str) -> str | None:
+    """The recap's sentences in ``glue``, within the cap: the task gives way first, then the
+    state, so that the next step (the sentence people act on) stays whole."""
+    parts = [
+        glue.task.format(task) if task else "",
+        state,
+        glue.next.format(sentence_case(nxt)) if nxt else "",
+    ]
+    parts = [_ended(sentence_case(part), glue) for part in parts if part]
+    over = len(glue.space.join(parts)) - MAX_RECAP_CHARS
+    for position, floor in ((0, 90), (1 if len(parts) > 2 else -1, 70)):
+        if over <= 0 or position < 0 or position >= len(parts) - 1:
+            continue
+        cut = max(floor, len(parts[position]) - over)
+        if cut < len(parts[position]):
+            shorter = _ended(shorten(parts[position], cut), glue)
+            over -= len(parts[position]) - len(shorter)
+            parts[position] = shorter
+    text = tidy(glue.space.join(parts))
     return text or None
 
 

@@ -9,6 +9,8 @@ are the sessions that broke them once.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -112,50 +114,59 @@ def recent_lines(text: str) -> list[str]:
 # -- the properties ------------------------------------------------------------------------------
 
 
-@settings(max_examples=150)
-@given(case=cases())
-def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case: Case) -> None:
-    """The model always sees the latest prompt and then the newest steps, whole and in order,
-    within the cap, reaching back across earlier turns while they fit; out of that run it sees
-    only unresolved failures. Left-out steps are always marked, and the run of newest steps
-    never opens on a tool result whose call was cut away."""
-    text = context(case)
-    assert len(text) <= case.max_chars
+def matchings(
+    lines: list[str], rendered: list[str | None], latest: int | None
+) -> Iterator[tuple[list[int], set[int]]]:
+    """Every way to read ``lines`` as entries of the session, in order (the newest first
+    tried): the shown indexes and the indexes a marker comes before.
+
+    Each line is a whole rendered entry, but for the latest prompt, which may be cut to its
+    head. Sessions repeat lines ("Tool call: edit()"), so a line may stand for more than one
+    entry; the properties hold when one reading satisfies them.
+    """
+
+    def fits(line: str, index: int) -> bool:
+        if rendered[index] == line:
+            return True
+        if index != latest:
+            return False
+        head = line[:-1] if line.endswith("…") else line
+        full = rendered[index] or ""
+        return full.startswith(head) and len(head) >= min(60, len(full))
+
+    def walk(
+        position: int, before: int, marked: frozenset[int]
+    ) -> Iterator[tuple[list[int], set[int]]]:
+        if position < 0:
+            yield [], set(marked)
+            return
+        line = lines[position]
+        if line == OMITTED:
+            yield from walk(position - 1, before, marked | {before})
+            return
+        for index in range(before - 1, -1, -1):
+            if rendered[index] is not None and fits(line, index):
+                for shown, marks in walk(position - 1, index, marked):
+                    yield [*shown, index], marks
+
+    yield from walk(len(lines) - 1, len(rendered), frozenset())
+
+
+def violation(
+    case: Case, rendered: list[str | None], shown: list[int], marked: set[int]
+) -> str | None:
+    """What a reading of the recent lines breaks of the properties, or None."""
     entries = case.transcript.entries
     prompts = [i for i, entry in enumerate(entries) if entry.kind == "user"]
-    rendered = [render_entry(entry, Redactor(NO_ENV)) for entry in entries]
     visible = [i for i, line in enumerate(rendered) if line is not None]
-    if not text:
-        assert not prompts and not visible
-        return
-    lines = [line for line in recent_lines(text) if line]
-    # Match the lines to entries from the newest back: each is a whole rendered entry, but for
-    # the latest prompt, which may be cut to its head.
-    shown: list[int] = []
-    marked: set[int] = set()  # the shown indexes a marker comes after
-    before = len(entries)
-    for line in reversed(lines):
-        if line == OMITTED:
-            marked.add(before)
-            continue
-        candidates = [i for i in range(before - 1, -1, -1) if rendered[i] is not None]
-        match = next((i for i in candidates if rendered[i] == line), None)
-        if match is None and prompts:
-            head = line[:-1] if line.endswith("…") else line
-            full = rendered[prompts[-1]] or ""
-            if prompts[-1] < before and full.startswith(head) and len(head) >= min(60, len(full)):
-                match = prompts[-1]
-        assert match is not None, f"not a whole line of the session, in order: {line!r}"
-        shown.append(match)
-        before = match
-    shown.reverse()
-    if prompts:
-        assert prompts[-1] in shown, "the latest prompt is missing"
+    if prompts and prompts[-1] not in shown:
+        return "the latest prompt is missing"
     # A marker stands exactly where visible steps were left out (none before the first line).
     ends = [*shown[1:], len(entries)] if shown else []
     for index, after in zip(shown, ends, strict=True):
         skipped = any(rendered[i] is not None for i in range(index + 1, after))
-        assert skipped == (after in marked), "steps left out without saying so, or a stray marker"
+        if skipped != (after in marked):
+            return "steps left out without saying so, or a stray marker"
     # The newest steps form one unbroken run to the end; before it, only pinned lines.
     run_start = len(shown)
     while run_start > 0 and not any(
@@ -170,16 +181,47 @@ def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case
         nxt = next(
             (i for i in range(index + 1, min(index + 4, len(entries))) if i in failures), None
         )
-        assert (
+        if not (
             (prompts and index == prompts[-1])
             or index in failures
             or (entry.kind == "tool_call" and nxt is not None and entries[nxt].name == entry.name)
-        ), f"an old step kept out of the newest run that is not an unresolved failure: {index}"
+        ):
+            return (
+                f"an old step kept out of the newest run that is not an unresolved failure: {index}"
+            )
     run = shown[run_start:]
-    if run and run[0] != visible[0] and entries[run[0]].kind == "tool_result":
-        assert run[0] in failures or (prompts and run[0] == prompts[-1]), (
-            "the newest steps open on a tool result whose call was cut away"
-        )
+    opens_on_result = run and run[0] != visible[0] and entries[run[0]].kind == "tool_result"
+    if opens_on_result and not (run[0] in failures or (prompts and run[0] == prompts[-1])):
+        return "the newest steps open on a tool result whose call was cut away"
+    return None
+
+
+@settings(max_examples=150)
+@given(case=cases())
+def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case: Case) -> None:
+    """The model always sees the latest prompt and then the newest steps, whole and in order,
+    within the cap, reaching back into earlier turns only as far as the latest one needs; out
+    of that run it sees only unresolved failures. Left-out steps are always marked, and the run
+    of newest steps never opens on a tool result whose call was cut away."""
+    text = context(case)
+    assert len(text) <= case.max_chars
+    entries = case.transcript.entries
+    prompts = [i for i, entry in enumerate(entries) if entry.kind == "user"]
+    rendered = [render_entry(entry, Redactor(NO_ENV)) for entry in entries]
+    visible = [i for i, line in enumerate(rendered) if line is not None]
+    if not text:
+        assert not prompts and not visible
+        return
+    lines = [line for line in recent_lines(text) if line]
+    latest = prompts[-1] if prompts else None
+    first: str | None = None
+    for shown, marked in itertools.islice(matchings(lines, rendered, latest), 500):
+        problem = violation(case, rendered, shown, marked)
+        if problem is None:
+            return
+        first = first or problem
+    assert first is not None, "the recent lines are not whole lines of the session, in order"
+    raise AssertionError(first)
 
 
 @settings(max_examples=80)
