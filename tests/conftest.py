@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,11 @@ from hypothesis import HealthCheck, settings
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import fakellm and helpers
 
 from fakellm import fake_llm
+
+# LiteLLM (under jupyter-ai's magics and server extension) fetches its model price list from
+# the internet when imported; no test may reach the internet, and kernels and servers started
+# by the tests inherit this.
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 __all__ = ["fake_llm"]  # the local fake LLM server fixture, for every test module
 

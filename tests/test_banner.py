@@ -269,7 +269,32 @@ def test_renders_and_updates(page: Page) -> None:
     assert label == "2/5 tasks · 1 blocked"
     assert not root.locator(".jp-RecapBanner-note").is_visible()
     set_value(page, "reason", "away")
-    assert root.get_attribute("title") == "Recap by ollama:llama3.2 (trigger: away)"
+    assert root.get_attribute("title") == "Recap by ollama:llama3.2, written while you were away"
+
+
+#: Each trigger as the banner says it; the kernel's names never reach the person.
+REASON_WORDS = {
+    "away": "while you were away",
+    "post_turn": "after the agent's turn",
+    "idle": "after a quiet spell",
+    "resume": "from your last session",
+    "manual": "",
+    "some_future_trigger": "",
+}
+
+
+@needs_chromium
+def test_reason_in_words(page: Page) -> None:
+    root = mount(page, text="You were fitting the model.", model="offline")
+    reason = root.locator(".jp-RecapBanner-reason")
+    for raw, words in REASON_WORDS.items():
+        set_value(page, "reason", raw)
+        assert root.get_attribute("data-reason") == raw  # kept raw, for scripts and tests
+        assert (reason.text_content(), reason.is_visible()) == (words, bool(words))
+        title = "Recap by offline" + (f", written {words}" if words else "")
+        assert root.get_attribute("title") == title
+        header = root.locator(".jp-RecapBanner-header").inner_text().splitlines()
+        assert header == ["✦ recap", "offline", *([words] if words else []), "×"]
 
 
 @needs_chromium

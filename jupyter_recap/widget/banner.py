@@ -46,9 +46,12 @@ class RecapBanner(anywidget.AnyWidget):
     model = Unicode("", help='The engine that wrote it, e.g. "offline".').tag(sync=True)
     state = Enum(STATES, default_value="hidden", help="What the banner shows.").tag(sync=True)
     note = Unicode("", help="A short secondary line: failure reason or progress.").tag(sync=True)
-    reason = Unicode("manual", help='The trigger that produced it: "manual", "away", …').tag(
-        sync=True
-    )
+    reason = Unicode(
+        "manual",
+        help="""The trigger that produced it: "manual", "away", "post_turn", "idle" or "resume".
+        An internal name: the browser shows it in words ("while you were away", "after the
+        agent's turn", "after a quiet spell", "from your last session"; nothing for "manual").""",
+    ).tag(sync=True)
     notice = Unicode(
         "",
         help="""A one-time line about the recap itself, shown under it: that automatic recaps

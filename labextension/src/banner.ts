@@ -6,12 +6,18 @@
  * renders a view of that model through the notebook's own rendermime (so the panel's widget
  * manager resolves it) and keeps it at index 0 of the active cell's layout. The view shows and
  * hides itself; while hidden its root is `display: none` and the mount takes no room.
+ *
+ * After Run All the active cell, and with it the banner, is often far below what is on screen.
+ * So when the person comes back to the notebook, or a new recap appears while they look at it,
+ * the notebook is scrolled to show the banner: once for each return or recap (the person may
+ * scroll away and keep reading), never while they type, and without moving the keyboard focus.
  */
 import type { Cell } from '@jupyterlab/cells';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { MimeModel } from '@jupyterlab/rendermime';
 import type { KernelMessage } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
+import { MessageLoop, type IMessageHandler, type Message } from '@lumino/messaging';
 import { Signal, type ISignal } from '@lumino/signaling';
 import { Panel, type PanelLayout, type Widget } from '@lumino/widgets';
 
@@ -29,6 +35,12 @@ export const SELECT_CELL_EVENT = 'jupyter-recap:select-cell';
 export const RENDER_RETRIES_MS = [250, 500, 1_000, 2_000, 4_000, 8_000];
 /** Delays of the server look-ups after a new widget appears in the kernel. */
 export const LOOKUP_DELAYS_MS = [150, 600, 1_500, 4_000];
+/** A key pressed in the notebook this recently means the person is typing: never scroll then. */
+export const TYPING_MS = 2_000;
+/** Room left above the banner when the notebook is scrolled to it (pixels). */
+const REVEAL_MARGIN_PX = 8;
+/** Measure-and-scroll passes: offscreen cells may change height as they come into view. */
+const REVEAL_PASSES = 4;
 
 /** The banner model id of each kernel, as last heard from the server. */
 export class BannerIds {
@@ -64,6 +76,13 @@ export class BannerMount implements IDisposable {
     _panel.sessionContext.kernelChanged.connect(this._onKernelChanged, this);
     _panel.sessionContext.iopubMessage.connect(this._onIopub, this);
     _panel.sessionContext.statusChanged.connect(this._onStatus, this);
+    // Returning to the notebook: the page shows, the window gets the focus, its tab is selected.
+    document.addEventListener('visibilitychange', this._onPresence);
+    window.addEventListener('focus', this._onPresence);
+    window.addEventListener('blur', this._onPresence);
+    MessageLoop.installMessageHook(_panel, this._onPanelMessage);
+    _panel.content.node.addEventListener('keydown', this._onKeydown, true);
+    this._present = this._lookedAt();
     this._lookUp();
     this.sync();
   }
@@ -106,6 +125,11 @@ export class BannerMount implements IDisposable {
     this._disposed = true;
     this._clearTimers();
     this._unmount();
+    document.removeEventListener('visibilitychange', this._onPresence);
+    window.removeEventListener('focus', this._onPresence);
+    window.removeEventListener('blur', this._onPresence);
+    MessageLoop.removeMessageHook(this._panel, this._onPanelMessage);
+    this._panel.content.node.removeEventListener('keydown', this._onKeydown, true);
     Signal.disconnectReceiver(this);
   }
 
@@ -163,6 +187,17 @@ export class BannerMount implements IDisposable {
     this._live = true;
     mount.addClass('jp-mod-live');
     this._panel.content.node.classList.add(HOST_CLASS);
+    // The view shows, hides and rewrites itself as the kernel's model changes: watch for a
+    // new recap appearing.
+    this._observer = new MutationObserver(() => this._onViewChanged());
+    this._observer.observe(mount.node, {
+      subtree: true,
+      childList: true,
+      characterData: true,
+      attributes: true,
+      attributeFilter: ['style', 'class']
+    });
+    this._onViewChanged();
     // The model was closed (kernel restarted, extension unloaded): wait for a new id.
     view.disposed.connect(() => {
       // Not when the mount itself goes (unmounted, or its cell deleted): only the model closed.
@@ -207,6 +242,7 @@ export class BannerMount implements IDisposable {
     const mount = this._mount;
     this._mount = null;
     this._live = false;
+    this._stopObserving();
     this._panel.content.node.classList.remove(HOST_CLASS);
     if (mount !== null && !mount.isDisposed) {
       mount.disposed.disconnect(this._onMountDisposed, this);
@@ -218,8 +254,135 @@ export class BannerMount implements IDisposable {
   private _onMountDisposed(): void {
     this._mount = null;
     this._live = false;
+    this._stopObserving();
     this._panel.content.node.classList.remove(HOST_CLASS);
     window.setTimeout(() => this.sync(), 0);
+  }
+
+  private _stopObserving(): void {
+    this._observer?.disconnect();
+    this._observer = null;
+  }
+
+  /** The banner's root element while the live view shows something (a recap, drafting…). */
+  private _shownRoot(): HTMLElement | null {
+    const root = this.node?.querySelector<HTMLElement>('.jp-RecapBanner') ?? null;
+    return root !== null && root.style.display !== 'none' ? root : null;
+  }
+
+  /**
+   * Whether the person looks at this notebook: the page visible, its window focused, the
+   * notebook shown (its tab selected; side by side, both count).
+   */
+  private _lookedAt(): boolean {
+    return (
+      document.visibilityState === 'visible' &&
+      document.hasFocus() &&
+      this._panel.isVisible === true
+    );
+  }
+
+  /** The view changed: a recap that was not there before (or new text) is a new appearance. */
+  private _onViewChanged(): void {
+    const root = this._shownRoot();
+    const text = root?.querySelector('.jp-RecapBanner-text')?.textContent ?? '';
+    // "drafting…" turning into its recap is the same appearance: no second scroll for it.
+    const drafting = root?.classList.contains('jp-RecapBanner-drafting') ?? false;
+    if (root === null) {
+      this._shownText = null;
+    } else if (this._shownText === null) {
+      this._appearances++;
+      this._shownText = drafting ? '' : text;
+    } else if (!drafting && text !== this._shownText) {
+      if (this._shownText !== '') {
+        this._appearances++; // another recap replaced the one shown
+      }
+      this._shownText = text;
+    }
+    this._maybeReveal();
+  }
+
+  /** Page visibility or window focus changed: a return when it makes the notebook looked at. */
+  private readonly _onPresence = (): void => {
+    // Focus moving into an iframe blurs the window for a moment: look once it settled.
+    window.setTimeout(() => this._checkReturn(), 0);
+  };
+
+  /** The panel was shown or hidden (its tab selected or another one). */
+  private readonly _onPanelMessage = (_: IMessageHandler, msg: Message): boolean => {
+    if (msg.type === 'after-show' || msg.type === 'after-hide') {
+      window.setTimeout(() => this._checkReturn(), 0);
+    }
+    return true;
+  };
+
+  private readonly _onKeydown = (): void => {
+    this._typedAt = Date.now();
+  };
+
+  private _checkReturn(): void {
+    if (this._disposed) {
+      return;
+    }
+    const present = this._lookedAt();
+    if (present && !this._present) {
+      this._returns++;
+    }
+    this._present = present;
+    this._maybeReveal();
+  }
+
+  /** Scroll to the banner once per return and per new recap, when the person looks and is not
+   * typing. */
+  private _maybeReveal(): void {
+    if (this._disposed || this._shownRoot() === null || !this._lookedAt()) {
+      return;
+    }
+    const key = `${this._returns}:${this._appearances}`;
+    if (key === this._revealedFor) {
+      return;
+    }
+    this._revealedFor = key;
+    if (Date.now() - this._typedAt < TYPING_MS) {
+      return; // typing clears the banner anyway; moving the page under the cursor would not help
+    }
+    void this._reveal();
+  }
+
+  /**
+   * Scroll the notebook (only the notebook's own scroller, never the page around it) so the
+   * banner is in view: no scroll when it already is, else its top near the top of the view, so
+   * the active cell below it shows too. Focus and selection stay as they are.
+   */
+  private async _reveal(): Promise<void> {
+    const notebook = this._panel.content;
+    const scroller: HTMLElement = notebook.outerNode ?? notebook.node;
+    for (let pass = 0; pass < REVEAL_PASSES; pass++) {
+      // Let the layout settle first (a tab just shown, cells rendered by the last pass).
+      await nextFrame();
+      const root = this._shownRoot();
+      if (this._disposed || root === null || Date.now() - this._typedAt < TYPING_MS) {
+        return;
+      }
+      if (!root.isConnected) {
+        // Full windowing: the active cell is not in the DOM while far from view.
+        try {
+          await notebook.scrollToItem(notebook.activeCellIndex, 'start');
+        } catch {
+          // Superseded by another scroll: the next pass measures again.
+        }
+        continue;
+      }
+      const view = scroller.getBoundingClientRect();
+      const box = root.getBoundingClientRect();
+      const fits = box.height <= view.height - REVEAL_MARGIN_PX;
+      const inView =
+        box.top >= view.top && (fits ? box.bottom <= view.bottom : box.top < view.bottom);
+      if (inView) {
+        return;
+      }
+      scroller.scrollTop += box.top - view.top - REVEAL_MARGIN_PX;
+    }
   }
 
   private _retryLater(modelId: string): void {
@@ -319,4 +482,20 @@ export class BannerMount implements IDisposable {
   private _lookups: number[] = [];
   /** Model ids whose widget was closed in this page: never rendered again. */
   private readonly _closed = new Set<string>();
+  private _observer: MutationObserver | null = null;
+  /** Whether the person looked at this notebook at the last check. */
+  private _present = false;
+  /** Returns to the notebook, and appearances of a recap in the view, counted. */
+  private _returns = 0;
+  private _appearances = 0;
+  /** The text of the recap on show ('' while drafting), null while the view shows nothing. */
+  private _shownText: string | null = null;
+  /** `returns:appearances` the banner was last scrolled into view for. */
+  private _revealedFor = '';
+  private _typedAt = 0;
+}
+
+/** Resolves at the next animation frame (after the pending layout). */
+function nextFrame(): Promise<void> {
+  return new Promise(resolve => requestAnimationFrame(() => resolve()));
 }

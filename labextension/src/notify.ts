@@ -2,6 +2,11 @@
  * Telling the person, while they are away, that an agent notebook finished or failed:
  * JupyterLab notifications, optionally the browser's desktop notifications, and `(N) ` in front
  * of the page title while N notebooks need them.
+ *
+ * A notification made while the person is away has to outlive the absence: a toast that closes
+ * itself after a few seconds is gone before anyone sees it. So it stays until the person is
+ * back on the page (visible and its window focused), closes after a while once seen, and goes at
+ * once when its notebook is looked at (it has nothing left to say then).
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { Notification } from '@jupyterlab/apputils';
@@ -16,6 +21,12 @@ import type { RecapSettings } from './settings';
 
 /** How long to wait for the recap of a finished turn before notifying without it. */
 export const RECAP_WAIT_MS = 20_000;
+/**
+ * How long a notification stays on screen once the person is on the page to see it: a little
+ * longer than JupyterLab's usual toasts, since someone just back is still finding their place.
+ * (It stays in JupyterLab's notification list after that, until its notebook is looked at.)
+ */
+export const SEEN_CLOSE_MS = 15_000;
 const STORAGE_PREFIX = 'jupyter-recap:notified:';
 
 /** What one page last notified for a kernel (shared by the tabs of this browser). */
@@ -29,6 +40,14 @@ interface INotified {
 interface IPending {
   notice: number;
   timer: number;
+}
+
+/** The notification shown for a kernel. */
+interface IShown {
+  /** JupyterLab's notification id: a later notice of the kernel updates it, never stacks. */
+  id: string;
+  /** Whether the person was on the page since it appeared (its close timer is running). */
+  seen: boolean;
 }
 
 export interface INotifierOptions {
@@ -47,6 +66,12 @@ export class Notifier implements IDisposable {
     this._options = options;
     options.model.loaded.connect(this._onLoaded, this);
     options.model.changed.connect(this._onChanged, this);
+    // Coming back to the page, or switching notebooks, may mean a notification was seen or
+    // its notebook looked at.
+    options.shell.currentChanged?.connect(this._sweep, this);
+    options.tracker.currentChanged?.connect(this._sweep, this);
+    document.addEventListener('visibilitychange', this._onPresence);
+    window.addEventListener('focus', this._onPresence);
   }
 
   get isDisposed(): boolean {
@@ -64,6 +89,10 @@ export class Notifier implements IDisposable {
     this._pending.clear();
     this._options.model.loaded.disconnect(this._onLoaded, this);
     this._options.model.changed.disconnect(this._onChanged, this);
+    this._options.shell.currentChanged?.disconnect(this._sweep, this);
+    this._options.tracker.currentChanged?.disconnect(this._sweep, this);
+    document.removeEventListener('visibilitychange', this._onPresence);
+    window.removeEventListener('focus', this._onPresence);
   }
 
   /** A fresh page takes every notice on the board as already notified. */
@@ -98,6 +127,42 @@ export class Notifier implements IDisposable {
     }
     for (const kernelId of [...this._pending.keys()]) {
       this._check(kernelId, false);
+    }
+    this._sweep();
+  }
+
+  /** The page became visible or its window got focus: the person may be back. */
+  private readonly _onPresence = (): void => {
+    if (this._disposed || !pageBack()) {
+      return;
+    }
+    for (const [kernelId, shown] of this._shown) {
+      if (shown.seen) {
+        continue;
+      }
+      shown.seen = true;
+      // On screen now, with the person there to read it: from here on it may close by itself.
+      if (!Notification.update({ id: shown.id, autoClose: SEEN_CLOSE_MS })) {
+        this._shown.delete(kernelId); // closed by hand meanwhile
+      }
+    }
+    this._sweep();
+  };
+
+  /**
+   * Dismiss the notifications whose notebook no longer needs the person: looked at here, or
+   * (the row's `needs_you` cleared) in another tab; or whose kernel left the board.
+   */
+  private _sweep(): void {
+    if (this._disposed) {
+      return;
+    }
+    for (const [kernelId, shown] of [...this._shown]) {
+      const row = this._options.model.get(kernelId);
+      if (row === undefined || row.needs_you === null || this._lookingAt(row)) {
+        this._shown.delete(kernelId);
+        Notification.dismiss(shown.id);
+      }
     }
   }
 
@@ -161,10 +226,26 @@ export class Notifier implements IDisposable {
     const { opener, settings } = this._options;
     const open = (): void => void opener.open(row.path, row.stop_cell?.cell_id ?? null);
     const body = noticeBody(row);
-    Notification.emit(`${row.name}: ${body}`, row.needs_you === 'errored' ? 'error' : 'success', {
-      autoClose: 10_000,
+    const message = `${row.name}: ${body}`;
+    const type = row.needs_you === 'errored' ? 'error' : 'success';
+    // Away: it stays until the person is back (see _onPresence); here: it is being seen.
+    const seen = pageBack();
+    const options = {
+      autoClose: seen ? SEEN_CLOSE_MS : (false as const),
       actions: [{ label: 'Open', callback: open }]
-    });
+    };
+    const earlier = this._shown.get(row.kernel_id);
+    // A later notice of the same notebook replaces the earlier notification, unless the person
+    // closed that one (update answers false): then it is a new one.
+    if (
+      earlier !== undefined &&
+      Notification.update({ id: earlier.id, message, type, ...options })
+    ) {
+      earlier.seen = seen;
+    } else {
+      const id = Notification.emit(message, type, options);
+      this._shown.set(row.kernel_id, { id, seen });
+    }
     if (
       settings.current.desktopNotifications &&
       desktopPermission() === 'granted' &&
@@ -189,7 +270,7 @@ export class Notifier implements IDisposable {
 
   /** Whether the person is looking at this notebook: the current widget of a focused page. */
   private _lookingAt(row: IAgentRow): boolean {
-    if (document.visibilityState !== 'visible' || !document.hasFocus()) {
+    if (!pageBack()) {
       return false;
     }
     const current = this._options.shell.currentWidget;
@@ -203,8 +284,15 @@ export class Notifier implements IDisposable {
 
   private readonly _options: INotifierOptions;
   private readonly _pending = new Map<string, IPending>();
+  /** The notification shown for each kernel, until its notebook is looked at. */
+  private readonly _shown = new Map<string, IShown>();
   private _baselined = false;
   private _disposed = false;
+}
+
+/** Whether the person is on this page: it is visible and its window has the focus. */
+function pageBack(): boolean {
+  return document.visibilityState === 'visible' && document.hasFocus();
 }
 
 /** The row's recap if it is about the latest ended turn, else null. */

@@ -30,6 +30,25 @@ const MOUNT = ".jp-RecapBanner-mount";
 const SELECT_CELL = "jupyter-recap:select-cell";
 // How many frames to wait for the view to be attached before deciding it is not in a mount.
 const ATTACH_FRAMES = 60;
+// Why the recap was written, in the person's words; the kernel's trigger names ("post_turn") are
+// internal. A manual recap says nothing (the person asked for it), nor does a trigger this list
+// does not know yet: a raw name would be worse than none.
+/** @type {Record<string, string>} */
+const REASONS = {
+  away: "while you were away",
+  post_turn: "after the agent's turn",
+  idle: "after a quiet spell",
+  resume: "from your last session",
+};
+
+/**
+ * The words for a trigger `reason`, or "" when there is nothing to say.
+ * @param {string} reason
+ * @returns {string}
+ */
+function reasonWords(reason) {
+  return Object.prototype.hasOwnProperty.call(REASONS, reason) ? REASONS[reason] : "";
+}
 
 /**
  * Create an element with a class and append it to `parent`.
@@ -130,13 +149,15 @@ function render({ model, el }) {
 
     root.className = `jp-RecapBanner jp-RecapBanner-${state}`;
     root.style.display = hidden ? "none" : "";
-    root.title = `Recap${name ? ` by ${name}` : ""}${reason ? ` (trigger: ${reason})` : ""}`;
+    const why = reasonWords(reason);
+    root.title = `Recap${name ? ` by ${name}` : ""}${why ? `, written ${why}` : ""}`;
+    // The raw trigger name stays available to scripts and tests, never shown.
     root.dataset.reason = reason;
 
     engine.textContent = name;
     engine.hidden = !name;
-    trigger.textContent = reason && reason !== "manual" ? reason : "";
-    trigger.hidden = !trigger.textContent;
+    trigger.textContent = why;
+    trigger.hidden = !why;
 
     const linkable = el.closest(MOUNT) !== null;
     body.replaceChildren();

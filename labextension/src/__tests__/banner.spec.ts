@@ -9,9 +9,10 @@ import {
   BannerMount,
   LOOKUP_DELAYS_MS,
   RENDER_RETRIES_MS,
+  TYPING_MS,
   WIDGET_MIME
 } from '../banner';
-import { flush } from './helpers';
+import { flush, setPage } from './helpers';
 
 // Only the data of the view's MIME bundle is needed, not the whole rendermime package.
 jest.mock('@jupyterlab/rendermime', () => ({
@@ -39,6 +40,8 @@ class FakeRenderer extends Panel {
 class FakeNotebook {
   /** Whether the notebook has a widget manager (its rendermime renders widget views). */
   hasManager = false;
+  /** Whether its tab is the one shown. */
+  isVisible = false;
   /** Whether the widget manager knows the banner's model yet. */
   knowsModel = true;
   readonly cell = new Panel();
@@ -150,5 +153,135 @@ describe('BannerMount: retries while the banner cannot be shown yet', () => {
     await jest.advanceTimersByTimeAsync(LOOKUP_DELAYS_MS[0]);
     expect(kernel).toHaveBeenCalledWith('kernel-1');
     expect(notebook.shownBanner).not.toBeNull();
+  });
+});
+
+describe('BannerMount: the banner is scrolled into view when the person comes back', () => {
+  /** Where the banner sits in the notebook's content, and the view's height (pixels). */
+  const BANNER_AT = 3_000;
+  const VIEW = 500;
+  let mount: BannerMount;
+  let scroller: { scrollTop: number; getBoundingClientRect: () => DOMRect };
+  let root: HTMLElement;
+
+  beforeEach(async () => {
+    jest.useFakeTimers();
+    setPage({ visible: true, focused: true });
+    notebook = new FakeNotebook();
+    notebook.hasManager = true;
+    notebook.isVisible = true;
+    scroller = {
+      scrollTop: 0,
+      getBoundingClientRect: () => ({ top: 0, bottom: VIEW, height: VIEW }) as DOMRect
+    };
+    Object.assign(notebook.content, { outerNode: scroller });
+    const ids = new BannerIds();
+    ids.set('kernel-1', 'banner-1');
+    mount = new BannerMount(notebook as unknown as NotebookPanel, ids, {
+      kernel: jest.fn(() => new Promise(() => undefined))
+    } as unknown as RecapApi);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(mount.node).not.toBeNull();
+    // The banner's view, hidden until the kernel shows a recap, far below the top.
+    root = document.createElement('div');
+    root.className = 'jp-RecapBanner jp-RecapBanner-hidden';
+    root.style.display = 'none';
+    Object.defineProperty(root, 'isConnected', { get: () => true });
+    root.getBoundingClientRect = () => {
+      const top = BANNER_AT - scroller.scrollTop;
+      return { top, bottom: top + 60, height: 60 } as DOMRect;
+    };
+    mount.node!.appendChild(root);
+    await jest.advanceTimersByTimeAsync(100);
+  });
+
+  afterEach(() => {
+    mount.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  /** The kernel shows a recap in the view. */
+  const showRecap = async (text: string): Promise<void> => {
+    root.className = 'jp-RecapBanner jp-RecapBanner-shown';
+    root.style.display = '';
+    root.textContent = '';
+    const body = document.createElement('div');
+    body.className = 'jp-RecapBanner-text';
+    body.textContent = text;
+    root.appendChild(body);
+    await jest.advanceTimersByTimeAsync(100);
+  };
+
+  const leave = async (): Promise<void> => {
+    setPage({ visible: false, focused: false });
+    document.dispatchEvent(new Event('visibilitychange'));
+    await jest.advanceTimersByTimeAsync(100);
+  };
+
+  const comeBack = async (): Promise<void> => {
+    setPage({ visible: true, focused: true });
+    document.dispatchEvent(new Event('visibilitychange'));
+    window.dispatchEvent(new Event('focus'));
+    await jest.advanceTimersByTimeAsync(100);
+  };
+
+  const bannerInView = (): boolean => {
+    const top = BANNER_AT - scroller.scrollTop;
+    return top >= 0 && top + 60 <= VIEW;
+  };
+
+  it('does not move while away, then shows the recap on return, once', async () => {
+    await leave();
+    await showRecap('Retrained the churn model.');
+    expect(scroller.scrollTop).toBe(0);
+
+    await comeBack();
+    expect(bannerInView()).toBe(true);
+
+    // The person scrolls up to read: later focus events and re-renders leave the view alone.
+    scroller.scrollTop = 0;
+    window.dispatchEvent(new Event('focus'));
+    root.dataset.touched = 'yes';
+    await jest.advanceTimersByTimeAsync(500);
+    expect(scroller.scrollTop).toBe(0);
+
+    // The next return brings it into view again.
+    await leave();
+    await comeBack();
+    expect(bannerInView()).toBe(true);
+  });
+
+  it('shows a new recap that appears while the person looks', async () => {
+    await showRecap('First recap.');
+    expect(bannerInView()).toBe(true);
+    scroller.scrollTop = 0;
+    await showRecap('First recap.'); // the same recap re-rendered: not new
+    expect(scroller.scrollTop).toBe(0);
+    await showRecap('Second recap.');
+    expect(bannerInView()).toBe(true);
+  });
+
+  it('never scrolls while the person types', async () => {
+    await leave();
+    await showRecap('Retrained the churn model.');
+    setPage({ visible: true, focused: true });
+    notebook.content.node.dispatchEvent(new KeyboardEvent('keydown', { key: 'a' }));
+    document.dispatchEvent(new Event('visibilitychange'));
+    await jest.advanceTimersByTimeAsync(100);
+    expect(scroller.scrollTop).toBe(0);
+    // Not later either, for the same return.
+    await jest.advanceTimersByTimeAsync(TYPING_MS);
+    window.dispatchEvent(new Event('focus'));
+    await jest.advanceTimersByTimeAsync(100);
+    expect(scroller.scrollTop).toBe(0);
+  });
+
+  it('does not scroll a notebook whose tab is not shown', async () => {
+    notebook.isVisible = false;
+    await leave();
+    await showRecap('Retrained the churn model.');
+    await comeBack();
+    expect(scroller.scrollTop).toBe(0);
   });
 });
