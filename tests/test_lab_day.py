@@ -16,8 +16,10 @@ must carry the round's ask or failure). A new round is one more line in :data:`R
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from browser import needs_chromium
@@ -69,6 +71,8 @@ class Round:
     """What the fake LLM answers this round (and so what the banner shows)."""
     reload: bool = False
     """Reload the page before the round."""
+    needs: str = "finished"
+    """How the notebook's Agents row says the round ended while the person was away."""
 
 
 REFUND_ASK = "%%agent\nRefund order A-1001 in full."
@@ -107,6 +111,7 @@ ROUNDS = [
         ("payments API unreachable",),
         ("payments API unreachable",),
         "The refund turn errored: payments API unreachable. Next: retry once it is back.",
+        needs="errored",
     ),
     Round(REFUNDS, None),
     Round(
@@ -152,6 +157,17 @@ def start(tab: LabPage, name: str, config: dict[str, object], env: dict[str, str
 
 def drafts(tab: LabPage, name: str) -> int:
     return int(tab.kernel_eval(name, f"{EXT}.schedule.counters.drafts_started"))
+
+
+def agent_row(lab: LabServer, kernel_id: str, text: str, timeout: float = 15) -> dict[str, Any]:
+    """The notebook's Agents row once it holds the recap ``text`` (its state then)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        row: dict[str, Any] = lab.api("GET", f"jupyter-recap/api/agents/{kernel_id}")["agent"]
+        recap = row.get("recap") or {}
+        if recap.get("text") == text or time.monotonic() > deadline:
+            return row
+        time.sleep(0.1)
 
 
 def banner_text(tab: LabPage, name: str) -> str:
@@ -210,9 +226,16 @@ def live_day(browser: Browser, lab: LabServer, fake: FakeLLM | None, prefix: str
             lambda state: state == "shown",
             timeout=30,
         )
+        # What the notification waits for: the row says how the round ended, and carries this
+        # round's recap (written after the turn ended), before the person is back.
+        text = str(tab.banner(name)["text"])
+        row = agent_row(lab, tab.kernel_id(name), text)
+        assert row["needs_you"] == round_.needs, f"{where}: the row says {row['needs_you']}"
+        assert (row["recap"] or {}).get("text") == text, f"{where}: the row's recap is stale"
+        assert row["recap"]["at"] >= row["turn_ended"], f"{where}: the recap predates the turn"
         tab.set_visible(True)
         tab.wait_for_banner(name)
-        text = banner_text(tab, name)
+        assert banner_text(tab, name) == text
         if fake is None:
             missing = [word for word in round_.names if word not in text]
             assert not missing, f"{where}: the banner does not name {missing}: {text!r}"

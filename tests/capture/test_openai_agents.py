@@ -7,6 +7,7 @@ The in-process tests at the end check the span conversion and the failure paths 
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import queue
 import time
@@ -484,7 +485,14 @@ def local(fake: FakeLLM) -> Iterator[Any]:
     source = OpenAIAgentsSource(hub)
     source.activate(agents)
     assert source.state == "active"
+    # The SDK's run_sync and asyncio.run change this thread's current event loop (asyncio.run
+    # leaves none); later tests of a server (pytest-jupyter) build theirs on the loop they find,
+    # so put back the one there was.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        loop = asyncio.get_event_loop()
     yield source, transcript
+    asyncio.set_event_loop(loop)
     source.state = "off"
     source.uninstall()  # the next test's source wraps the runner afresh
     agents.set_trace_processors([])

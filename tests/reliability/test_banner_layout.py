@@ -1,8 +1,9 @@
 """A banner with hostile lengths keeps its × on screen, in a real JupyterLab in chromium.
 
-A model id or a trigger reason is anyone's string, and a recap can be one unbroken word: with a
-3,000-character model id in the header row, the flex row must shrink the label and the model
-(with an ellipsis), not push the dismiss button off the page. Checked where people meet the
+A model id is anyone's string, and a recap can be one unbroken word: with a 3,000-character
+model id in the header row beside the trigger's words, the flex row must shrink the model and
+the trigger (with an ellipsis), not push the dismiss button off the page. (A trigger name the
+banner does not know is not shown at all, so a hostile one takes no room.) Checked where people meet the
 banner: the view the labextension mounts above the active cell and, for frontends without the
 labextension, the view in the cell's output.
 """
@@ -20,14 +21,13 @@ pytestmark = [needs_chromium, pytest.mark.timeout(240)]
 
 WIDTH, HEIGHT = 1200, 800
 MODEL = "openai:" + "m" * 3_000
-REASON = "r" * 3_000
 WORD = "w" * 10_000
 
 SETUP = "%load_ext jupyter_recap"
 SHOW = (
     "from jupyter_recap.ipython.extension import extension_for\n"
     "banner = extension_for(get_ipython()).banner\n"
-    "banner.show('x' * 10_000, 'openai:' + 'm' * 3_000, reason='r' * 3_000)"
+    "banner.show('x' * 10_000, 'openai:' + 'm' * 3_000, reason='post_turn')"
 )
 # The same banner in the cell's output, as a frontend without the labextension shows it.
 INLINE = "display(banner)"
