@@ -3,9 +3,9 @@
 A model id is anyone's string, and a recap can be one unbroken word: with a 3,000-character
 model id in the header row beside the trigger's words, the flex row must shrink the model and
 the trigger (with an ellipsis), not push the dismiss button off the page. (A trigger name the
-banner does not know is not shown at all, so a hostile one takes no room.) Checked where people meet the
-banner: the view the labextension mounts above the active cell and, for frontends without the
-labextension, the view in the cell's output.
+banner does not know is not shown at all, so a hostile one takes no room.) Checked where people
+meet the banner: the view the labextension mounts above the active cell and, for frontends
+without the labextension, the view in the cell's output.
 """
 
 from __future__ import annotations
