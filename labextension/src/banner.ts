@@ -22,6 +22,7 @@ import { Signal, type ISignal } from '@lumino/signaling';
 import { Panel, type PanelLayout, type Widget } from '@lumino/widgets';
 
 import type { RecapApi } from './api';
+import { pageLookedAt } from './focus';
 import { selectCell } from './open';
 
 export const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
@@ -275,11 +276,7 @@ export class BannerMount implements IDisposable {
    * notebook shown (its tab selected; side by side, both count).
    */
   private _lookedAt(): boolean {
-    return (
-      document.visibilityState === 'visible' &&
-      document.hasFocus() &&
-      this._panel.isVisible === true
-    );
+    return pageLookedAt() && this._panel.isVisible === true;
   }
 
   /** The view changed: a recap that was not there before (or new text) is a new appearance. */

@@ -10,6 +10,14 @@ import { Signal, type ISignal } from '@lumino/signaling';
 
 import type { IFocusAnswer, IFocusReport, RecapApi } from './api';
 
+/**
+ * Whether the person is on this page: it is visible and its window has the focus. The one rule
+ * behind focus reports, notifications and the banner's scroll on return.
+ */
+export function pageLookedAt(): boolean {
+  return document.visibilityState === 'visible' && document.hasFocus();
+}
+
 /** Options of a {@link FocusReporter}. */
 export interface IFocusReporterOptions {
   api: RecapApi;
@@ -60,7 +68,7 @@ export class FocusReporter implements IDisposable {
 
   /** Whether this page counts as looked at: visible and its window focused. */
   get pageFocused(): boolean {
-    return document.visibilityState === 'visible' && document.hasFocus();
+    return pageLookedAt();
   }
 
   /** Start reporting for `panel` until it is disposed. */

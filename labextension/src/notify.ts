@@ -15,6 +15,7 @@ import type { IDisposable } from '@lumino/disposable';
 
 import type { AgentsModel } from './agents';
 import type { IAgentRow } from './api';
+import { pageLookedAt } from './focus';
 import { firstLine, firstSentence } from './format';
 import type { NotebookOpener } from './open';
 import type { RecapSettings } from './settings';
@@ -133,7 +134,7 @@ export class Notifier implements IDisposable {
 
   /** The page became visible or its window got focus: the person may be back. */
   private readonly _onPresence = (): void => {
-    if (this._disposed || !pageBack()) {
+    if (this._disposed || !pageLookedAt()) {
       return;
     }
     for (const [kernelId, shown] of this._shown) {
@@ -229,7 +230,7 @@ export class Notifier implements IDisposable {
     const message = `${row.name}: ${body}`;
     const type = row.needs_you === 'errored' ? 'error' : 'success';
     // Away: it stays until the person is back (see _onPresence); here: it is being seen.
-    const seen = pageBack();
+    const seen = pageLookedAt();
     const options = {
       autoClose: seen ? SEEN_CLOSE_MS : (false as const),
       actions: [{ label: 'Open', callback: open }]
@@ -270,7 +271,7 @@ export class Notifier implements IDisposable {
 
   /** Whether the person is looking at this notebook: the current widget of a focused page. */
   private _lookingAt(row: IAgentRow): boolean {
-    if (!pageBack()) {
+    if (!pageLookedAt()) {
       return false;
     }
     const current = this._options.shell.currentWidget;
@@ -288,11 +289,6 @@ export class Notifier implements IDisposable {
   private readonly _shown = new Map<string, IShown>();
   private _baselined = false;
   private _disposed = false;
-}
-
-/** Whether the person is on this page: it is visible and its window has the focus. */
-function pageBack(): boolean {
-  return document.visibilityState === 'visible' && document.hasFocus();
 }
 
 /** The row's recap if it is about the latest ended turn, else null. */

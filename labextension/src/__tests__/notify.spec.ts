@@ -50,6 +50,26 @@ class FakeModel {
   }
 }
 
+/**
+ * A notifier on a fresh page whose board shows `kernel` running: what the board shows at the
+ * first load counts as already notified.
+ */
+function freshPage(model: FakeModel, kernel: string, shell: unknown, tracker: unknown): Notifier {
+  const notifier = new Notifier({
+    model: model as unknown as AgentsModel,
+    settings: {
+      current: { notifications: true, desktopNotifications: false, titleCount: true }
+    } as unknown as RecapSettings,
+    opener: { open: jest.fn() } as unknown as NotebookOpener,
+    shell: shell as JupyterFrontEnd.IShell,
+    tracker: tracker as INotebookTracker,
+    clientId: 'page-1'
+  });
+  model.rows = [row(kernel, { state: 'running', turn: 'running' })];
+  model.loaded.emit({ first: true });
+  return notifier;
+}
+
 describe('Notifier: waiting for the recap of a turn that ended while away', () => {
   let model: FakeModel;
   let notifier: Notifier;
@@ -63,19 +83,7 @@ describe('Notifier: waiting for the recap of a turn that ended while away', () =
     setPage({ visible: false, focused: false }); // the person is away
     kernel = `k${++count}`; // a kernel this browser never notified about
     model = new FakeModel();
-    notifier = new Notifier({
-      model: model as unknown as AgentsModel,
-      settings: {
-        current: { notifications: true, desktopNotifications: false, titleCount: true }
-      } as unknown as RecapSettings,
-      opener: { open: jest.fn() } as unknown as NotebookOpener,
-      shell: { currentWidget: null } as unknown as JupyterFrontEnd.IShell,
-      tracker: { find: () => undefined } as unknown as INotebookTracker,
-      clientId: 'page-1'
-    });
-    // A fresh page: what the board shows at the first load counts as already notified.
-    model.rows = [row(kernel, { state: 'running', turn: 'running' })];
-    model.loaded.emit({ first: true });
+    notifier = freshPage(model, kernel, { currentWidget: null }, { find: () => undefined });
   });
 
   afterEach(() => {
@@ -174,21 +182,10 @@ describe('Notifier: a notification made while the person is away', () => {
     panels.push(fakePanel(kernel), fakePanel('other'));
     shell.currentWidget = panels[1]; // the person was on another notebook when they left
     model = new FakeModel();
-    notifier = new Notifier({
-      model: model as unknown as AgentsModel,
-      settings: {
-        current: { notifications: true, desktopNotifications: false, titleCount: true }
-      } as unknown as RecapSettings,
-      opener: { open: jest.fn() } as unknown as NotebookOpener,
-      shell: shell as unknown as JupyterFrontEnd.IShell,
-      tracker: {
-        find: (test: (panel: unknown) => boolean) => panels.find(test),
-        currentChanged: new Signal<unknown, unknown>({})
-      } as unknown as INotebookTracker,
-      clientId: 'page-1'
+    notifier = freshPage(model, kernel, shell, {
+      find: (test: (panel: unknown) => boolean) => panels.find(test),
+      currentChanged: new Signal<unknown, unknown>({})
     });
-    model.rows = [row(kernel, { state: 'running', turn: 'running' })];
-    model.loaded.emit({ first: true });
   });
 
   afterEach(() => {
