@@ -84,7 +84,10 @@ export type AgentTurn = 'running' | 'ok' | 'errored' | 'aborted';
 /** One row of the agents board: one kernel with jupyter_recap loaded. Times are UNIX seconds. */
 export interface IAgentRow {
   kernel_id: string;
-  /** Relative to the server root, as JupyterLab opens it. */
+  /**
+   * Relative to the server root, as JupyterLab opens it; `''` for a kernel with no notebook (one
+   * started on its own).
+   */
   path: string;
   name: string;
   state: AgentState;

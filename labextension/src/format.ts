@@ -1,18 +1,71 @@
 /**
  * Words for the agents panel and its notifications. Everything returns plain strings or builds
- * DOM nodes with textContent: no server or model text is ever parsed as HTML.
+ * DOM nodes with textContent: no server or model text is ever parsed as HTML. Server and model
+ * text is shown through `plainText` (text.ts), which the callers apply where they show it.
  */
-import type { AgentEvent, IAgentLink, IAgentRow, IUsage } from './api';
+import type { AgentEvent, IAgentLink, IAgentProgress, IAgentRow, IUsage } from './api';
+import { plainSpans } from './text';
+
+/**
+ * The largest count shown as it is; a larger one shows as `9,999+`. The task list's progress,
+ * calls of the day, days of a duration: no real one comes near, and a wrong or hostile one
+ * (2**70) must not print as `1.18e+21` or stretch a row.
+ */
+export const SHOWN_COUNT_LIMIT = 9_999;
+/** Tokens are counted in millions on a busy day: their bound is higher (as `compactCount`'s). */
+export const SHOWN_TOKENS_LIMIT = 999_999_999_999;
+/**
+ * The largest cost in dollars shown as a figure; above it only `over $1,000,000` is said. As
+ * `SHOWN_COST_LIMIT` of jupyter_recap/pipeline/prices.py, whose `format_cost` says the same.
+ */
+export const SHOWN_COST_LIMIT = 1_000_000;
+
+/** What a click on a row of a kernel without a notebook says (a kernel started on its own). */
+export const NO_NOTEBOOK = 'This kernel has no notebook to open.';
+
+/**
+ * A count from the server for people: `7`, `1,234`, and above `limit` (`SHOWN_COUNT_LIMIT`
+ * unless given) the bound with a plus, `9,999+`. Not a number, or below 0: `0`.
+ */
+export function shownCount(count: number, limit = SHOWN_COUNT_LIMIT): string {
+  if (count > limit) {
+    return `${limit.toLocaleString('en-US')}+`; // Infinity too
+  }
+  return count > 0 ? Math.floor(count).toLocaleString('en-US') : '0'; // NaN too
+}
+
+/**
+ * The task list's progress as it can be shown, or null when it is impossible (a number that is
+ * no count, or more done than there are tasks): the row then shows no progress rather than a
+ * made-up one, as the server drops such a progress from a kernel's report.
+ */
+export function shownProgress(
+  progress: IAgentProgress | null
+): { done: number; total: number; label: string } | null {
+  if (progress === null || typeof progress !== 'object') {
+    return null;
+  }
+  const { done, total } = progress;
+  const count = (value: unknown): value is number =>
+    typeof value === 'number' && Number.isFinite(value) && value >= 0;
+  if (!count(done) || !count(total) || done > total) {
+    return null;
+  }
+  return { done, total, label: `${shownCount(done)}/${shownCount(total)}` };
+}
 
 /** `45 s`, `2 min 3 s`, `1 h 5 min`, `2 d 3 h`. */
 export function duration(seconds: number): string {
-  const total = Math.max(0, Math.floor(seconds));
+  const total = seconds > 0 ? Math.floor(seconds) : 0;
   const days = Math.floor(total / 86_400);
   const hours = Math.floor((total % 86_400) / 3_600);
   const minutes = Math.floor((total % 3_600) / 60);
   const rest = total % 60;
+  if (days > SHOWN_COUNT_LIMIT) {
+    return `${shownCount(days)} d`; // a wrong clock: its hours say nothing (Infinity's are NaN)
+  }
   if (days > 0) {
-    return hours > 0 ? `${days} d ${hours} h` : `${days} d`;
+    return hours > 0 ? `${shownCount(days)} d ${hours} h` : `${shownCount(days)} d`;
   }
   if (hours > 0) {
     return minutes > 0 ? `${hours} h ${minutes} min` : `${hours} h`;
@@ -25,7 +78,7 @@ export function duration(seconds: number): string {
 
 /** `just now`, `40 s ago`, `3 min ago`, `2 h ago`, `3 d ago`: one unit, for a glance. */
 export function ago(seconds: number): string {
-  const total = Math.max(0, Math.floor(seconds));
+  const total = seconds > 0 ? Math.floor(seconds) : 0;
   if (total < 10) {
     return 'just now';
   }
@@ -38,7 +91,7 @@ export function ago(seconds: number): string {
   if (total < 86_400) {
     return `${Math.floor(total / 3_600)} h ago`;
   }
-  return `${Math.floor(total / 86_400)} d ago`;
+  return `${shownCount(total / 86_400)} d ago`;
 }
 
 /** The first line of a (possibly multi-line) error or traceback. */
@@ -126,17 +179,20 @@ export function validLinks(
 }
 
 /**
- * Append `text` to `parent` as text nodes, with each valid link span wrapped in the element
- * `makeLink` returns (its text is set here, from the span).
+ * Append the plain text of `text` (see text.ts) to `parent` as text nodes, with each valid link
+ * span wrapped in the element `makeLink` returns (its text is set here, from the span). The
+ * links' offsets are into `text` as the server sent it; they are moved with the characters
+ * the plain text leaves out, so each link still covers its words.
  */
 export function appendLinked(
   parent: HTMLElement,
-  text: string,
+  raw: string,
   links: readonly IAgentLink[] | null | undefined,
   makeLink: (link: IAgentLink) => HTMLElement
 ): void {
+  const { text, spans } = plainSpans(raw, validLinks(raw, links));
   let at = 0;
-  for (const link of validLinks(text, links)) {
+  for (const link of spans) {
     if (link.start > at) {
       parent.appendChild(document.createTextNode(text.slice(at, link.start)));
     }
@@ -150,9 +206,12 @@ export function appendLinked(
   }
 }
 
-/** `950`, `1.2k`, `19.3k`, `250k`, `1.5M`: a count for a glance. */
+/**
+ * `950`, `1.2k`, `19.3k`, `250k`, `1.5M`: a count for a glance. Past 999B (a thousand billion
+ * tokens in a day is no real count) `999B+`, not `1000B` or `1e+291B`.
+ */
 export function compactCount(count: number): string {
-  const value = Number.isFinite(count) ? Math.max(0, Math.round(count)) : 0;
+  const value = count > 0 ? Math.round(count) : 0; // NaN too
   if (value < 1_000) {
     return String(value);
   }
@@ -161,22 +220,33 @@ export function compactCount(count: number): string {
     ['M', 1e6],
     ['B', 1e9]
   ];
-  let shown = '';
   for (const [unit, size] of units) {
     const scaled = value / size;
     const rounded = scaled < 100 ? Math.round(scaled * 10) / 10 : Math.round(scaled);
-    shown = `${rounded}${unit}`;
     // 999,960 rounds to 1000k: that is 1M.
     if (rounded < 1_000) {
-      break;
+      return `${rounded}${unit}`;
     }
   }
-  return shown;
+  return '999B+';
 }
 
-/** `1 call`, `2 calls`. */
+/** `1 call`, `2 calls`, `9,999+ calls`. */
 function plural(count: number, noun: string): string {
-  return `${count} ${noun}${count === 1 ? '' : 's'}`;
+  return `${shownCount(count)} ${noun}${count === 1 ? '' : 's'}`;
+}
+
+/**
+ * The day's cost as the server wrote it (`~$0.0031`), unless the figure is past
+ * `SHOWN_COST_LIMIT`: then only that it is (a server older than its own bound, or a wrong
+ * ledger, could send hundreds of digits).
+ */
+function shownCost(usage: IUsage): string {
+  const cost = usage.today?.cost;
+  if (typeof cost === 'number' && cost > SHOWN_COST_LIMIT) {
+    return `over $${SHOWN_COST_LIMIT.toLocaleString('en-US')}`;
+  }
+  return usage.cost ?? '';
 }
 
 /**
@@ -193,10 +263,10 @@ export function usageText(usage: IUsage): string {
   }
   const kinds: string[] = [];
   if (today.automatic > 0) {
-    kinds.push(`${today.automatic} automatic`);
+    kinds.push(`${shownCount(today.automatic)} automatic`);
   }
   if (today.failed > 0) {
-    kinds.push(`${today.failed} failed`);
+    kinds.push(`${shownCount(today.failed)} failed`);
   }
   let calls = plural(today.calls, 'model call');
   if (kinds.length > 0) {
@@ -206,11 +276,12 @@ export function usageText(usage: IUsage): string {
   const approx = today.estimated > 0 ? '~' : '';
   const parts = [calls, `${approx}${compactCount(today.tokens_in + today.tokens_out)} tokens`];
   const unpriced = today.unpriced > 0 ? plural(today.unpriced, 'call') + ' unpriced' : '';
+  const cost = shownCost(usage);
   if (unpriced && !(today.cost > 0)) {
     // Every call is of a model without a known price (a local one, say): "$0" would mislead.
     parts.push(unpriced);
-  } else if (usage.cost) {
-    parts.push(unpriced ? `${usage.cost} + ${unpriced}` : usage.cost);
+  } else if (cost) {
+    parts.push(unpriced ? `${cost} + ${unpriced}` : cost);
   }
   return `Recaps today: ${parts.join(' · ')}`;
 }
@@ -226,8 +297,8 @@ export function usageTitle(usage: IUsage): string {
   ];
   if (today.calls > 0) {
     let tokens =
-      `Tokens: ${today.tokens_in.toLocaleString('en-US')} in, ` +
-      `${today.tokens_out.toLocaleString('en-US')} out`;
+      `Tokens: ${shownCount(today.tokens_in, SHOWN_TOKENS_LIMIT)} in, ` +
+      `${shownCount(today.tokens_out, SHOWN_TOKENS_LIMIT)} out`;
     if (today.estimated > 0) {
       tokens += ` (${plural(today.estimated, 'call')} estimated)`;
     }

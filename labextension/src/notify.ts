@@ -17,8 +17,9 @@ import type { AgentsModel } from './agents';
 import type { IAgentRow } from './api';
 import { pageLookedAt } from './focus';
 import { firstLine, firstSentence } from './format';
-import type { NotebookOpener } from './open';
+import { hasNotebook, type NotebookOpener } from './open';
 import type { RecapSettings } from './settings';
+import { plainText } from './text';
 
 /** How long to wait for the recap of a finished turn before notifying without it. */
 export const RECAP_WAIT_MS = 20_000;
@@ -226,14 +227,17 @@ export class Notifier implements IDisposable {
   private _notify(row: IAgentRow): void {
     const { opener, settings } = this._options;
     const open = (): void => void opener.open(row.path, row.stop_cell?.cell_id ?? null);
+    // The notebook's name is the title of a desktop notification: as plain as the body.
+    const name = plainText(row.name);
     const body = noticeBody(row);
-    const message = `${row.name}: ${body}`;
+    const message = `${name}: ${body}`;
     const type = row.needs_you === 'errored' ? 'error' : 'success';
     // Away: it stays until the person is back (see _onPresence); here: it is being seen.
     const seen = pageLookedAt();
     const options = {
       autoClose: seen ? SEEN_CLOSE_MS : (false as const),
-      actions: [{ label: 'Open', callback: open }]
+      // A kernel with no notebook has nothing to open: no button that does nothing.
+      actions: hasNotebook(row.path) ? [{ label: 'Open', callback: open }] : []
     };
     const earlier = this._shown.get(row.kernel_id);
     // A later notice of the same notebook replaces the earlier notification, unless the person
@@ -253,7 +257,7 @@ export class Notifier implements IDisposable {
       document.visibilityState === 'hidden'
     ) {
       try {
-        const desktop = new window.Notification(row.name, {
+        const desktop = new window.Notification(name, {
           body,
           tag: `jupyter-recap:${row.kernel_id}`
         });
@@ -300,12 +304,16 @@ function freshRecap(row: IAgentRow): string | null {
   return row.turn_ended === null || recap.at >= row.turn_ended ? recap.text : null;
 }
 
-/** `the agent finished — <first sentence>` / `the agent failed — <first sentence or error>`. */
+/**
+ * `the agent finished — <first sentence>` / `the agent failed — <first sentence or error>`. The
+ * recap and the error are made plain (text.ts) before their first sentence or line is taken.
+ */
 export function noticeBody(row: IAgentRow): string {
   const recap = freshRecap(row);
-  const sentence = recap !== null ? firstSentence(recap) : '';
+  const sentence = recap !== null ? firstSentence(plainText(recap)) : '';
   if (row.needs_you === 'errored') {
-    const detail = sentence || (row.error ? firstLine(row.error) : '');
+    const error = plainText(row.error);
+    const detail = sentence || (error ? firstLine(error) : '');
     return detail ? `the agent failed — ${detail}` : 'the agent failed';
   }
   return sentence ? `the agent finished — ${sentence}` : 'the agent finished';

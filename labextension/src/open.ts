@@ -5,6 +5,14 @@
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
+/**
+ * Whether a row's path names a notebook to open. A kernel started on its own (no session) has
+ * none: the server sends `''` (and an older or broken one may send null).
+ */
+export function hasNotebook(path: string | null | undefined): path is string {
+  return typeof path === 'string' && path !== '';
+}
+
 /** Opens (or activates) notebooks by path and selects a cell in them. */
 export class NotebookOpener {
   constructor(
@@ -23,9 +31,13 @@ export class NotebookOpener {
 
   /**
    * Show the notebook at `path`, then select and scroll to the cell `cellId` (when given and
-   * still there). Failures are logged, never thrown: the caller is a click handler.
+   * still there). Failures are logged, never thrown: the caller is a click handler. Without a
+   * path nothing opens: JupyterLab would open an empty, broken tab for it.
    */
   async open(path: string, cellId: string | null): Promise<void> {
+    if (!hasNotebook(path)) {
+      return;
+    }
     try {
       let panel = this.find(path);
       if (panel !== null) {

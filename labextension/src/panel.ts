@@ -3,7 +3,8 @@
  *
  * One `<li>` per row of the board, in the server's order, and at the bottom one line of what
  * recaps cost today. Every string from the server or the model is written with textContent or
- * as text nodes; nothing here is parsed as HTML.
+ * as text nodes; nothing here is parsed as HTML. And each goes through `plainText` (text.ts)
+ * where it is shown, so no escape sequence, control character or bidi override reaches the page.
  */
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
@@ -16,13 +17,16 @@ import {
   appendLinked,
   eventText,
   firstLine,
+  NO_NOTEBOOK,
+  shownProgress,
   stateText,
   usageText,
   usageTitle
 } from './format';
 import { desktopPermission } from './notify';
-import type { NotebookOpener } from './open';
+import { hasNotebook, type NotebookOpener } from './open';
 import type { RecapSettings } from './settings';
+import { plainText } from './text';
 
 export const PANEL_ID = 'jupyter-recap-agents';
 
@@ -101,8 +105,18 @@ export class AgentsPanel extends Widget {
       }
       event.preventDefault();
       const row = this._views.get(li.dataset.kernelId ?? '')?.row;
-      if (row !== undefined) {
+      if (row === undefined) {
+        return;
+      }
+      if (hasNotebook(row.path)) {
         void this._opener.open(row.path, link?.dataset.cellId ?? row.stop_cell?.cell_id ?? null);
+      } else {
+        // Opening "" would open an empty, broken tab: say why nothing opens instead.
+        const note = li.querySelector<HTMLElement>('.jp-RecapAgents-note');
+        if (note !== null) {
+          note.textContent = NO_NOTEBOOK;
+          note.hidden = false;
+        }
       }
     } else if (event.type === 'keydown') {
       const key = (event as KeyboardEvent).key;
@@ -172,8 +186,9 @@ export class AgentsPanel extends Widget {
       line.title = '';
       return;
     }
-    line.textContent = usageText(usage);
-    line.title = usageTitle(usage);
+    // The server's error line, cost string and model ids are in these.
+    line.textContent = plainText(usageText(usage));
+    line.title = plainText(usageTitle(usage));
   }
 
   protected override onAfterHide(msg: Message): void {
@@ -230,19 +245,19 @@ export class AgentsPanel extends Widget {
     const dot = part('span', 'jp-RecapAgents-dot', top);
     dot.title = 'Needs you';
     dot.hidden = row.needs_you === null;
-    part('span', 'jp-RecapAgents-name', top).textContent = row.name;
+    part('span', 'jp-RecapAgents-name', top).textContent = plainText(row.name);
     const activity = part('span', 'jp-RecapAgents-activity', top);
 
-    const path = part('div', 'jp-RecapAgents-path', li);
-    path.textContent = row.path;
-    path.title = row.path;
+    this._renderPath(li, row);
 
     const state = part('div', 'jp-RecapAgents-state', li);
     part('span', 'jp-RecapAgents-stateText', state);
-    if (row.state === 'errored' && row.error) {
+    // Cleaned before its first line is taken: a line of escapes alone would show as nothing.
+    const errorText = plainText(row.error);
+    if (row.state === 'errored' && errorText) {
       const error = part('span', 'jp-RecapAgents-error', state);
-      error.textContent = firstLine(row.error);
-      error.title = row.error;
+      error.textContent = firstLine(errorText);
+      error.title = errorText;
     }
 
     if (row.drafting) {
@@ -250,7 +265,8 @@ export class AgentsPanel extends Widget {
       recap.textContent = 'drafting…';
     } else if (row.recap !== null && row.recap.text) {
       const recap = part('div', 'jp-RecapAgents-recap', li);
-      recap.title = row.recap.model ? `Recap by ${row.recap.model}` : 'Recap';
+      const model = plainText(row.recap.model);
+      recap.title = model ? `Recap by ${model}` : 'Recap';
       appendLinked(recap, row.recap.text, row.recap.links, link => {
         const anchor = document.createElement('a');
         anchor.className = 'jp-RecapAgents-link';
@@ -261,16 +277,17 @@ export class AgentsPanel extends Widget {
       });
     }
 
-    if (row.progress !== null) {
+    const shown = shownProgress(row.progress);
+    if (shown !== null) {
       const holder = part('div', 'jp-RecapAgents-progressRow', li);
       const progress = part('progress', 'jp-RecapAgents-progress', holder) as HTMLProgressElement;
       // A progress element's max must be positive; an empty task list shows as 0 of 1.
-      const max = Math.max(row.progress.total, 1);
+      const max = Math.max(shown.total, 1);
       progress.max = max;
-      progress.value = Math.min(Math.max(row.progress.done, 0), max);
+      progress.value = Math.min(shown.done, max);
       const label = part('span', 'jp-RecapAgents-progressLabel', holder);
-      label.textContent = `${row.progress.done}/${row.progress.total}`;
-      progress.setAttribute('aria-label', `tasks done: ${label.textContent}`);
+      label.textContent = shown.label;
+      progress.setAttribute('aria-label', `tasks done: ${shown.label}`);
     }
 
     const events = part('div', 'jp-RecapAgents-events', li);
@@ -289,11 +306,37 @@ export class AgentsPanel extends Widget {
     view.activity.textContent = row.last_activity !== null ? ago(now - row.last_activity) : '';
     view.activity.hidden = row.last_activity === null;
     const latest = (row.events ?? []).slice(-EVENTS_SHOWN).reverse();
-    view.events.textContent = latest
-      .map(event => eventText(event, now))
-      .filter(Boolean)
-      .join(' · ');
+    view.events.textContent = plainText(
+      latest
+        .map(event => eventText(event, now))
+        .filter(Boolean)
+        .join(' · ')
+    );
     view.events.hidden = !view.events.textContent;
+  }
+
+  /**
+   * The row's notebook path, and what a click on the row does (its tooltip). A kernel started
+   * on its own has no notebook: the row says so, and a click shows why nothing opens.
+   */
+  private _renderPath(li: HTMLLIElement, row: IAgentRow): void {
+    const path = part('div', 'jp-RecapAgents-path', li);
+    if (hasNotebook(row.path)) {
+      path.textContent = plainText(row.path);
+      path.title = path.textContent;
+      const label = plainText(row.stop_cell?.label);
+      li.title = label ? `Open this notebook at ${label}` : 'Open this notebook';
+      li.removeAttribute('aria-disabled');
+      return;
+    }
+    path.textContent = 'no notebook';
+    path.classList.add('jp-mod-noNotebook');
+    li.title = NO_NOTEBOOK;
+    li.setAttribute('aria-disabled', 'true');
+    // Filled on a click; a status, so a screen reader says it as it appears.
+    const note = part('div', 'jp-RecapAgents-note', li);
+    note.setAttribute('role', 'status');
+    note.hidden = true;
   }
 
   private _renderMessage(): void {

@@ -7,6 +7,8 @@ import {
   eventText,
   firstLine,
   firstSentence,
+  shownCount,
+  shownProgress,
   stateText,
   usageText,
   usageTitle,
@@ -70,6 +72,15 @@ describe('validLinks', () => {
     expect(rendered(emoji, links)).toBe('🚀 fixed [In[3]] and ✅ [In[4]]');
   });
 
+  it('shows the text plain, its links still on their words after removed characters', () => {
+    // The server's offsets count the override, the escape and the bell: In[3] is at 23.
+    const hostile = '\u202eFixed\u202c \x1b[32mit\x1b[0m\x07 in In[3], then In[4].';
+    const three = hostile.indexOf('In[3]');
+    const four = hostile.indexOf('In[4]');
+    const links = [link(three, three + 5, 'x'), link(four, four + 5, 'y')];
+    expect(rendered(hostile, links)).toBe('Fixed it in [In[3]], then [In[4]].');
+  });
+
   it('accepts a missing link list', () => {
     expect(validLinks(text, null)).toEqual([]);
     expect(validLinks(text, undefined)).toEqual([]);
@@ -100,6 +111,38 @@ describe('firstSentence and firstLine', () => {
     expect(firstLine('\n  ValueError: bad shape  \nTraceback (most recent call last):')).toBe(
       'ValueError: bad shape'
     );
+  });
+});
+
+describe('counts from the server', () => {
+  it('shows up to 9,999 as is and anything above bounded', () => {
+    expect(shownCount(0)).toBe('0');
+    expect(shownCount(7)).toBe('7');
+    expect(shownCount(9_999)).toBe('9,999');
+    expect(shownCount(10_000)).toBe('9,999+');
+    expect(shownCount(2 ** 70)).toBe('9,999+');
+    expect(shownCount(Infinity)).toBe('9,999+');
+    expect(shownCount(-4)).toBe('0');
+    expect(shownCount(Number.NaN)).toBe('0');
+  });
+
+  it('bounds the progress of an absurd task list, and shows none made of no counts', () => {
+    expect(shownProgress({ done: 2, total: 5 })?.label).toBe('2/5');
+    expect(shownProgress({ done: 2, total: 2 ** 70 })?.label).toBe('2/9,999+');
+    expect(shownProgress({ done: 1e300, total: 1e300 })?.label).toBe('9,999+/9,999+');
+    expect(shownProgress({ done: 0, total: 0 })?.label).toBe('0/0');
+    expect(shownProgress({ done: 6, total: 5 })).toBeNull();
+    expect(shownProgress({ done: -1, total: 5 })).toBeNull();
+    expect(shownProgress({ done: 1, total: Infinity })).toBeNull();
+    expect(shownProgress({ done: 1, total: '5' as unknown as number })).toBeNull();
+    expect(shownProgress(null)).toBeNull();
+  });
+
+  it('bounds days of a duration from a wrong clock', () => {
+    expect(duration(2 ** 70)).toBe('9,999+ d');
+    expect(duration(Infinity)).toBe('9,999+ d');
+    expect(duration(Number.NaN)).toBe('0 s');
+    expect(ago(1e300)).toBe('9,999+ d ago');
   });
 });
 
@@ -167,6 +210,30 @@ describe("today's recap cost", () => {
     expect(compactCount(1_540_000)).toBe('1.5M');
     expect(compactCount(-3)).toBe('0');
     expect(compactCount(Number.NaN)).toBe('0');
+    expect(compactCount(999_400_000_000)).toBe('999B');
+    expect(compactCount(2 ** 70)).toBe('999B+'); // not "1180591620717B"
+    expect(compactCount(1e300)).toBe('999B+');
+  });
+
+  it('bounds absurd counts and costs: no line of hundreds of digits', () => {
+    const absurd = usage(
+      {
+        calls: 2 ** 70,
+        automatic: 1e300,
+        tokens_in: 1e300,
+        tokens_out: 5,
+        cost: 1e300,
+        models: { m: 2 ** 70 }
+      },
+      `~$${'9'.repeat(301)}.00` // what a server without a bound of its own would send
+    );
+    expect(usageText(absurd)).toBe(
+      'Recaps today: 9,999+ model calls (9,999+ automatic) · 999B+ tokens · over $1,000,000'
+    );
+    expect(usageTitle(absurd).split('\n').slice(1)).toEqual([
+      'Tokens: 999,999,999,999+ in, 5 out',
+      'm: 9,999+ calls'
+    ]);
   });
 
   it('says calls, automatic ones, tokens and the cost', () => {

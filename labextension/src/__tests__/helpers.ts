@@ -30,6 +30,11 @@ export function row(kernelId: string, fields: Partial<IAgentRow> = {}): IAgentRo
   };
 }
 
+/** The characters of `text` no page should show: the hostile ones of the tests (bell, escape, bidi). */
+export function unsafeIn(text: string | null): string[] {
+  return [...(text ?? '')].filter(char => '\x07\x1b\u202c\u202e'.includes(char));
+}
+
 /** A promise together with the functions that settle it. */
 export interface IDeferred<T> {
   promise: Promise<T>;

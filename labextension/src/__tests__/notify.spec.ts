@@ -8,7 +8,7 @@ import type { IAgentRow } from '../api';
 import { Notifier, RECAP_WAIT_MS, SEEN_CLOSE_MS } from '../notify';
 import type { NotebookOpener } from '../open';
 import type { RecapSettings } from '../settings';
-import { row, setPage } from './helpers';
+import { row, setPage, unsafeIn } from './helpers';
 
 jest.mock('@jupyterlab/apputils', () => ({
   Notification: { emit: jest.fn(), update: jest.fn(), dismiss: jest.fn() }
@@ -150,6 +150,41 @@ describe('Notifier: waiting for the recap of a turn that ended while away', () =
       'train.ipynb: the agent failed — ValueError: bad shape',
       'error'
     ]);
+  });
+
+  it('shows the error and the name plain: no bidi override, escape or bell', () => {
+    model.set([
+      finished({
+        name: '\x1b[31mtrain\x1b[0m.ipynb\x07',
+        needs_you: 'errored',
+        error: 'All tests \u202edeliaf\u202c passed.'
+      })
+    ]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    const message = emit.mock.calls[0][0] as string;
+    expect(message).toBe('train.ipynb: the agent failed — All tests deliaf passed.');
+    expect(unsafeIn(message)).toEqual([]);
+  });
+
+  it('takes the first sentence of the recap once it is plain', () => {
+    const recap = {
+      text: '\u202eSaved\u202c the model\x07. Then more.',
+      model: 'm',
+      at: 1_005,
+      links: []
+    };
+    model.set([finished({ recap })]);
+    expect(emit.mock.calls[0][0]).toBe('train.ipynb: the agent finished — Saved the model.');
+  });
+
+  it('offers "Open" only for a kernel with a notebook', () => {
+    model.set([finished()]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit.mock.calls[0][2].actions.map((a: { label: string }) => a.label)).toEqual(['Open']);
+
+    model.set([finished({ path: '', notice: 2, turn_ended: 1_100 })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(update.mock.calls[0][0].actions).toEqual([]);
   });
 });
 

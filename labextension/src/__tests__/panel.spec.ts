@@ -1,0 +1,172 @@
+import { Signal } from '@lumino/signaling';
+
+import type { AgentsModel } from '../agents';
+import type { IAgentRow, IUsage } from '../api';
+import type { NotebookOpener } from '../open';
+import { AgentsPanel } from '../panel';
+import { RecapSettings } from '../settings';
+import { row, unsafeIn } from './helpers';
+
+// The panel needs neither JupyterLab's notifications nor its icon machinery here: loading them
+// costs half a minute.
+jest.mock('@jupyterlab/apputils', () => ({ Notification: {} }));
+jest.mock('@jupyterlab/ui-components', () => ({ LabIcon: class {} }));
+
+/** The usage line's model as the panel reads it. */
+class FakeUsage {
+  usage: IUsage | null = null;
+  failed = false;
+  supported = true;
+  readonly changed = new Signal<FakeUsage, void>(this);
+  refresh(): void {
+    // The panel asks when shown: nothing to read here.
+  }
+}
+
+/** The agents board as the panel reads it. */
+class FakeModel {
+  rows: IAgentRow[] = [];
+  isLoaded = true;
+  loadFailed = false;
+  readonly usage = new FakeUsage();
+  readonly changed = new Signal<FakeModel, void>(this);
+  readonly pushed = new Signal<FakeModel, void>(this);
+
+  serverNow(): number {
+    return 1_000;
+  }
+
+  set(rows: IAgentRow[]): void {
+    this.rows = rows;
+    this.changed.emit();
+  }
+}
+
+describe('AgentsPanel', () => {
+  let model: FakeModel;
+  let open: jest.Mock;
+  let panel: AgentsPanel;
+
+  beforeEach(() => {
+    model = new FakeModel();
+    open = jest.fn(async () => undefined);
+    panel = new AgentsPanel({
+      model: model as unknown as AgentsModel,
+      opener: { open } as unknown as NotebookOpener,
+      settings: new RecapSettings()
+    });
+  });
+
+  afterEach(() => {
+    panel.dispose();
+  });
+
+  /** The rendered row of `kernelId`. */
+  const li = (kernelId: string): HTMLElement => {
+    const found = panel.node.querySelector<HTMLElement>(`li[data-kernel-id="${kernelId}"]`);
+    if (found === null) {
+      throw new Error(`no row ${kernelId}`);
+    }
+    return found;
+  };
+  const text = (kernelId: string, part: string): string =>
+    li(kernelId).querySelector(`.jp-RecapAgents-${part}`)?.textContent ?? '';
+
+  describe('shows server and model text plain', () => {
+    it('without the bidi override that makes a passing error read as a failure', () => {
+      model.set([row('k', { state: 'errored', error: 'All tests \u202edeliaf\u202c passed.' })]);
+      const error = li('k').querySelector<HTMLElement>('.jp-RecapAgents-error');
+      expect(error?.textContent).toBe('All tests deliaf passed.');
+      expect(error?.title).toBe('All tests deliaf passed.');
+      expect(unsafeIn(li('k').textContent)).toEqual([]);
+    });
+
+    it('without escape sequences and bells, in every string of the row', () => {
+      model.set([
+        row('k', {
+          name: '\x1b[31mtrain\x1b[0m.ipynb\x07',
+          path: 'work/\u202etrain.ipynb',
+          state: 'errored',
+          error: '\x1b]0;owned\x07\x1b[1mValueError\x1b[0m: bad\x07',
+          recap: {
+            text: 'Trained\x07 the \x1b[32mmodel\x1b[0m.',
+            model: 'm\x1b[5m1',
+            at: 0,
+            links: []
+          },
+          stop_cell: { cell_id: 'c', label: 'In[\u202e14]', failed: true }
+        })
+      ]);
+      expect(text('k', 'name')).toBe('train.ipynb');
+      expect(text('k', 'path')).toBe('work/train.ipynb');
+      expect(text('k', 'error')).toBe('ValueError: bad');
+      expect(text('k', 'recap')).toBe('Trained the model.');
+      expect(li('k').querySelector<HTMLElement>('.jp-RecapAgents-recap')?.title).toBe(
+        'Recap by m1'
+      );
+      expect(li('k').title).toBe('Open this notebook at In[14]');
+      expect(unsafeIn(li('k').textContent)).toEqual([]);
+    });
+
+    it('with recap links still on their cells after removed characters', () => {
+      const recap = '\u202eFixed\u202c the \x1b[1mloader\x1b[0m\x07 in In[3].';
+      const start = recap.indexOf('In[3]');
+      model.set([
+        row('k', {
+          recap: {
+            text: recap,
+            model: 'm',
+            at: 0,
+            links: [{ start, end: start + 5, cell_id: 'c3' }]
+          }
+        })
+      ]);
+      const link = li('k').querySelector<HTMLElement>('a.jp-RecapAgents-link');
+      expect(link?.textContent).toBe('In[3]');
+      expect(link?.dataset.cellId).toBe('c3');
+      expect(text('k', 'recap')).toBe('Fixed the loader in In[3].');
+      link?.click();
+      expect(open).toHaveBeenCalledWith('k.ipynb', 'c3');
+    });
+
+    it('in the usage line and its tooltip', () => {
+      model.usage.usage = { today: null, cost: null, error: 'ledger \u202eelbadaer\u202c\x07' };
+      model.usage.changed.emit();
+      const line = panel.node.querySelector<HTMLElement>('.jp-RecapAgents-usage');
+      expect(line?.textContent).toBe('Recaps today: unknown — ledger elbadaer');
+      expect(line?.title).toBe('ledger elbadaer');
+    });
+  });
+
+  it('bounds an absurd progress', () => {
+    model.set([row('k', { progress: { done: 2, total: 2 ** 70 } })]);
+    expect(text('k', 'progressLabel')).toBe('2/9,999+');
+    model.set([row('k', { progress: { done: Number.NaN, total: 3 } })]);
+    expect(li('k').querySelector('progress')).toBeNull();
+  });
+
+  it('opens the notebook of a row at its stop cell', () => {
+    model.set([row('k', { stop_cell: { cell_id: 'c9', label: 'In[9]', failed: true } })]);
+    li('k').click();
+    expect(open).toHaveBeenCalledWith('k.ipynb', 'c9');
+  });
+
+  it.each([
+    ['empty', ''],
+    ['null', null]
+  ])('opens nothing for a kernel without a notebook (path %s), and says why', (_, path) => {
+    model.set([row('k', { path: path as string, name: 'python3 kernel' })]);
+    const shown = li('k');
+    expect(shown.title).toBe('This kernel has no notebook to open.');
+    expect(shown.getAttribute('aria-disabled')).toBe('true');
+    expect(text('k', 'path')).toBe('no notebook');
+    const note = shown.querySelector<HTMLElement>('.jp-RecapAgents-note');
+    expect(note?.hidden).toBe(true);
+
+    shown.click();
+    expect(open).not.toHaveBeenCalled();
+    expect(note?.hidden).toBe(false);
+    expect(note?.textContent).toBe('This kernel has no notebook to open.');
+    expect(note?.getAttribute('role')).toBe('status');
+  });
+});
