@@ -1,12 +1,15 @@
 """The JSON the server's routes exchange (docs/focus-protocol.md), as types.
 
-The server's handlers answer these, the kernel sends :class:`AgentReport`, and
+Also :func:`strict_json`, which every JSON the project writes goes through. The server's
+handlers answer these, the kernel sends :class:`AgentReport`, and
 ``labextension/src/api.ts`` declares the same shapes for the page: a change here is a change of
 the protocol and goes there too.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Literal, TypedDict
 
 TurnState = Literal["running", "ok", "errored", "aborted"]
@@ -190,3 +193,25 @@ class UsageJSON(TypedDict):
     today: DayUsageJSON | None
     cost: str | None
     error: str | None
+
+
+def finite(value: object) -> object:
+    """``value`` with every NaN and infinity (in its dicts, lists and tuples) made ``None``.
+
+    JSON has neither: Python would write ``NaN`` / ``Infinity``, which a browser's
+    ``JSON.parse`` (and any strict reader) refuses, losing the whole answer for one figure.
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
+def strict_json(value: object, *, ensure_ascii: bool = True) -> str:
+    """``value`` as strict JSON: non-finite floats are ``null`` (:func:`finite`), never a
+    ``ValueError`` of ``allow_nan=False``. Every JSON the project writes goes here (the CLI's
+    ``--json``, the server's answers, the store's records)."""
+    return json.dumps(finite(value), ensure_ascii=ensure_ascii, allow_nan=False)

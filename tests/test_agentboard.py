@@ -3,6 +3,7 @@ and the validation of a kernel's report (fake clock, fake focus facts)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -12,8 +13,10 @@ from hypothesis import strategies as st
 
 from jupyter_recap.focus.board import (
     ERROR_CHARS,
+    ID_CHARS,
     MAX_LINKS,
     MAX_ROW_EVENTS,
+    MAX_TASKS,
     AgentBoard,
     Report,
     ReportError,
@@ -393,12 +396,25 @@ FULL: dict[str, Any] = {
     "progress": {"done": 2, "total": 5},
     "stop_cell": {"cell_id": "c-9", "label": "In[14]", "failed": True},
 }
+TOP_FIELDS = list(FULL)
+
+
+def read(body: object) -> tuple[Report, list[str]]:
+    """The report of a body (its ``ignored`` emptied, to compare it) and its dropped lines."""
+    report = parse_report(body)
+    return dataclasses.replace(report, ignored=()), list(report.ignored)
+
+
+def parsed(body: object) -> Report:
+    """The report of a body that has nothing to drop."""
+    report, ignored = read(body)
+    assert ignored == []
+    return report
 
 
 def test_a_full_report_round_trips_into_the_row(board: AgentBoard, facts: Facts) -> None:
     facts.focused["k"] = True
-    report = parse_report({**FULL, "future_field": [1, 2], "another": {"x": None}})
-    board.report("k", report)
+    board.report("k", parsed({**FULL, "future_field": [1, 2], "another": {"x": None}}))
     r: dict[str, object] = dict(row(board, "k"))
     for name, value in FULL.items():
         assert r[name] == value, name
@@ -406,15 +422,16 @@ def test_a_full_report_round_trips_into_the_row(board: AgentBoard, facts: Facts)
 
 
 def test_an_empty_report_is_all_defaults() -> None:
-    assert parse_report({}) == Report()
-    assert parse_report({"recap": None, "progress": None, "stop_cell": None}) == Report()
+    assert parsed({}) == Report()
+    assert parsed({"recap": None, "progress": None, "stop_cell": None}) == Report()
 
 
 def test_optional_parts_of_a_report_get_defaults() -> None:
-    report = parse_report({"recap": {"text": ""}, "stop_cell": {"cell_id": "c"}})
+    report = parsed({"recap": {"text": ""}, "stop_cell": {"cell_id": "c"}})
     assert report.recap == {"text": "", "model": "", "at": None, "links": []}
     assert report.stop_cell == {"cell_id": "c", "label": "", "failed": False}
-    assert parse_report({"turn_started": 5}).turn_started == 5.0
+    assert parsed({"turn_started": 5}).turn_started == 5.0
+    assert parsed({"progress": {"done": MAX_TASKS, "total": MAX_TASKS}}).progress is not None
 
 
 def with_(path: str, value: object) -> dict[str, Any]:
@@ -439,57 +456,102 @@ def link(start: int, end: int, cell_id: object = "c") -> dict[str, Any]:
 
 TEXT_LEN = len(FULL["recap"]["text"])
 
-BAD = [
-    ("turn", "done", "turn"),
-    ("turn", 1, "turn"),
-    ("turn", "", "turn"),
-    ("turn_started", -1, "turn_started"),
-    ("turn_ended", math.nan, "turn_ended"),
-    ("turn_ended", math.inf, "turn_ended"),
-    ("last_activity", True, "last_activity"),
-    ("turn_started", "1795968398", "turn_started"),
-    ("error", 42, "error"),
-    ("error", ["boom"], "error"),
-    ("error", "x" * (ERROR_CHARS + 1), "error"),
-    ("recap", {"model": "offline"}, "text"),
-    ("recap", "a recap", "recap"),
-    ("recap.text", None, "text"),
-    ("recap.text", "x" * 4001, "text"),
-    ("recap.at", -5, "at"),
-    ("recap.links", "none", "links"),
-    ("recap.links", [link(0, 2 * TEXT_LEN + 1)], "out of range"),
-    ("recap.links", [link(5, 4)], "out of range"),
-    ("recap.links", [link(0, 6), link(4, 9)], "overlapping"),
-    ("recap.links", [link(10, 12), link(0, 3)], "out of order"),
-    ("recap.links", [link(0, 1)] * (MAX_LINKS + 1), "links"),
-    ("recap.links", [link(-1, 3)], "start"),
-    ("recap.links", [link(0, 3, None)], "cell_id"),
-    ("recap.links", [{"start": 0}], "end"),
-    ("recap.links", ["In[3]"], "links"),
-    ("progress", {"done": 6, "total": 5}, "done"),
-    ("progress.done", -1, "done"),
-    ("progress.total", -3, "total"),
-    ("progress.done", 1.5, "done"),
-    ("progress.total", True, "total"),
-    ("progress", [2, 5], "progress"),
-    ("stop_cell", {"label": "In[3]", "failed": True}, "cell_id"),
-    ("stop_cell.failed", "yes", "failed"),
-    ("stop_cell.label", "x" * 65, "label"),
-    ("drafting", 1, "drafting"),
+# (field, bad value, what the line names, the field that is dropped, the default it takes)
+BAD: list[tuple[str, object, str, str, object]] = [
+    ("turn", "done", "turn", "turn", None),
+    ("turn", 1, "turn", "turn", None),
+    ("turn", "", "turn", "turn", None),
+    ("turn_started", -1, "turn_started", "turn_started", None),
+    ("turn_ended", math.nan, "turn_ended", "turn_ended", None),
+    ("turn_ended", math.inf, "turn_ended", "turn_ended", None),
+    ("last_activity", True, "last_activity", "last_activity", None),
+    ("turn_started", "1795968398", "turn_started", "turn_started", None),
+    ("turn_started", 10**400, "turn_started", "turn_started", None),
+    ("error", 42, "error", "error", None),
+    ("error", ["boom"], "error", "error", None),
+    ("error", "x" * (ERROR_CHARS + 1), "error", "error", None),
+    ("recap", {"model": "offline"}, "recap.text", "recap", None),
+    ("recap", "a recap", "recap", "recap", None),
+    ("recap.text", None, "recap.text", "recap", None),
+    ("recap.text", "x" * 4001, "recap.text", "recap", None),
+    ("recap.model", "m" * (ID_CHARS + 1), "recap.model", "recap.model", ""),
+    ("recap.model", 7, "recap.model", "recap.model", ""),
+    ("recap.at", -5, "recap.at", "recap.at", None),
+    ("recap.links", "none", "recap.links", "recap.links", []),
+    ("recap.links", [link(0, 2 * TEXT_LEN + 1)], "recap.links[0].end", "recap.links", []),
+    ("recap.links", [link(5, 4)], "recap.links[0]: overlapping", "recap.links", []),
+    ("recap.links", [link(0, 6), link(4, 9)], "recap.links[1]: overlapping", "recap.links", []),
+    ("recap.links", [link(10, 12), link(0, 3)], "out of order", "recap.links", []),
+    ("recap.links", [link(0, 1)] * (MAX_LINKS + 1), "recap.links", "recap.links", []),
+    ("recap.links", [link(-1, 3)], "recap.links[0].start", "recap.links", []),
+    ("recap.links", [link(0, 3, None)], "recap.links[0].cell_id", "recap.links", []),
+    ("recap.links", [{"start": 0}], "recap.links[0].end", "recap.links", []),
+    ("recap.links", ["In[3]"], "recap.links[0]", "recap.links", []),
+    ("progress", {"done": 6, "total": 5}, "progress.done", "progress", None),
+    ("progress.done", -1, "progress.done", "progress", None),
+    ("progress.total", -3, "progress.total", "progress", None),
+    ("progress.total", MAX_TASKS + 1, "progress.total", "progress", None),
+    ("progress.total", 2**70, "progress.total", "progress", None),
+    ("progress.done", 1.5, "progress.done", "progress", None),
+    ("progress.total", True, "progress.total", "progress", None),
+    ("progress", [2, 5], "progress", "progress", None),
+    ("stop_cell", {"label": "In[3]", "failed": True}, "stop_cell.cell_id", "stop_cell", None),
+    ("stop_cell.failed", "yes", "stop_cell.failed", "stop_cell.failed", False),
+    ("stop_cell.label", "x" * 65, "stop_cell.label", "stop_cell.label", ""),
+    ("drafting", 1, "drafting", "drafting", False),
 ]
 
 
 @pytest.mark.parametrize(
-    ("path", "value", "named"), BAD, ids=[f"{p}={v!r}"[:40] for p, v, _ in BAD]
+    ("path", "value", "named", "dropped", "default"),
+    BAD,
+    ids=[f"{p}={v!r}"[:40] for p, v, *_ in BAD],
 )
-def test_a_bad_field_is_refused_with_a_one_line_message_naming_it(
-    path: str, value: object, named: str
+def test_a_bad_field_is_dropped_with_one_line_naming_it_and_the_rest_kept(
+    path: str, value: object, named: str, dropped: str, default: object
 ) -> None:
-    with pytest.raises(ReportError) as caught:
-        parse_report(with_(path, value))
-    message = str(caught.value)
-    assert named in message
-    assert "\n" not in message and message.strip() == message and message
+    report, ignored = read(with_(path, value))
+    # Exactly FULL with the dropped field at its default: the bad value reaches nothing, and
+    # every other field is taken.
+    assert report == parsed(with_(dropped, default))
+    [line] = ignored
+    assert named in line
+    assert "\n" not in line and line.strip() == line
+
+
+def test_each_bad_field_of_a_report_gets_its_own_line() -> None:
+    body = with_("recap.model", "m" * 300)
+    body["turn"] = "finished"
+    body["progress"] = {"done": 0, "total": 2**70}
+    report, ignored = read(body)
+    assert ignored == [
+        "turn: must be one of running, ok, errored, aborted or null",
+        "recap.model: longer than 256 characters",
+        f"progress.total: must be an integer from 0 to {MAX_TASKS}",
+    ]
+    assert (report.turn, report.progress) == (None, None)
+    assert report.recap is not None and report.recap["text"] == FULL["recap"]["text"]
+
+
+def test_a_model_id_too_long_still_shows_the_recap_and_ends_drafting(board: AgentBoard) -> None:
+    """Regression: the whole report was refused, and the row stayed at "drafting…"."""
+    board.report("k", parsed({"turn": "ok", "drafting": True}))
+    assert row(board, "k")["drafting"] is True
+    report, ignored = read(
+        {"turn": "ok", "drafting": False, "recap": {"text": "Done.", "model": "m" * 300}}
+    )
+    board.report("k", report)
+    assert ignored == ["recap.model: longer than 256 characters"]
+    r = row(board, "k")
+    assert r["recap"] == {"text": "Done.", "model": "", "at": None, "links": []}
+    assert r["drafting"] is False
+
+
+def test_a_huge_task_count_drops_the_progress_only() -> None:
+    """Regression: ``2**70`` tasks is no task list; the rest of the report is kept."""
+    report, ignored = read(with_("progress.total", 2**70))
+    assert report == parsed(with_("progress", None))
+    assert ignored == [f"progress.total: must be an integer from 0 to {MAX_TASKS}"]
 
 
 @pytest.mark.parametrize("body", [None, [], "turn", 3, ["turn", "ok"]])
@@ -500,17 +562,12 @@ def test_a_body_that_is_not_an_object_is_refused(body: object) -> None:
 
 def test_adjacent_links_and_astral_text_are_accepted() -> None:
     text = "🎉 In[1]In[2]"  # 🎉 is two UTF-16 code units
-    report = parse_report({"recap": {"text": text, "links": [link(3, 8, "a"), link(8, 13, "b")]}})
+    report = parsed({"recap": {"text": text, "links": [link(3, 8, "a"), link(8, 13, "b")]}})
     assert report.recap is not None
     assert [(x["start"], x["end"], x["cell_id"]) for x in report.recap["links"]] == [
         (3, 8, "a"),
         (8, 13, "b"),
     ]
-
-
-def test_a_huge_integer_time_is_refused_as_a_bad_report() -> None:
-    with pytest.raises(ReportError):
-        parse_report({"turn_started": 10**400})
 
 
 FIELDS = [
@@ -536,7 +593,7 @@ FIELDS = [
     "failed",
 ]
 
-# Integers stay within 64 bits here: huge integers have their own test above.
+# Integers stay within 64 bits here: huge integers have their own cases in BAD.
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),
@@ -556,13 +613,17 @@ JSONISH = st.recursive(
 
 
 def parses_or_refuses(body: object) -> Report | None:
-    """``parse_report``'s only two answers: a report, or one line saying what is wrong."""
+    """``parse_report``'s only two answers: a report and one line per dropped field, or (for a
+    body that is not an object) one line saying so."""
     try:
-        report = parse_report(body)
+        report, ignored = read(body)
     except ReportError as error:
+        assert not isinstance(body, dict)
         assert "\n" not in str(error)
         return None
     assert isinstance(report, Report)
+    for line in ignored:
+        assert ": " in line and "\n" not in line and len(line) < 200
     return report
 
 
@@ -574,5 +635,19 @@ def test_parse_report_either_returns_a_report_or_refuses_it(body: object) -> Non
 @given(st.dictionaries(st.sampled_from(FIELDS), JSONISH, max_size=9))
 def test_parse_report_on_objects_with_known_fields(body: dict[str, Any]) -> None:
     report = parses_or_refuses(body)
-    if report is not None:
-        AgentBoard(facts=lambda _: (None, "idle")).report("k", report)
+    assert report is not None
+    AgentBoard(facts=lambda _: (None, "idle")).report("k", report)
+
+
+FULL_REPORT = parsed(FULL)
+
+
+@given(st.sampled_from(TOP_FIELDS), JSONISH)
+def test_whatever_one_field_holds_every_other_field_is_kept(name: str, value: object) -> None:
+    report, ignored = read({**FULL, name: value})
+    for other in TOP_FIELDS:
+        if other != name:
+            assert getattr(report, other) == getattr(FULL_REPORT, other), other
+    # Each line names the field that was given (or a part of it) first.
+    for line in ignored:
+        assert line.split(":")[0].split(".")[0].split("[")[0] == name, line

@@ -8,18 +8,22 @@ The panel's line of today's recap cost is read from the person's usage ledger.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
+import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from jupyter_server.base.handlers import log as server_log
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 
 from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
-from jupyter_recap.server import AGENTS_SCHEMA
+from jupyter_recap.server import AGENTS_SCHEMA, handlers
 from jupyter_recap.stores.usage import UsageLedger, local_day
 
 pytestmark = pytest.mark.timeout(120)
@@ -116,21 +120,92 @@ async def test_a_turn_that_ends_while_away_needs_you_until_you_look(
     assert (agent["state"], agent["needs_you"], agent["notice"]) == ("idle", None, 1)
 
 
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def server_warnings() -> Iterator[list[str]]:
+    """The warnings the server logs meanwhile (its log does not propagate to pytest's)."""
+    handler, logger = Lines(), server_log()
+    logger.addHandler(handler)
+    try:
+        yield handler.lines
+    finally:
+        logger.removeHandler(handler)
+
+
 @asynctest
-async def test_bad_reports_are_refused_in_one_line(api: Any, recap: Any, kernel_id: str) -> None:
-    for body, field in [
-        (report(turn="finished"), "turn"),
-        (report(turn_started=-1), "turn_started"),
-        (report(progress={"done": 6, "total": 5}), "progress"),
-        (report(recap={"model": "x"}), "text"),
-        ([1, 2], "object"),
+async def test_a_bad_field_is_dropped_named_and_logged_and_the_rest_taken(
+    api: Any, recap: Any, kernel_id: str
+) -> None:
+    for body, line, dropped in [
+        (report(turn="finished"), "turn: must be one of", ("turn", None)),
+        (report(turn_started=-1), "turn_started: must not be negative", ("turn_started", None)),
+        (report(progress={"done": 6, "total": 5}), "progress.done: larger", ("progress", None)),
+        (report(recap={"model": "x"}), "recap.text: must be a string", ("recap", None)),
     ]:
-        code, answer = await send(api, recap, kernel_id, body)
-        assert code == 400, body
-        assert field in answer["message"] and "\n" not in answer["message"]
+        with server_warnings() as logged:
+            code, answer = await send(api, recap, kernel_id, body)
+        assert code == 200, answer
+        [ignored] = answer["ignored"]
+        assert ignored.startswith(line) and "\n" not in ignored
+        [warning] = [text for text in logged if "ignored" in text]  # once, all lines in it
+        assert ignored in warning and kernel_id in warning
+        agent = await row(api, kernel_id)
+        name, default = dropped
+        assert agent[name] == default, name  # the bad value reaches nothing
+        assert agent["stop_cell"] == body["stop_cell"]  # the rest is taken
+    code, answer = await send(api, recap, kernel_id, report())
+    assert (code, answer["ignored"]) == (200, [])
+
+
+@asynctest
+async def test_a_body_that_is_not_an_object_is_refused_in_one_line(
+    api: Any, recap: Any, kernel_id: str
+) -> None:
+    code, answer = await send(api, recap, kernel_id, [1, 2])
+    assert code == 400 and "object" in answer["message"] and "\n" not in answer["message"]
     assert (await api("agents"))[1]["agents"] == []  # nothing half-taken
     code, answer = await send(api, recap, kernel_id, "x" * 20_000)
     assert code == 413
+
+
+@asynctest
+async def test_a_model_id_too_long_no_longer_leaves_the_row_drafting(
+    api: Any, recap: Any, kernel_id: str
+) -> None:
+    """Regression: a 300-character model id made the whole report a 400, and the row stayed at
+    "drafting…" until another report came."""
+    await send(api, recap, kernel_id, report("ok", recap=None, drafting=True))
+    assert (await row(api, kernel_id))["drafting"] is True
+    shown = {"text": RECAP, "model": "m" * 300, "at": 101.0, "links": []}
+    code, answer = await send(api, recap, kernel_id, report("ok", recap=shown))
+    assert code == 200 and answer["ignored"] == ["recap.model: longer than 256 characters"]
+    agent = await row(api, kernel_id)
+    assert agent["recap"] == {**shown, "model": ""}
+    assert agent["drafting"] is False
+
+
+@asynctest
+async def test_a_huge_task_count_drops_the_progress_and_keeps_the_rest(
+    api: Any, recap: Any, kernel_id: str
+) -> None:
+    body = report("ok", progress={"done": 1, "total": 2**70})
+    code, answer = await send(api, recap, kernel_id, body)
+    assert code == 200 and [line.split(":")[0] for line in answer["ignored"]] == ["progress.total"]
+    agent = await row(api, kernel_id)
+    assert agent["progress"] is None
+    assert (agent["turn"], agent["recap"], agent["stop_cell"]) == (
+        "ok",
+        body["recap"],
+        body["stop_cell"],
+    )
 
 
 @asynctest
@@ -323,6 +398,29 @@ async def test_the_usage_of_today_comes_from_the_ledger_every_kernel_writes(
     code, answer = await api("usage")
     assert (code, answer["today"]["calls"], answer["error"]) == (200, 0, None)
     assert [p.name for p in day_file.parent.iterdir() if ".corrupt-" in p.name]
+
+
+@asynctest
+async def test_a_usage_figure_that_is_not_finite_is_null_not_a_500(
+    api: Any, monkeypatch: pytest.MonkeyPatch, store: Path
+) -> None:
+    """The last guard: whatever the ledger's totals hold, the answer is strict JSON (Python's
+    ``json.loads`` would read ``Infinity`` as inf: None shows the server wrote ``null``)."""
+    read_usage = handlers.read_usage
+
+    def corrupt_usage() -> tuple[Any, list[str]]:
+        answer, warnings = read_usage()
+        assert answer["today"] is not None
+        today: dict[str, Any] = dict(answer["today"])
+        today.update(cost=math.inf, tokens_in=-math.inf, models={"m": math.nan})
+        return {**answer, "today": today}, warnings
+
+    monkeypatch.setattr(handlers, "read_usage", corrupt_usage)
+    code, answer = await api("usage")
+    assert code == 200, answer
+    today = answer["today"]
+    assert (today["cost"], today["tokens_in"], today["models"]) == (None, None, {"m": None})
+    assert today["calls"] == 0  # the finite figures are as they were
 
 
 @asynctest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,8 +13,10 @@ from cliutil import VENV_BIN, offline_env, one_line_error, run_cli
 from fakellm import FakeLLM
 
 from jupyter_recap import cli
+from jupyter_recap.cli.common import print_json
 from jupyter_recap.errors import NotebookError
 from jupyter_recap.pipeline import service
+from jupyter_recap.wire import strict_json
 
 ROOT = Path(__file__).parent.parent
 DATA = Path(__file__).parent / "data"
@@ -278,3 +281,21 @@ def test_usage_lists_the_last_30_days(tmp_path: Path) -> None:
     assert payload[0]["models"] == {"openai:gpt-4o-mini": 2}
     for bad in (["--usage", "--sessions"], ["--usage", "x.ipynb"], ["--usage", "--limit", "3"]):
         assert one_line_error(recap(*bad, cwd=tmp_path, env=env))
+
+
+# -- --json: strict JSON ---------------------------------------------------------------------------
+
+
+def test_json_output_is_strict_a_non_finite_figure_is_null(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A figure that is not finite (a corrupt total) is ``null``, not ``Infinity`` nor a crash."""
+    days = [{"day": "2026-11-30", "cost": math.inf, "tokens": (1, -math.inf), "x": [math.nan]}]
+    print_json(days)
+    # Python's json.loads would read Infinity and NaN: None shows null was written.
+    assert json.loads(capsys.readouterr().out) == [
+        {"day": "2026-11-30", "cost": None, "tokens": [1, None], "x": [None]}
+    ]
+    assert strict_json({"a": 1.5, "b": True, "c": None, "d": "NaN"}) == (
+        '{"a": 1.5, "b": true, "c": null, "d": "NaN"}'
+    )

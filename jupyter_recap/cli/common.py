@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from typing import IO
 
 from ..stores.sessions import LISTED_SESSIONS
 from ..textutil import UNSAFE_CHARS, printable
+from ..wire import strict_json
 
 PROG = "jupyter recap"
 EXIT_OK, EXIT_NO_RECAP, EXIT_USAGE = 0, 1, 2
@@ -34,7 +34,7 @@ def json_text(value: object) -> str:
     raw are written as ``\\uXXXX`` escapes, which decode to the same text. They can only occur
     inside strings, so the escaping cannot change the JSON's structure.
     """
-    text = json.dumps(value, ensure_ascii=False)
+    text = strict_json(value, ensure_ascii=False)
     return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 

@@ -20,7 +20,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, ParamSpec, TypeVar
 
 from ..wire import AgentRow, Link, Progress, RecapInfo, RowState, StopCell, TurnState
 
@@ -41,14 +41,20 @@ ERROR_CHARS = 300
 LABEL_CHARS = 64
 ID_CHARS = 256
 MAX_LINKS = 32
+#: Most tasks a report's ``progress`` counts; more is a bad field, not a task list.
+MAX_TASKS = 100_000
 
 Action = Literal["update", "remove"]
 Facts = Callable[[str], tuple[bool | None, str]]
 """A kernel's (aggregate focus, execution state), from the focus hub."""
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_D = TypeVar("_D")
+
 
 class ReportError(ValueError):
-    """A kernel's report is not what the protocol says; the message is one line."""
+    """A kernel's report is not a JSON object; the message is one line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +70,9 @@ class Report:
     drafting: bool = False
     progress: Progress | None = None
     stop_cell: StopCell | None = None
+    ignored: tuple[str, ...] = ()
+    """One line per field dropped when the report was read (:func:`parse_report`): the route's
+    answer and the server's log say them, the rows do not."""
 
 
 @dataclass(slots=True)
@@ -290,127 +299,179 @@ def _replace(report: Report, **changes: Any) -> Report:
 
 
 def parse_report(body: object) -> Report:
-    """Validate a kernel's ``PUT kernels/{id}/agent`` body; :class:`ReportError` when it is bad.
+    """Validate a kernel's ``PUT kernels/{id}/agent`` body; ``ignored`` of the report has one
+    line per field it dropped (``"recap.model: longer than 256 characters"``).
 
-    Unknown fields are ignored, so a newer kernel can talk to an older server.
+    Only a body that is not an object is refused (:class:`ReportError`). A bad field takes its
+    default and the rest is kept, so one bad value (a model id too long) does not leave the row
+    as it was ("drafting…") until the next report. A bad part of a recap drops just that part,
+    except its text, without which it is no recap; a bad link drops the links. Unknown fields
+    are ignored, so a newer kernel can talk to an older server.
     """
     if not isinstance(body, dict):
         raise ReportError("the report is not a JSON object")
-    turn = body.get("turn")
-    if turn is not None and turn not in TURN_STATES:
-        raise ReportError(f"field 'turn' must be one of {', '.join(TURN_STATES)} or null")
+    drops = _Drops()
+    take = drops.take
     return Report(
-        turn=turn,
-        turn_started=_time(body, "turn_started"),
-        turn_ended=_time(body, "turn_ended"),
-        error=_text(body, "error", ERROR_CHARS),
-        last_activity=_time(body, "last_activity"),
-        recap=_recap(body.get("recap")),
-        drafting=_flag(body, "drafting"),
-        progress=_progress(body.get("progress")),
-        stop_cell=_stop_cell(body.get("stop_cell")),
+        turn=take(None, _turn, body, "turn"),
+        turn_started=take(None, _time, body, "turn_started"),
+        turn_ended=take(None, _time, body, "turn_ended"),
+        error=take(None, _text, body, "error", ERROR_CHARS),
+        last_activity=take(None, _time, body, "last_activity"),
+        recap=take(None, _recap, body, "recap", drops),
+        drafting=take(False, _flag, body, "drafting"),
+        progress=take(None, _progress, body, "progress"),
+        stop_cell=take(None, _stop_cell, body, "stop_cell", drops),
+        ignored=tuple(drops.lines),  # last: arguments are evaluated in order, all drops are in
     )
 
 
-def _time(data: dict[str, Any], name: str) -> float | None:
-    value = data.get(name)
+class _BadField(ValueError):
+    """One field of a report is bad; the message is the line that says which and why."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+
+
+class _Drops:
+    """The fields dropped from one report, one line each."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def take(
+        self, default: _D, read: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> _T | _D:
+        """What ``read`` makes of a field, or ``default`` (and a line) when the field is bad."""
+        try:
+            return read(*args, **kwargs)
+        except _BadField as bad:
+            self.lines.append(str(bad))
+            return default
+
+
+# The readers below take the object holding a field and the field's dotted path, which names
+# the field in a message; its last part is the field's key.
+
+
+def _get(data: dict[str, Any], path: str, default: object = None) -> Any:
+    return data.get(path.rpartition(".")[2], default)
+
+
+def _turn(data: dict[str, Any], path: str) -> TurnState | None:
+    value: TurnState | None = _get(data, path)
+    if value is not None and value not in TURN_STATES:
+        raise _BadField(path, f"must be one of {', '.join(TURN_STATES)} or null")
+    return value
+
+
+def _time(data: dict[str, Any], path: str) -> float | None:
+    value = _get(data, path)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ReportError(f"field {name!r} must be a number of seconds or null")
+        raise _BadField(path, "must be a number of seconds or null")
     try:
         finite = math.isfinite(value)  # an integer of 400 digits overflows a float here
     except OverflowError:
         finite = False
     if not finite:
-        raise ReportError(f"field {name!r} must be a number of seconds or null")
+        raise _BadField(path, "must be a number of seconds or null")
     if value < 0:
-        raise ReportError(f"field {name!r} must not be negative")
+        raise _BadField(path, "must not be negative")
     return round(float(value), 3)
 
 
-def _text(data: dict[str, Any], name: str, cap: int) -> str | None:
+def _text(data: dict[str, Any], path: str, cap: int) -> str | None:
     """An optional string field."""
-    if data.get(name) is None:
+    if _get(data, path) is None:
         return None
-    return _string(data, name, cap)
+    return _string(data, path, cap)
 
 
-def _string(data: dict[str, Any], name: str, cap: int) -> str:
+def _string(data: dict[str, Any], path: str, cap: int) -> str:
     """A required string field."""
-    value = data.get(name)
+    value = _get(data, path)
     if not isinstance(value, str):
-        raise ReportError(f"field {name!r} must be a string")
+        raise _BadField(path, "must be a string")
     if len(value) > cap:
-        raise ReportError(f"field {name!r} is longer than {cap} characters")
+        raise _BadField(path, f"longer than {cap} characters")
     return value
 
 
-def _flag(data: dict[str, Any], name: str) -> bool:
-    value = data.get(name, False)
+def _flag(data: dict[str, Any], path: str) -> bool:
+    value = _get(data, path, False)
     if not isinstance(value, bool):
-        raise ReportError(f"field {name!r} must be true or false")
+        raise _BadField(path, "must be true or false")
     return value
 
 
-def _count(data: dict[str, Any], name: str) -> int:
-    value = data.get(name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ReportError(f"field {name!r} must be a non-negative integer")
+def _count(data: dict[str, Any], path: str, most: int) -> int:
+    value = _get(data, path)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise _BadField(path, f"must be an integer from 0 to {most}")
     return value
 
 
-def _object(value: object, name: str) -> dict[str, Any] | None:
-    if value is None:
+def _object(data: dict[str, Any], path: str) -> dict[str, Any] | None:
+    value = _get(data, path)
+    if value is not None and not isinstance(value, dict):
+        raise _BadField(path, "must be an object or null")
+    return value
+
+
+def _recap(data: dict[str, Any], path: str, drops: _Drops) -> RecapInfo | None:
+    recap = _object(data, path)
+    if recap is None:
         return None
-    if not isinstance(value, dict):
-        raise ReportError(f"field {name!r} must be an object or null")
-    return value
-
-
-def _recap(value: object) -> RecapInfo | None:
-    data = _object(value, "recap")
-    if data is None:
-        return None
-    text = _string(data, "text", RECAP_CHARS)
-    links_in = data.get("links", [])
-    if not isinstance(links_in, list) or len(links_in) > MAX_LINKS:
-        raise ReportError(f"field 'recap.links' must be a list of at most {MAX_LINKS} links")
-    links: list[Link] = []
-    # Offsets are UTF-16 code units (what the page indexes): at most two per character.
-    limit, end = 2 * len(text), 0
-    for item in links_in:
-        link = _object(item, "recap.links[]") or {}
-        start, stop = _count(link, "start"), _count(link, "end")
-        if not end <= start <= stop <= limit:
-            raise ReportError("a recap link is out of range, overlapping or out of order")
-        cell_id = _string(link, "cell_id", ID_CHARS)
-        links.append({"start": start, "end": stop, "cell_id": cell_id})
-        end = stop
+    text = _string(recap, f"{path}.text", RECAP_CHARS)  # a bad text drops the whole recap
     return {
         "text": text,
-        "model": _text(data, "model", ID_CHARS) or "",
-        "at": _time(data, "at"),
-        "links": links,
+        "model": drops.take("", _text, recap, f"{path}.model", ID_CHARS) or "",
+        "at": drops.take(None, _time, recap, f"{path}.at"),
+        "links": drops.take([], _links, recap, f"{path}.links", text),
     }
 
 
-def _progress(value: object) -> Progress | None:
-    data = _object(value, "progress")
-    if data is None:
+def _links(data: dict[str, Any], path: str, text: str) -> list[Link]:
+    """The links of a recap's ``text``: one bad link drops them all (they index one text)."""
+    items = _get(data, path, [])
+    if not isinstance(items, list) or len(items) > MAX_LINKS:
+        raise _BadField(path, f"must be a list of at most {MAX_LINKS} links")
+    links: list[Link] = []
+    # Offsets are UTF-16 code units (what the page indexes): at most two per character.
+    limit, end = 2 * len(text), 0
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]"
+        if not isinstance(item, dict):
+            raise _BadField(where, "must be an object")
+        start, stop = _count(item, f"{where}.start", limit), _count(item, f"{where}.end", limit)
+        if not end <= start <= stop:
+            raise _BadField(where, "overlapping or out of order")
+        cell_id = _string(item, f"{where}.cell_id", ID_CHARS)
+        links.append({"start": start, "end": stop, "cell_id": cell_id})
+        end = stop
+    return links
+
+
+def _progress(data: dict[str, Any], path: str) -> Progress | None:
+    progress = _object(data, path)
+    if progress is None:
         return None
-    done, total = _count(data, "done"), _count(data, "total")
+    done = _count(progress, f"{path}.done", MAX_TASKS)
+    total = _count(progress, f"{path}.total", MAX_TASKS)
     if done > total:
-        raise ReportError("field 'progress.done' is larger than 'progress.total'")
+        raise _BadField(f"{path}.done", f"larger than {path}.total")
     return {"done": done, "total": total}
 
 
-def _stop_cell(value: object) -> StopCell | None:
-    data = _object(value, "stop_cell")
-    if data is None:
+def _stop_cell(data: dict[str, Any], path: str, drops: _Drops) -> StopCell | None:
+    stop_cell = _object(data, path)
+    if stop_cell is None:
         return None
+    cell_id = _string(stop_cell, f"{path}.cell_id", ID_CHARS)  # where: no cell, no stop cell
     return {
-        "cell_id": _string(data, "cell_id", ID_CHARS),
-        "label": _text(data, "label", LABEL_CHARS) or "",
-        "failed": _flag(data, "failed"),
+        "cell_id": cell_id,
+        "label": drops.take("", _text, stop_cell, f"{path}.label", LABEL_CHARS) or "",
+        "failed": drops.take(False, _flag, stop_cell, f"{path}.failed"),
     }

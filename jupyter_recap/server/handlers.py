@@ -36,7 +36,7 @@ from ..ipython.feed import KERNEL_HEADER, kernel_proof
 from ..pipeline.prices import format_cost
 from ..stores.usage import UsageLedger
 from ..textutil import printable, shorten
-from ..wire import DayUsageJSON, UsageJSON
+from ..wire import DayUsageJSON, UsageJSON, strict_json
 from .polls import Poll, PollsFull
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ class RecapHandler(APIHandler):
             # Set here: send_error clears every header set before the error was raised.
             self.set_header("Retry-After", str(RETRY_AFTER_SECONDS))
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"message": " ".join(printable(str(message)).split())}))
+        self.finish(strict_json({"message": " ".join(printable(str(message)).split())}))
 
     def require_kernel(self, kernel_id: str) -> None:
         """404 unless ``kernel_id`` is a running kernel of this server."""
@@ -159,7 +159,9 @@ class RecapHandler(APIHandler):
         return value
 
     def reply(self, data: Mapping[str, object]) -> None:
-        self.finish(json.dumps(data))
+        # Strict JSON: a NaN or infinity (a corrupt figure) is null, not a 500 or an answer
+        # the page's JSON.parse refuses.
+        self.finish(strict_json(data))
 
 
 class KernelRouteHandler(RecapHandler):
@@ -295,11 +297,18 @@ class AgentReportHandler(KernelRouteHandler):
             report = parse_report(body)
         except ReportError as error:
             raise web.HTTPError(400, "%s", str(error)) from None
+        if report.ignored:
+            # Once per report, every dropped field in one line: the server's log, which the
+            # person sees; the kernel gets the same lines in the answer.
+            line = "; ".join(report.ignored)
+            self.log.warning(
+                "jupyter_recap: kernel %s reported bad fields, ignored: %s", shown(kernel_id), line
+            )
         board = self.recap.board
         board.report(kernel_id, report)
         if not board.path(kernel_id):
             board.set_path(kernel_id, await self._session_path(kernel_id))
-        self.reply({"agents_version": board.version})
+        self.reply({"agents_version": board.version, "ignored": list(report.ignored)})
 
     async def _session_path(self, kernel_id: str) -> str:
         """The notebook of the kernel's session, until a browser reports which one it is."""

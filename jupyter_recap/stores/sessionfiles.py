@@ -34,7 +34,7 @@ from ..debuglog import get_logger
 from ..errors import StoreError, StoreWriteError
 from ..record.transcript import is_finite_number, is_optional_text
 from ..textutil import SHOWN_CHARS, shorten
-from ..wire import SessionSummaryJSON
+from ..wire import SessionSummaryJSON, finite
 from . import privatefs
 from .privatefs import IgnoredFile
 from .tasks import TaskList, progress_line
@@ -290,9 +290,12 @@ def json_bytes(value: Any, *, indent: int | None = None) -> bytes:
 
     Text from a notebook can hold lone surrogates (bytes decoded with ``surrogateescape``),
     which UTF-8 cannot encode; they are written as ``\\udcxx`` escapes, which JSON reads back
-    as the same characters, instead of failing every write of the session from then on.
+    as the same characters, instead of failing every write of the session from then on. A
+    number that is not finite (a tool's argument) is written ``null``: strict JSON, which any
+    reader parses.
     """
-    return json.dumps(value, ensure_ascii=False, indent=indent).encode("utf-8", "backslashreplace")
+    text = json.dumps(finite(value), ensure_ascii=False, indent=indent, allow_nan=False)
+    return text.encode("utf-8", "backslashreplace")
 
 
 def write_atomic(path: Path, data: bytes) -> None:
