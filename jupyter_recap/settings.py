@@ -14,6 +14,10 @@ from traitlets.config import Configurable
 
 from .focus.board import LONG_CELL_SECONDS
 
+#: The highest price ``Recap.prices`` accepts, USD per million tokens: list prices are below a
+#: hundred, and a typo of a few zeros would otherwise turn every cost shown into nonsense.
+MAX_PRICE = 10_000.0
+
 _FALSE = {"0", "false", "no", "off"}
 MEMORY_ENV = "JUPYTER_RECAP_MEMORY"
 CAPTURE_ENV = "JUPYTER_RECAP_CAPTURE"
@@ -185,7 +189,7 @@ class Recap(Configurable):
             if numbers is None or len(numbers) != 2 or not all(_is_price(n) for n in numbers):
                 raise TraitError(
                     f"{where}: expected [input, output] US dollars per million tokens, two "
-                    f"non-negative numbers; got {price!r}"
+                    f"numbers from 0 to {MAX_PRICE:,.0f}; got {price!r}"
                 )
             checked[name.strip()] = [float(n) for n in numbers]
         return checked
@@ -230,10 +234,10 @@ class Recap(Configurable):
 
 
 def _is_price(value: object) -> bool:
-    """A price per million tokens: a finite number, not negative, not a bool."""
+    """A price per million tokens: a number from 0 to :data:`MAX_PRICE`, not a bool."""
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
         and math.isfinite(value)
-        and value >= 0
+        and 0 <= value <= MAX_PRICE
     )

@@ -70,6 +70,37 @@ def test_the_budget_holds_across_two_kernels_and_asking_still_calls(
         assert "(this kernel)" in status and "(all your kernels)" in status
 
 
+def test_a_ledger_that_cannot_be_written_stops_automatic_calls_and_says_why(
+    fake_llm: FakeLLM, person: dict[str, str]
+) -> None:
+    """Today's usage file replaced by a directory: the budget cannot be counted, so automatic
+    recaps are written offline (the banner's header says why), status claims no calls left,
+    and a recap the person asks for still calls the model."""
+    with start(person) as kc:
+        comm_id = configure(kc, 2)
+        execute(
+            kc,
+            "import datetime, os\nfrom jupyter_recap.stores.usage import UsageLedger\n"
+            "ledger = UsageLedger()\nos.makedirs(ledger.folder, mode=0o700, exist_ok=True)\n"
+            "os.mkdir(ledger.folder / f'{datetime.date.today().isoformat()}.jsonl')",
+        )
+        engine = ""
+        for round_ in range(3):
+            prompt = f"{TURN} (round {round_})"
+            shown = automatic_recap(kc, comm_id, prompt)
+            # (an update carries what changed: the engine line is sent the first time)
+            engine = shown.get("model", engine) if round_ else shown["model"]
+            assert engine == "offline · daily budget not counted: see %recap status"
+            execute(kc, "print('looked at it')")  # the person saw it: the next one is news
+        assert fake_llm.requests == []
+        status = stream_text(execute(kc, "%recap status"))
+        assert "today:       unknown (" in status and "is not a regular file of yours" in status
+        assert "budget:      not counted, so automatic recaps are written offline" in status
+        assert "calls left" not in status
+        execute(kc, "%recap")
+        assert len(fake_llm.requests) == 1  # asked for: it still calls
+
+
 @pytest.fixture
 def hosted_llm() -> Iterator[FakeLLM]:
     with FakeLLM(host=hosted_address()) as fake:

@@ -97,27 +97,49 @@ def test_the_budget_is_a_local_day_and_rolls_over_at_midnight(
     assert len(fake_llm.requests) == 2
 
 
+@pytest.fixture
+def hosted_llm() -> Iterator[FakeLLM]:
+    """The fake LLM server reached by this machine's host name: a "hosted" provider, offline."""
+    with FakeLLM(host=hosted_address()) as fake:
+        yield fake
+
+
 def test_the_price_comes_from_the_table_or_from_recap_prices(
-    fake_llm: FakeLLM, ledger: UsageLedger
+    hosted_llm: FakeLLM, ledger: UsageLedger
 ) -> None:
+    url = hosted_llm.url_as(hosted_name())
     stats = RecapStats()
-    draft(fake_llm.url, ledger, "manual", stats=stats)  # 321 in, 24 out at the list price
+    draft(url, ledger, "manual", stats=stats)  # 321 in, 24 out at the list price
     listed = 321 * 0.15 / 1e6 + 24 * 0.60 / 1e6
     assert stats.cost == pytest.approx(listed) and ledger.today().cost == pytest.approx(listed)
     stats = RecapStats()
     prices = {"openai:gpt-4o-mini": [1000.0, 2000.0]}
-    draft(fake_llm.url, ledger, "manual", stats=stats, prices=prices)
+    draft(url, ledger, "manual", stats=stats, prices=prices)
     assert stats.cost == pytest.approx(0.321 + 0.048)
     stats = RecapStats()
     draft_recap(
         session(),
         settings=Recap(model="openai:my-own-finetune"),
-        env=env_for(fake_llm.url),
+        env=env_for(url),
         stats=stats,
         usage=ledger,
     )
     assert (stats.cost, stats.unpriced) == (0.0, 1)  # an unknown model: tokens, no price
     assert ledger.today().unpriced == 1
+
+
+def test_a_model_served_on_this_machine_costs_no_list_price(
+    fake_llm: FakeLLM, ledger: UsageLedger
+) -> None:
+    # vLLM, llama.cpp or LM Studio on localhost serve "gpt-4o-mini" too: nothing is paid.
+    stats = RecapStats()
+    result = draft(fake_llm.url, ledger, "manual", stats=stats)
+    assert result.recap is not None and stats.tokens_in > 0
+    assert (stats.cost, stats.unpriced) == (0.0, 0) and ledger.today().cost == 0.0
+    # ... unless the person prices it (their GPU hours, say).
+    stats = RecapStats()
+    draft(fake_llm.url, ledger, "manual", stats=stats, prices={"openai:gpt-4o-mini": [1.0, 2.0]})
+    assert stats.cost == pytest.approx((321 * 1.0 + 24 * 2.0) / 1e6)
 
 
 def test_tokens_are_estimated_when_the_provider_reports_none(
@@ -129,13 +151,6 @@ def test_tokens_are_estimated_when_the_provider_reports_none(
     sent = len(str(fake_llm.bodies()[0]))
     assert 0.15 * sent < stats.tokens_in < 0.5 * sent  # about four characters a token
     assert stats.tokens_out > 0 and ledger.today().estimated == 1
-
-
-@pytest.fixture
-def hosted_llm() -> Iterator[FakeLLM]:
-    """The fake LLM server reached by this machine's host name: a "hosted" provider, offline."""
-    with FakeLLM(host=hosted_address()) as fake:
-        yield fake
 
 
 def test_automatic_recaps_stay_off_hosted_models_when_asked(

@@ -69,6 +69,14 @@ def _usage_lines(ext: RecapExtension) -> list[str]:
     settings = ext.settings
     budget = int(settings.daily_budget)
     hosted = "" if settings.auto_hosted else "; hosted models only when asked"
+    # What cannot be counted is said, never shown as calls left: the budget is about money.
+    problem = ext.usage.problem()
+    if problem is not None:
+        return [
+            f"today:       unknown ({problem})",
+            f"budget:      not counted, so automatic recaps are written offline until it can be "
+            f"(Recap.daily_budget = {budget}); %recap still calls the model",
+        ]
     try:
         today = ext.usage.today()
     except RecapError as error:  # a refused store: the kernel's own counters still stand

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..errors import ConfigError
+from ..settings import MAX_PRICE
 from .models import parse_model_id
 
 #: USD per million tokens, (input, output), keyed by ``provider:model`` as our model ids spell
@@ -52,6 +53,9 @@ PRICES: dict[str, tuple[float, float]] = {
 #: Providers whose models run on the person's machine: a call costs nothing.
 FREE_PROVIDERS = frozenset({"ollama", "offline"})
 
+#: The largest cost :func:`format_cost` writes out in figures.
+SHOWN_COST_LIMIT = 1_000_000.0
+
 #: Characters per token in the estimate used when a provider reports no usage.
 CHARS_PER_TOKEN = 4
 
@@ -82,7 +86,7 @@ def _price(value: object) -> tuple[float, float] | None:
     for number in value:
         if isinstance(number, bool) or not isinstance(number, (int, float)):
             return None
-        if not math.isfinite(number) or number < 0:
+        if not math.isfinite(number) or not 0 <= number <= MAX_PRICE:
             return None
         pair.append(float(number))
     return pair[0], pair[1]
@@ -113,7 +117,10 @@ def _via_openrouter(key: str) -> str | None:
 
 
 def price_for(
-    model_id: str, overrides: Mapping[str, Sequence[float]] | None = None
+    model_id: str,
+    overrides: Mapping[str, Sequence[float]] | None = None,
+    *,
+    local: bool = False,
 ) -> tuple[float, float] | None:
     """(input, output) USD per million tokens for ``model_id``, or None when unknown.
 
@@ -123,11 +130,18 @@ def price_for(
     ``openai:gpt-4o-mini`` never finds ``openai:gpt-4o``, nor an override of it).
     Any spelling :func:`~jupyter_recap.pipeline.models.parse_model_id` accepts works
     (``openai-chat:gpt-4o-mini``, ``gpt-4o-mini``). Local models (Ollama) cost nothing unless
-    overridden. Never raises: a malformed override is skipped.
+    overridden. ``local`` says the call goes to a server on this machine (an
+    OpenAI-compatible vLLM, llama.cpp or LM Studio on localhost): a vendor's list price for the
+    same model name does not apply, so it is free unless an override names it. Never raises:
+    a malformed override is skipped.
     """
     provider, key = _canonical(model_id)
     if not key:
         return None
+    if local:
+        named = {_canonical(name)[1]: _price(value) for name, value in (overrides or {}).items()}
+        found = _lookup(key, {name: pair for name, pair in named.items() if pair is not None})
+        return (0.0, 0.0) if found is None else found
     table = PRICES
     if overrides:
         # One table, so the longest entry wins whichever side it is on: an override of
@@ -158,18 +172,24 @@ def call_cost(
     tokens_in: int,
     tokens_out: int,
     overrides: Mapping[str, Sequence[float]] | None = None,
+    *,
+    local: bool = False,
 ) -> float | None:
-    """The estimated price of one call in USD, or None when the model's price is unknown."""
-    price = price_for(model_id, overrides)
+    """The estimated price of one call in USD, or None when the model's price is unknown.
+    ``local``: the model runs on this machine (see :func:`price_for`)."""
+    price = price_for(model_id, overrides, local=local)
     if price is None:
         return None
     return (price[0] * max(0, tokens_in) + price[1] * max(0, tokens_out)) / 1_000_000
 
 
 def format_cost(usd: float | None) -> str:
-    """A cost for people: ``~$0.0031``, ``~$1.24``, ``$0`` when free, ``n/a`` when unknown."""
+    """A cost for people: ``~$0.0031``, ``~$1.24``, ``$0`` when free, ``n/a`` when unknown;
+    a total past :data:`SHOWN_COST_LIMIT` is only said to be past it (no 300-digit figure)."""
     if usd is None or not math.isfinite(usd) or usd < 0:
         return "n/a"
+    if usd > SHOWN_COST_LIMIT:
+        return f"over ${SHOWN_COST_LIMIT:,.0f}"
     if usd == 0:
         return "$0"
     if usd < 0.0001:

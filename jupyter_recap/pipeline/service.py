@@ -30,6 +30,7 @@ from .providers.base import (
     ModelRef,
     Provider,
 )
+from .redact import Redactor
 
 if TYPE_CHECKING:
     from ..settings import Recap
@@ -139,7 +140,12 @@ AUTOMATIC_TRIGGERS = frozenset({"away", "post_turn", "idle", "resume"})
 
 
 class BudgetReached(Exception):
-    """An automatic call was not made: today's budget of automatic calls is spent."""
+    """An automatic call was not made: today's budget of automatic calls is spent, or could
+    not be counted; ``str(error)`` says which, for the banner's header."""
+
+
+#: Why automatic recaps are written offline while the usage ledger cannot count them.
+UNCOUNTED = "daily budget not counted: see %recap status"
 
 
 @dataclass(frozen=True)
@@ -154,20 +160,24 @@ class Spending:
     prices: Mapping[str, Sequence[float]] = field(default_factory=dict)
 
     def start(self, ref: ModelRef) -> Ticket | None:
-        """Count a call starting; BudgetReached when an automatic one may not be made. A ledger
-        that cannot be written never stops a call (it is logged)."""
+        """Count a call starting; BudgetReached when an automatic one may not be made.
+
+        A ledger that cannot be written stops automatic calls (a budget that cannot be counted
+        promises nothing about money) and never a call the person asked for (it is logged)."""
         budget = self.budget if self.automatic else None
         if budget is not None and budget <= 0:
-            raise BudgetReached
+            raise BudgetReached(_spent(budget))
         if self.ledger is None:
             return None
         try:
             ticket = self.ledger.start(ref.id, automatic=self.automatic, budget=budget)
         except RecapError as error:
             get_logger().warning("usage: not counted (%s)", error)
+            if budget is not None:
+                raise BudgetReached(UNCOUNTED) from None
             return None
         if ticket is None:
-            raise BudgetReached
+            raise BudgetReached(_spent(budget))
         return ticket
 
     def finish(
@@ -194,6 +204,10 @@ class Spending:
             )
         except RecapError as error:
             get_logger().warning("usage: a call's tokens were not counted (%s)", error)
+
+
+def _spent(budget: int | None) -> str:
+    return f"daily budget of {budget} calls reached" if budget else "daily budget 0"
 
 
 def call_model(
@@ -225,7 +239,10 @@ def call_model(
     if estimated:
         tokens_in = estimate_tokens(request.system) + estimate_tokens(request.user)
         tokens_out = estimate_tokens(completion.text)
-    cost = call_cost(ref.id, tokens_in, tokens_out, spending.prices)
+    from .models import is_local
+
+    # A model served on this machine costs no vendor's list price, whatever its name.
+    cost = call_cost(ref.id, tokens_in, tokens_out, spending.prices, local=is_local(ref, env))
     stats.add(tokens_in=tokens_in, tokens_out=tokens_out)
     stats.add(**({"cost": cost} if cost is not None else {"unpriced": 1}))
     spending.finish(
@@ -362,8 +379,8 @@ def _draft(
                 cancel=cancel,
                 spending=spending,
             )
-        except BudgetReached:
-            held = f"daily budget of {budget} calls reached" if budget else "daily budget 0"
+        except BudgetReached as stop:
+            held = str(stop)
             log.info("recap (%s): %s; written offline", trigger, held)
             break
         except Cancelled:
@@ -384,7 +401,9 @@ def _draft(
                 None, f"{ref.id} answered without a recap", tried, digest, len(context)
             )
         recap = WrittenRecap(
-            text,
+            # The model may write a secret itself (quoting a URL it inferred, a key it made
+            # up): redacted here, every place the recap is shown or saved gets it clean.
+            Redactor(env)(text),
             ref.id,
             trigger,
             digest,

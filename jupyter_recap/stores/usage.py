@@ -35,6 +35,7 @@ import math
 import os
 import re
 import secrets
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from ..debuglog import get_logger
-from ..errors import StoreError, StoreWriteError
+from ..errors import RecapError, StoreError, StoreWriteError
 from . import privatefs
 from .privatefs import IgnoredFile
 from .sessionfiles import store_dir
@@ -53,6 +54,9 @@ FOLDER = "usage"
 SUFFIX = ".jsonl"
 #: Day files (and the corrupt files moved aside) older than this many days are removed.
 KEEP_DAYS = 400
+#: The largest total cost a day's usage reports, USD: two hand-edited lines of 1e308 would
+#: otherwise add up to infinity, which no JSON reader accepts. No person spends near it.
+COST_CEILING = 1e12
 
 _DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl(?:\.corrupt-.+)?$")
@@ -158,7 +162,7 @@ class _Tally:
         self.failed += failed
         self.estimated += est
         if cost is not None:
-            self.cost += cost
+            self.cost = min(self.cost + cost, COST_CEILING)
         elif tokens_in or tokens_out:
             self.unpriced += 1
 
@@ -246,12 +250,23 @@ class UsageLedger:
         privatefs.ensure_dir(self.root)
         privatefs.ensure_subdir(self.folder, what="the usage folder")
         digest = hashlib.sha256(str(model).encode("utf-8")).hexdigest()[:16]
+        marker = self.folder / f"announced-{digest}"
         try:
-            fd = privatefs.create_exclusive(self.folder / f"announced-{digest}")
+            fd = privatefs.create_exclusive(marker)
         except FileExistsError:
-            return False
+            if _is_own_file(marker):
+                return False
+            # A link or a folder planted there would silence the notice for good: it is not
+            # our mark. Replace it; what cannot be replaced announces every time.
+            get_logger().warning("usage: %s is not a regular file of yours; replacing it", marker)
+            with contextlib.suppress(OSError):
+                os.unlink(marker)
+            try:
+                fd = privatefs.create_exclusive(marker)
+            except OSError:
+                return True
         except OSError as error:
-            raise _write_error(self.folder / f"announced-{digest}", error) from None
+            raise _write_error(marker, error) from None
         try:
             os.write(fd, str(model).encode("utf-8") + b"\n")  # for a person looking at the folder
         finally:
@@ -348,6 +363,24 @@ class UsageLedger:
                     continue
         if removed:
             get_logger().info("usage: removed %d day files older than %d days", removed, KEEP_DAYS)
+
+    def problem(self) -> str | None:
+        """Why today's calls cannot be counted (one line), or None when they can.
+
+        Checks what :meth:`start` needs without writing anything: a store and usage folder
+        only the person can write, and a lock file and today's file that are regular files of
+        theirs (or not there yet). The daily budget is a promise about money: while this says
+        something, automatic calls are not made.
+        """
+        try:
+            if not self._trusted():
+                return None  # nothing written yet: the first call creates a private ledger
+            for path in (self.lock_path, self.folder / f"{local_day(self._clock())}{SUFFIX}"):
+                if os.path.lexists(path) and not _is_own_file(path):
+                    return f"{path.name} in {self.folder} is not a regular file of yours"
+        except (RecapError, OSError) as error:
+            return " ".join(str(error).split())
+        return None
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -482,6 +515,15 @@ class UsageLedger:
         get_logger().warning("usage: %s", message)
 
 
+def _is_own_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file (not a link) that belongs to the person."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_uid == privatefs.person()
+
+
 def _check_day(day: str) -> str:
     """``day`` if it is an ISO date (it names a file), else StoreError."""
     try:
@@ -496,7 +538,7 @@ def _check_day(day: str) -> str:
 def _append(fd: int, path: Path, record: dict[str, Any]) -> None:
     """Append one line to the open day file (under the lock), first cutting off a torn tail
     left by a writer killed mid-line; a failed write is cut back so no half line stays."""
-    data = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+    data = (json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode()
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
