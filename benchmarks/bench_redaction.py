@@ -11,10 +11,12 @@ no 8-character run of its secret part is found.
 
 1. On the wire: ``draft_recap`` with the ``openai`` provider pointed at the local fake LLM
    server (``tests/fakellm.py``); the request body the server received is checked.
-2. At rest: the same transcript written by a ``SessionWriter`` to a temporary
+2. Written by the model: the fake server answers a recap that holds the secret itself; the
+   recap text and the agents-panel report built from it are checked.
+3. At rest: the same transcript written by a ``SessionWriter`` to a temporary
    ``JUPYTER_RECAP_HOME`` (its files' bytes are checked), and the text kept with
    ``jr.remember`` (the memory file's bytes are checked).
-3. What ``build_context`` costs with these patterns: the tool-heavy session of
+4. What ``build_context`` costs with these patterns: the tool-heavy session of
    ``bench_foundation.py``, and a session in which every entry holds secrets.
 """
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import os
 import random
 import statistics
@@ -40,6 +43,7 @@ for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "JUPYTER
     os.environ.pop(_name, None)
 
 import jupyter_recap as jr  # noqa: E402
+from jupyter_recap.focus.report import CellCounts, agent_report  # noqa: E402
 from jupyter_recap.pipeline.service import draft_recap  # noqa: E402
 from jupyter_recap.stores import workstate  # noqa: E402
 from jupyter_recap.stores.sessions import SessionStore, SessionWriter  # noqa: E402
@@ -215,6 +219,26 @@ def on_the_wire(fake: Any, t: jr.Transcript, secret: str, env: dict[str, str]) -
     return not survives(secret, sent)
 
 
+def written_by_the_model(fake: Any, text: str, secret: str, env: dict[str, str]) -> bool:
+    """The model's own answer holds the secret: the recap text (what the banner, the output a
+    saved notebook keeps and the agents row all show) and the report sent to the server."""
+    from fakellm import answer
+
+    t = jr.Transcript()
+    t.user("why does the export job fail?", model=MODEL)
+    t.outcome("ok")
+    fake.respond(
+        answer(f"<recap>Task: fix the export job, which uses {text}. Next: rerun.</recap>")
+    )
+    wire_env = {"OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-bench-0123456789ab"}
+    result = draft_recap(t, env={**wire_env, **env}, model=MODEL)
+    if result.recap is None:
+        raise RuntimeError(f"no recap: {result.reason}")
+    shown = {"text": result.recap.text, "model": result.recap.model}
+    report = agent_report(t, cells=CellCounts(), recap=shown)
+    return not survives(secret, result.recap.text + json.dumps(report))
+
+
 def at_rest(
     t: jr.Transcript, text: str, secret: str, env: dict[str, str], store: SessionStore, n: int
 ) -> bool:
@@ -244,10 +268,12 @@ def rates(examples: int) -> None:
     print("## Secrets redacted, by kind\n")
     print(f"{examples} generated examples per kind; redacted = no 8-character run of the secret ")
     print("found in the request body the fake LLM server received (wire), or in the session ")
-    print("files and the memory file (at rest).\n")
-    print("| kind | examples | redacted on the wire | redacted at rest |")
-    print("|---|---|---|---|")
-    totals = [0, 0, 0]
+    print("files and the memory file (at rest), or in a recap the model itself wrote holding the ")
+    print("secret (its text is what the banner, the saved notebook and the agents row show; the ")
+    print("report to the server is checked too).\n")
+    print("| kind | examples | redacted on the wire | redacted at rest | written by the model |")
+    print("|---|---|---|---|---|")
+    totals = [0, 0, 0, 0]
     with tempfile.TemporaryDirectory() as home, FakeLLM() as fake:
         os.environ["JUPYTER_RECAP_HOME"] = home
         store = SessionStore()
@@ -256,23 +282,25 @@ def rates(examples: int) -> None:
             project = Path(home) / f"project-{n}"  # one memory per kind: 300 notes at most
             project.mkdir()
             workstate.set_current_state(workstate.WorkState(str(project)))
-            wire = rest = 0
+            wire = rest = model = 0
             for i in range(examples):
                 text, secret, env = make(rng)
                 t = transcript_with(rng, text)
                 wire += on_the_wire(fake, t, secret, env)
                 rest += at_rest(t, text, secret, env, store, i)
+                model += written_by_the_model(fake, text, secret, env)
             totals[0] += examples
             totals[1] += wire
             totals[2] += rest
+            totals[3] += model
             print(
                 f"| {kind} | {examples} | {100 * wire / examples:.0f} % "
-                f"| {100 * rest / examples:.0f} % |"
+                f"| {100 * rest / examples:.0f} % | {100 * model / examples:.0f} % |"
             )
         workstate.set_current_state(None)
     print(
         f"| **all** | {totals[0]} | {100 * totals[1] / totals[0]:.1f} % "
-        f"| {100 * totals[2] / totals[0]:.1f} % |\n"
+        f"| {100 * totals[2] / totals[0]:.1f} % | {100 * totals[3] / totals[0]:.1f} % |\n"
     )
 
 

@@ -6,12 +6,14 @@ A `jupyter lab` server on 127.0.0.1, a kernel started through a notebook session
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakellm import FakeLLM, answer
 from jupyter_client.blocking.client import BlockingKernelClient
 from kernelutil import execute, stream_text
 from labserver import LabServer, running_lab
@@ -198,3 +200,38 @@ def test_a_restart_reaches_the_row_and_the_next_process_recaps(notebook: Any) ->
     until(lambda: value(kc, "bool(ext.feed and ext.feed.connected)"))
     time.sleep(0.5)  # room for a second copy to arrive, were there one
     assert value(kc, restarts) == texts
+
+
+HOSTILE_ANSWER = (
+    "<recap>Task: reconnect the billing job to postgresql://admin:Tr0ub4dor-and-3@db:5432/billing."
+    " All tests \u202edeliaf\u202c passed.\x1b[31m Next: rerun In[1].\x07</recap>"
+)
+
+
+def test_what_a_model_writes_is_shown_clean_in_the_banner_the_saved_output_and_the_row(
+    notebook: Any, fake_llm: FakeLLM
+) -> None:
+    """A recap answer holding a secret, bidi overrides and terminal escapes, from a model whose id
+    is longer than the server accepts: the banner, the text a saved notebook keeps and the
+    agents row all show it redacted and plain, and the row takes it (no "drafting…" left)."""
+    lab, kernel_id, kc = notebook
+    fake_llm.respond(answer(HOSTILE_ANSWER))
+    model = "openai:" + "m" * 300
+    execute(kc, "%%agent\nreconnect the billing job", cell_id="cell-agent")
+    execute(
+        kc,
+        f"import os\nos.environ.update(OPENAI_BASE_URL={fake_llm.url + '/v1'!r}, "
+        "OPENAI_API_KEY='sk-test-0123456789abcdef')",
+    )
+    messages = execute(kc, f"%recap --model {model}")
+    assert len(fake_llm.requests) == 1
+    banner_text = value(kc, "ext.banner.text")
+    recap = until(lambda: (r := row(lab, kernel_id))["recap"] and not r["drafting"] and r["recap"])
+    saved = json.dumps([m["content"] for m in messages])  # what the .ipynb keeps of the cell
+    for shown in (banner_text, recap["text"], saved):
+        assert "Tr0ub4dor" not in shown
+        assert "postgresql://admin:" in shown  # the rest of the sentence is kept
+        for unsafe in ("\u202e", "\u202c", "\x1b", "\x07", "\\u202e", "\\u001b", "\\u0007"):
+            assert unsafe not in shown
+    assert "All tests deliaf passed." in recap["text"]
+    assert recap["model"] == model[:256]  # cut to fit, not refused

@@ -16,15 +16,18 @@ from typing import Any
 from ..pipeline.redact import Redactor
 from ..record.transcript import Entry, Transcript
 from ..stores.tasks import Task
-from ..textutil import shorten
+from ..textutil import printable, shorten
 from ..wire import AgentReport, Link, RecapInfo, StopCell, TurnState
-from .board import MAX_LINKS
+from .board import ID_CHARS, LABEL_CHARS, MAX_LINKS
 
 #: Entries that count as the agent doing something (the panel's "last activity").
 AGENT_KINDS = frozenset({"user", "assistant", "tool_call", "tool_result", "outcome"})
 
 #: How far back from the newest entry a report looks for the latest turn.
 SCAN_LIMIT = 5000
+
+# Every text a report carries is cleaned of terminal escapes and bidi controls (``printable``)
+# and cut to what the server accepts (board.py): one over-long model id must not cost the row.
 
 #: Longest recap text a report carries (the server accepts more; this keeps the body small).
 REPORT_RECAP_CHARS = 2000
@@ -154,21 +157,24 @@ def agent_report(
                     stop = entry
                 break
     stop_cell: StopCell | None = None
-    if stop is not None and stop.cell_id:
+    if stop is not None and stop.cell_id and len(stop.cell_id) <= ID_CHARS:
         fallback = "the failed cell" if stop_failed else "the agent cell"
         stop_cell = {
             "cell_id": stop.cell_id,
-            "label": _label(stop, cells, fallback),
+            "label": _label(stop, cells, fallback)[:LABEL_CHARS],
             "failed": stop_failed,
         }
     shown: RecapInfo | None = None
     if recap is not None:
-        text = str(recap.get("text", ""))[:REPORT_RECAP_CHARS]
+        # Cleaned before the links are found, so their offsets are into the text sent.
+        text = printable(str(recap.get("text", "")))[:REPORT_RECAP_CHARS]
         shown = {
             "text": text,
-            "model": str(recap.get("model", "")),
+            "model": printable(str(recap.get("model", "")))[:ID_CHARS],
             "at": _seconds(recap.get("at")),
-            "links": recap_links(text, cells),
+            "links": [
+                link for link in recap_links(text, cells) if len(link["cell_id"]) <= ID_CHARS
+            ],
         }
     done = sum(1 for task in tasks if task.status == "completed")
     return {
@@ -177,7 +183,7 @@ def agent_report(
         "turn_ended": ended,
         # An error can quote what the code held (a key in a failed request): it leaves the kernel
         # redacted, as everything sent to a model does.
-        "error": shorten(Redactor()(error), REPORT_ERROR_CHARS) if error else None,
+        "error": shorten(printable(Redactor()(error)), REPORT_ERROR_CHARS) if error else None,
         "last_activity": last_activity,
         "recap": shown,
         "drafting": drafting,

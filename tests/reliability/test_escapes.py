@@ -24,6 +24,8 @@ from fakellm import FakeLLM, status
 from kernelutil import execute, running_kernel, stream_text
 
 import jupyter_recap as jr
+from jupyter_recap.focus.board import ID_CHARS, parse_report
+from jupyter_recap.focus.report import CellCounts, agent_report
 from jupyter_recap.pipeline.prompt import extract_recap
 from jupyter_recap.record.transcript import Transcript
 from jupyter_recap.stores.memory import MemoryStore
@@ -82,6 +84,29 @@ def test_extracted_recap_text_is_plain() -> None:
     assert recap is not None
     assert_inert(recap)
     shows(recap, "You are fixing", "the ledger export.", "Next: rerun", "the totals.")
+
+
+def test_what_a_kernel_reports_to_the_agents_panel_is_plain_and_fits() -> None:
+    """The agents row and its notification show the error line, the recap and its model as the
+    kernel reports them: "All tests \u202edeliaf\u202c passed." used to read "All tests failed
+    passed.", and a model id over the server's limit cost the whole report."""
+    t = Transcript()
+    t.user("run the test suite", cell_id="cell-1")
+    t.outcome("errored", dirty("All tests \u202edeliaf\u202c passed.", "\x07exit 1"))
+    shown = {"text": dirty("You ran", "the suite.", "Next: In[3]."), "model": "m" * 400 + RLO}
+    cells = CellCounts()
+    cells.note("cell-3", 3)
+    report = agent_report(t, cells=cells, recap=shown)
+    assert report["error"] is not None and report["recap"] is not None
+    assert_inert(report["error"], report["recap"]["text"], report["recap"]["model"])
+    shows(report["error"], "All tests deliaf passed.", "exit 1")
+    text = report["recap"]["text"]
+    shows(text, "You ran", "the suite.", "Next: In[3].")
+    link = report["recap"]["links"][0]  # found in the text as sent, so it covers "In[3]"
+    assert (text[link["start"] : link["end"]], link["cell_id"]) == ("In[3]", "cell-3")
+    assert len(report["recap"]["model"]) == ID_CHARS
+    board = parse_report(json.loads(json.dumps(report)))  # the server takes all of it
+    assert board.ignored == () and board.recap == report["recap"] and board.error == report["error"]
 
 
 # -- jupyter recap ----------------------------------------------------------------------------
