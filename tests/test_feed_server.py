@@ -77,3 +77,15 @@ def test_status_shows_the_feed(kernel: Any) -> None:
     _, _, kc = kernel
     status = stream_text(execute(kc, "%recap status"))
     assert "focus feed connected to" in status and "found via environment" in status
+
+
+def test_unloading_takes_the_banner_off_the_server(kernel: Any) -> None:
+    """After the last %unload_ext the server no longer points pages at the closed banner."""
+    lab, kernel_id, kc = kernel
+    route = f"jupyter-recap/api/kernels/{kernel_id}"
+    deadline = time.monotonic() + 20
+    while lab.api("GET", route)["banner_model_id"] is None:
+        assert time.monotonic() < deadline, "the banner was never announced"
+        time.sleep(0.05)
+    execute(kc, "%unload_ext jupyter_recap")
+    assert lab.api("GET", route)["banner_model_id"] is None

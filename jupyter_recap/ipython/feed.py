@@ -242,6 +242,17 @@ class FocusFeed:
             self.connected, self.last_error, backoff = True, None, MIN_BACKOFF
             seq, fresh = self._handle(data, seq, fresh), False
         self.connected = False
+        if banner_sent:
+            self._clear_banner()
+
+    def _clear_banner(self) -> None:
+        """Tell the server the banner is gone (the extension was unloaded): it would otherwise
+        keep pointing the page at a widget that no longer exists. Best effort, and quick:
+        :meth:`stop` waits for it at most two seconds."""
+        try:
+            self.routes.request("PUT", "/banner", {"model_id": None}, 1.5, CancelToken())
+        except ProviderError as error:
+            get_logger().info("focus feed: the banner was not cleared (%s)", error)
 
     def _retry(self, error: ProviderError, backoff: float) -> float:
         """Wait before the next attempt; the backoff for the one after."""
