@@ -122,6 +122,9 @@ LOAD = """
 %config Recap.model = "openai:gpt-4o-mini"
 %config Recap.away_seconds = 0.005
 %config Recap.post_turn_seconds = 0.005
+# Every draft must reach the stuck server: past the default budget of 100 automatic calls a
+# day, the rest would be written offline and never be in flight.
+%config Recap.daily_budget = 100000
 """
 
 AGENT = """%%agent

@@ -21,6 +21,7 @@ from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 from kernelutil import ROOT, TESTS, execute, stream_text
 from labserver import LabServer, running_lab
+from refusals import refused
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest, start_kernel
 
@@ -100,21 +101,22 @@ async def test_a_kernel_proof_opens_its_own_kernel_routes_only(
         ("PUT", f"kernels/{other}/banner", {"model_id": "hijacked"}),
     ]:
         answer = await http(method, route, proof, body)
-        assert answer.code == 403, (route, answer.code)
+        refused(answer.code, (403,), route)
         assert list(json.loads(answer.body)) == ["message"]
     assert recap.hub.snapshot(other).banner_model_id is None
 
     for method, route in browser_routes(mine):
         answer = await http(method, route, proof)
-        assert answer.code == 403, (method, route, answer.code)
+        refused(answer.code, (403,), (method, route))
 
     # The proof for another kernel's id cannot be made without that kernel's key.
     key = recap.kernel_manager.get_kernel(mine).session.key
     forged = {KERNEL_HEADER: kernel_proof(key, other)}
-    assert (await http("GET", f"kernels/{other}/events?timeout=0", forged)).code == 403
+    refused((await http("GET", f"kernels/{other}/events?timeout=0", forged)).code, (403,), "forged")
     # A page that somehow learnt the proof still cannot use it cross-origin.
     foreign = {**proof, "Origin": "https://evil.example"}
-    assert (await http("GET", f"kernels/{mine}/events?timeout=0", foreign)).code in (403, 404)
+    answer = await http("GET", f"kernels/{mine}/events?timeout=0", foreign)
+    refused(answer.code, (403, 404), "foreign origin")
 
 
 @asynctest
@@ -137,7 +139,9 @@ async def test_a_kernel_with_an_empty_key_is_not_believed(
     try:
         # Anyone can compute an HMAC with an empty key: it proves nothing.
         empty = {KERNEL_HEADER: kernel_proof(b"", mine)}
-        assert (await http("GET", f"kernels/{mine}/events?timeout=0", empty)).code == 403
+        refused(
+            (await http("GET", f"kernels/{mine}/events?timeout=0", empty)).code, (403,), "empty"
+        )
     finally:
         session.key = key
 
@@ -222,7 +226,7 @@ def test_a_real_kernel_cannot_reach_another_kernels_routes(
         for route, code in statuses.items():
             if credential == "own proof" and route.startswith(f"GET kernels/{mine}/"):
                 continue
-            assert code == 403, (credential, route, code)
+            refused(code, (403,), (credential, route))
     assert lab_api(server, "GET", f"jupyter-recap/api/kernels/{other}")["banner_model_id"] is None
 
 

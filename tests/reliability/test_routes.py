@@ -22,6 +22,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 from fakellm import FakeLLM, slow
+from refusals import refused
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 from tornado import web
@@ -147,7 +148,7 @@ def with_timeout(path: str, route: Route) -> str:
 
 
 def assert_json_error(response: HTTPResponse, codes: tuple[int, ...], what: Any) -> str:
-    assert response.code in codes, (what, response.code, response.body[:300])
+    refused(response.code, codes, (what, response.body[:300]))
     assert response.headers.get("Content-Type", "").startswith("application/json"), what
     answer = json.loads(response.body)
     assert isinstance(answer, dict) and isinstance(answer.get("message"), str), what
