@@ -332,7 +332,7 @@ def cost(rounds: int) -> None:
     from bench_foundation import context_figures
 
     from jupyter_recap.pipeline.context import build_context
-    from jupyter_recap.pipeline.redact import Redactor
+    from jupyter_recap.redact import Redactor
 
     print("## What the patterns cost\n")
     print("| session | entries | build_context (median) | chars sent |")

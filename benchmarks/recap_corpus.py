@@ -3,7 +3,7 @@
 Every :class:`Session` builds a fresh :class:`~jupyter_recap.Transcript` of realistic notebook
 work (prompts, replies, tool traffic, cells, errors) plus, for some, a task list and project
 memory notes that become the context's ``extras`` through the real
-:func:`~jupyter_recap.pipeline.framing.framing_for`. The sessions differ on purpose: the kind
+:func:`~jupyter_recap.stores.framing.framing_for`. The sessions differ on purpose: the kind
 of work (cleaning, training, scraping, a migration, plotting, an API client, a refactor, a
 report), the language of the conversation (English, German, French, Spanish, Japanese and
 Chinese; code and errors stay as Python prints them), and the shape that makes a recap hard —
@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jupyter_recap.pipeline.framing import Framing, framing_for
 from jupyter_recap.record.transcript import SILENT_KINDS, Entry, Transcript
+from jupyter_recap.stores.framing import Framing, framing_for
 from jupyter_recap.stores.memory import MemoryStore
 from jupyter_recap.stores.tasks import Task
 

@@ -12,11 +12,23 @@ import os
 from traitlets import Bool, Dict, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Configurable
 
-from .focus.board import LONG_CELL_SECONDS
-
 #: The highest price ``Recap.prices`` accepts, USD per million tokens: list prices are below a
 #: hundred, and a typo of a few zeros would otherwise turn every cost shown into nonsense.
 MAX_PRICE = 10_000.0
+
+LONG_CELL_SECONDS = 60.0
+"""A cell that ran at least this long is news to someone coming back (kernel and server)."""
+
+#: The capture sources, in the order ``%recap status`` lists them; ``capture/manager`` maps each
+#: name to its class. Plain names here, so checking ``Recap.capture`` loads no capture code.
+SOURCE_NAMES: tuple[str, ...] = (
+    "openai-agents",
+    "pydantic-ai",
+    "langchain",
+    "smolagents",
+    "opentelemetry",
+    "jupyter-ai",
+)
 
 _FALSE = {"0", "false", "no", "off"}
 MEMORY_ENV = "JUPYTER_RECAP_MEMORY"
@@ -111,8 +123,6 @@ class Recap(Configurable):
             return ["all"]
         if value.strip().lower() in _FALSE:
             return []
-        from .capture.manager import SOURCE_NAMES
-
         names = [name.strip().lower() for name in value.split(",") if name.strip()]
         # A typo in the environment must not stop the extension from loading: it is dropped
         # (and %recap status shows which sources are on).
@@ -220,8 +230,6 @@ class Recap(Configurable):
 
     @validate("capture")
     def _known_sources(self, proposal: dict[str, object]) -> object:
-        from .capture.manager import SOURCE_NAMES
-
         value = proposal["value"]
         names = [str(name).strip().lower() for name in value] if isinstance(value, list) else []
         unknown = [name for name in names if name and name != "all" and name not in SOURCE_NAMES]

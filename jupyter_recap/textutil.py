@@ -1,7 +1,9 @@
-"""Small text helpers shared by the context builder, the prompt and the offline engine."""
+"""Small text helpers shared by the context builder, the prompt, the offline engine and the
+listings: shortening, sentences, a cost or a duration for people, text safe for a terminal."""
 
 from __future__ import annotations
 
+import math
 import re
 
 SHOWN_CHARS = 40
@@ -30,6 +32,26 @@ def duration(seconds: float) -> str:
         return f"{minutes} min {secs} s" if secs else f"{minutes} min"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+#: The largest cost :func:`format_cost` writes out in figures.
+SHOWN_COST_LIMIT = 1_000_000.0
+
+
+def format_cost(usd: float | None) -> str:
+    """A cost for people: ``~$0.0031``, ``~$1.24``, ``$0`` when free, ``n/a`` when unknown;
+    a total past :data:`SHOWN_COST_LIMIT` is only said to be past it (no 300-digit figure)."""
+    if usd is None or not math.isfinite(usd) or usd < 0:
+        return "n/a"
+    if usd > SHOWN_COST_LIMIT:
+        return f"over ${SHOWN_COST_LIMIT:,.0f}"
+    if usd == 0:
+        return "$0"
+    if usd < 0.0001:
+        return "<$0.0001"
+    if usd < 0.01:
+        return f"~${usd:.4f}"
+    return f"~${usd:,.2f}"
 
 
 # A sentence ends at an ASCII mark followed by a space or the end, or at a full-width mark:

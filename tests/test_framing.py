@@ -15,15 +15,15 @@ from jupyter_recap.pipeline.context import (
     RECENT_HEADER,
     build_context,
 )
-from jupyter_recap.pipeline.framing import (
+from jupyter_recap.pipeline.service import draft_recap
+from jupyter_recap.settings import Recap
+from jupyter_recap.stores.framing import (
     NOTES_LABEL,
     Framing,
     framing_for,
     notebook_framing,
     record_framing,
 )
-from jupyter_recap.pipeline.service import draft_recap
-from jupyter_recap.settings import Recap
 from jupyter_recap.stores.memory import MemoryStore
 from jupyter_recap.stores.sessions import SessionStore, SessionWriter
 from jupyter_recap.stores.tasks import Task

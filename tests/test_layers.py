@@ -1,10 +1,19 @@
-"""The layer rule: the core knows nothing of IPython, the kernel, tornado, the server or widgets.
+"""The layer rules: the core knows nothing of IPython, the kernel, tornado, the server or widgets,
+and the packages import one another in one direction only.
 
 The modules are found by walking the package, so a module added later is checked too. Every
-import statement counts, also one inside a function (a lazy import is still a dependency).
-The adapters — ``ipython/``, ``server/``, ``cli/``, ``widget/`` — may import anything; the core
-may import neither those libraries nor the adapters. The one exception is the package's
-``__init__``, whose IPython entry points hand over to the IPython adapter.
+import statement counts, also one inside a function or under ``TYPE_CHECKING`` (a lazy import
+is still a dependency).
+
+Two rules:
+
+- **Front ends.** The adapters — ``ipython/``, ``server/``, ``cli/``, ``widget/`` — may import
+  IPython, tornado, jupyter_server and the widget libraries; the core may import neither those
+  libraries nor the adapters. The one exception is the package's ``__init__``, whose IPython
+  entry points hand over to the IPython adapter.
+- **Ranks.** Each unit (a subpackage or a top-level module) has a rank (:data:`RANKS`, the floors
+  of ``docs/architecture.md``) and may import only itself and units of a lower rank. Two units
+  of one rank may not import each other (``stores`` and ``capture``, say).
 """
 
 from __future__ import annotations
@@ -17,11 +26,55 @@ import pytest
 import jupyter_recap
 
 PACKAGE = Path(jupyter_recap.__file__).parent
+ROOT = PACKAGE.name
 ADAPTERS: tuple[str, ...] = ("jupyter_recap.ipython", "jupyter_recap.server", "jupyter_recap.cli")
 ADAPTERS += ("jupyter_recap.widget",)
 FORBIDDEN = ("IPython", "ipykernel", "tornado", "jupyter_server", "ipywidgets", "anywidget")
 #: The entry points IPython calls (``%load_ext``) live in the package's ``__init__``.
 ENTRY_POINTS = {"jupyter_recap": {"jupyter_recap.ipython.extension"}}
+
+#: The unit of the package's own ``__init__``.
+PACKAGE_INIT = "__init__"
+
+#: Bottom to top. A unit may import only itself and units of a lower rank.
+RANKS: dict[str, int] = {
+    # 0: leaves, plain data and text: they import nothing of ours
+    "_version": 0,
+    "errors": 0,
+    "textutil": 0,
+    "wire": 0,
+    # 1: shared by everything above: the log, redaction, the settings (plain data)
+    "debuglog": 1,
+    "redact": 1,
+    "settings": 1,
+    # 2: the transcript and reading notebooks
+    "record": 2,
+    # 3: what lasts (stores) and what records agent SDK runs (capture); not each other
+    "stores": 3,
+    "capture": 3,
+    # 4: writing a recap, and every other model call
+    "pipeline": 4,
+    # 5: the pure state the adapters drive, and the HTTP client
+    "focus": 5,
+    "schedule": 5,
+    "client": 5,
+    # adapters
+    "widget": 6,
+    "ipython": 7,
+    "server": 7,
+    "cli": 7,
+    PACKAGE_INIT: 8,
+}
+
+#: Today's known adapter exceptions to the ranks, (importer, imported module): each is to be
+#: removed, and then its entry here (a test fails when an entry no longer matches an import).
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
+    # TO BE REMOVED: the kernel proof (KERNEL_HEADER, kernel_proof: an HMAC of the kernel id
+    # with the kernel's connection key) is checked by the server's routes but defined in the
+    # kernel's feed client, so server/handlers (rank 7) imports ipython/feed (rank 7). It moves
+    # to a module both adapters can import when ipython/ is split.
+    ("jupyter_recap.server.handlers", "jupyter_recap.ipython.feed"): "the kernel proof",
+}
 
 
 def module_name(path: Path) -> str:
@@ -37,23 +90,64 @@ def modules() -> dict[str, Path]:
     }
 
 
-def imports(name: str, path: Path) -> set[str]:
-    """Every module ``path`` imports, anywhere in it, as absolute names."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+MODULES = modules()
+
+
+def resolve(package: str, node: ast.ImportFrom) -> str:
+    """The absolute name of the module ``from … import`` reads from, inside ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def parse_imports(name: str, source: str, *, is_package: bool = False) -> set[str]:
+    """Every module ``source`` (the module ``name``) imports, anywhere in it, as absolute names
+    (also every ``module.name`` of a ``from module import name``)."""
+    package = name if is_package else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                target = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                target = node.module or ""
+            target = resolve(package, node)
             found.add(target)
             # ``from . import sessionfiles`` imports a module too
             found.update(f"{target}.{alias.name}" for alias in node.names)
     return found
+
+
+def parse_our_imports(name: str, source: str, *, is_package: bool = False) -> set[str]:
+    """The modules of this package that ``source`` (the module ``name``) imports, anywhere in it.
+
+    ``from ..stores.memory import Entry`` is ``jupyter_recap.stores.memory``; ``from . import
+    sessionfiles`` is that module; ``from jupyter_recap import Recap`` is the package's
+    ``__init__`` (``jupyter_recap``), while ``from jupyter_recap import settings`` is only
+    ``jupyter_recap.settings``.
+    """
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = resolve(package, node)
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                found.add(submodule if submodule in MODULES else target)
+    return {t for t in found if t == ROOT or t.startswith(ROOT + ".")}
+
+
+def imports(name: str, path: Path) -> set[str]:
+    """Every module the file ``path`` (the module ``name``) imports, as absolute names."""
+    source = path.read_text(encoding="utf-8")
+    return parse_imports(name, source, is_package=path.name == "__init__.py")
+
+
+def our_imports(name: str, path: Path) -> set[str]:
+    """The modules of this package the file ``path`` (the module ``name``) imports."""
+    source = path.read_text(encoding="utf-8")
+    return parse_our_imports(name, source, is_package=path.name == "__init__.py")
 
 
 def is_adapter(name: str) -> bool:
@@ -71,7 +165,31 @@ def violations(name: str, path: Path) -> list[str]:
     return bad
 
 
-CORE = {name: path for name, path in modules().items() if not is_adapter(name)}
+def unit(name: str) -> str:
+    """The unit a module of ours belongs to: its subpackage or top-level module."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else PACKAGE_INIT
+
+
+def rank_violations(name: str, targets: set[str]) -> list[str]:
+    """One line per module of ours that ``name`` imports from its own rank or a higher one."""
+    here = unit(name)
+    rank = RANKS[here]
+    bad = []
+    for target in sorted(targets):
+        there = unit(target)
+        if there == here or (name, target) in KNOWN_EXCEPTIONS:
+            continue
+        other = RANKS.get(there)
+        if other is None or other >= rank:
+            bad.append(
+                f"{name} imports {target}: {here} is rank {rank} and may import only lower "
+                f"ranks, {there} is rank {other}"
+            )
+    return bad
+
+
+CORE = {name: path for name, path in MODULES.items() if not is_adapter(name)}
 
 
 def test_the_walk_finds_core_and_adapters() -> None:
@@ -80,14 +198,16 @@ def test_the_walk_finds_core_and_adapters() -> None:
         "jupyter_recap.record.transcript",
         "jupyter_recap.pipeline.context",
         "jupyter_recap.pipeline.providers.transport",
+        "jupyter_recap.pipeline.compaction",
         "jupyter_recap.stores.sessions",
+        "jupyter_recap.stores.framing",
+        "jupyter_recap.redact",
         "jupyter_recap.schedule",
         "jupyter_recap.focus.board",
         "jupyter_recap.capture.runs",
     } <= set(CORE)
-    everything = modules()
-    assert "anywidget" in imports("x", everything["jupyter_recap.widget.banner"])
-    handlers = everything["jupyter_recap.server.handlers"]
+    assert "anywidget" in imports("x", MODULES["jupyter_recap.widget.banner"])
+    handlers = MODULES["jupyter_recap.server.handlers"]
     assert {"tornado", "jupyter_server.base.handlers"} <= set(violations("x", handlers))
 
 
@@ -96,3 +216,91 @@ def test_core_module_imports_no_frontend_server_or_kernel(name: str) -> None:
     assert violations(name, CORE[name]) == [], (
         f"{name} is core (not under {', '.join(ADAPTERS)}) and must not import these"
     )
+
+
+def test_every_unit_has_a_rank() -> None:
+    missing = sorted({unit(name) for name in MODULES} - set(RANKS))
+    assert missing == [], f"give these a rank in RANKS (and a floor in docs): {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_module_imports_only_lower_ranks(name: str) -> None:
+    bad = rank_violations(name, our_imports(name, MODULES[name]))
+    assert not bad, bad[0] if len(bad) == 1 else "\n".join(bad)
+
+
+def test_known_exceptions_are_still_real() -> None:
+    """An exception nobody needs any more is deleted from the list, so it cannot come back."""
+    for importer, imported in KNOWN_EXCEPTIONS:
+        assert importer in MODULES, f"{importer} is gone: remove its known exception"
+        assert imported in our_imports(importer, MODULES[importer]), (
+            f"{importer} no longer imports {imported}: remove its known exception"
+        )
+        assert RANKS[unit(imported)] >= RANKS[unit(importer)], (
+            f"{importer} -> {imported} follows the ranks now: remove its known exception"
+        )
+
+
+FAKE_UPWARD = """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..textutil import shorten          # rank 0: fine
+from .memory import MemoryStore         # its own unit: fine
+
+if TYPE_CHECKING:
+    from jupyter_recap.focus.board import AgentBoard   # rank 5, under TYPE_CHECKING
+
+
+def compact() -> None:
+    from ..pipeline.service import call_model          # rank 4, lazy
+
+
+def peer() -> None:
+    import jupyter_recap.capture.runs                  # rank 3, a peer
+"""
+
+
+def test_the_rank_detector_catches_upward_imports() -> None:
+    """A positive control: a fake ``stores`` module that imports upward, lazily and under
+    ``TYPE_CHECKING``, and sideways to ``capture``, is caught, and its downward imports are not."""
+    fake = "jupyter_recap.stores.fake"
+    found = rank_violations(fake, parse_our_imports(fake, FAKE_UPWARD))
+    assert found == [
+        "jupyter_recap.stores.fake imports jupyter_recap.capture.runs: stores is rank 3 and may "
+        "import only lower ranks, capture is rank 3",
+        "jupyter_recap.stores.fake imports jupyter_recap.focus.board: stores is rank 3 and may "
+        "import only lower ranks, focus is rank 5",
+        "jupyter_recap.stores.fake imports jupyter_recap.pipeline.service: stores is rank 3 and "
+        "may import only lower ranks, pipeline is rank 4",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        (
+            "from jupyter_recap import Recap",
+            "jupyter_recap: record is rank 2 and may import only lower ranks, __init__ is rank 8",
+        ),
+        (
+            "import jupyter_recap.novel",
+            "jupyter_recap.novel: record is rank 2 and may import only "
+            "lower ranks, novel is rank None",
+        ),
+        (
+            "from .. import stores",
+            "jupyter_recap.stores: record is rank 2 and may import only "
+            "lower ranks, stores is rank 3",
+        ),
+        ("from .. import settings", None),
+        ("from jupyter_recap.wire import strict_json", None),
+    ],
+)
+def test_the_rank_detector_reads_every_spelling(source: str, found: str | None) -> None:
+    """``from jupyter_recap import Recap`` in the core reaches the package's ``__init__`` (the top
+    rank), ``from .. import settings`` only ``settings``; a unit with no rank is reported."""
+    fake = "jupyter_recap.record.fake"
+    lines = rank_violations(fake, parse_our_imports(fake, source))
+    assert lines == ([] if found is None else [f"{fake} imports {found}"])

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from jupyter_recap.errors import InputError, ProviderTimeout
+from jupyter_recap.pipeline.compaction import COMPACT_MIN, CompactResult, compact_notes
 from jupyter_recap.stores import memory
-from jupyter_recap.stores.compaction import COMPACT_MIN, CompactResult, compact_notes
 from jupyter_recap.stores.memory import Entry, MemoryStore, project_dir_for
 
 

@@ -21,7 +21,7 @@ CORE_MODULES = [
     "jupyter_recap.pipeline.providers.anthropic",
     "jupyter_recap.pipeline.providers.ollama",
     "jupyter_recap.pipeline.providers.openai",
-    "jupyter_recap.pipeline.redact",
+    "jupyter_recap.redact",
     "jupyter_recap.pipeline.service",
     "jupyter_recap.settings",
     "jupyter_recap.record.transcript",

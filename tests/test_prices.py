@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_recap.pipeline.prices import (
-    PRICES,
-    call_cost,
-    estimate_tokens,
-    format_cost,
-    price_for,
-)
+from jupyter_recap.pipeline.prices import PRICES, call_cost, estimate_tokens, price_for
+from jupyter_recap.textutil import format_cost
 
 
 def test_the_table_covers_the_common_models_as_our_ids_spell_them() -> None:

@@ -6,24 +6,25 @@ import importlib
 from collections.abc import Callable, Iterable
 
 from ..debuglog import get_logger
+from ..settings import SOURCE_NAMES
 from .runs import RunHub
 from .sources import Source, chosen, is_installed, when_imported
 
-#: Every source, in the order ``%recap status`` lists them: (name, "module:Class").
-SOURCES: tuple[tuple[str, str], ...] = (
-    ("openai-agents", "openai_agents:OpenAIAgentsSource"),
-    ("pydantic-ai", "pydantic_ai:PydanticAISource"),
-    ("langchain", "langchain:LangChainSource"),
-    ("smolagents", "smolagents:SmolagentsSource"),
-    ("opentelemetry", "otel:OpenTelemetrySource"),
-    ("jupyter-ai", "jupyter_ai:JupyterAISource"),
-)
-SOURCE_NAMES: tuple[str, ...] = tuple(name for name, _ in SOURCES)
+#: Every source's class, as "module:Class"; the names and their order are
+#: :data:`~jupyter_recap.settings.SOURCE_NAMES`, which the settings check without loading this.
+SOURCE_CLASSES: dict[str, str] = {
+    "openai-agents": "openai_agents:OpenAIAgentsSource",
+    "pydantic-ai": "pydantic_ai:PydanticAISource",
+    "langchain": "langchain:LangChainSource",
+    "smolagents": "smolagents:SmolagentsSource",
+    "opentelemetry": "otel:OpenTelemetrySource",
+    "jupyter-ai": "jupyter_ai:JupyterAISource",
+}
 
 
 def source_class(name: str) -> type[Source]:
     """The class of the source called ``name`` (its module imports no framework)."""
-    spec = dict(SOURCES)[name]
+    spec = SOURCE_CLASSES[name]
     module_name, class_name = spec.split(":")
     module = importlib.import_module(f"{__package__}.{module_name}")
     cls: type[Source] = getattr(module, class_name)

@@ -40,9 +40,9 @@ from .common import (
 from .lists import list_notes, list_sessions, list_usage
 
 if TYPE_CHECKING:
-    from ..pipeline.framing import Framing
     from ..record.transcript import Transcript
     from ..settings import Recap
+    from ..stores.framing import Framing
 
 #: Set to show the traceback of an unexpected failure instead of one line.
 DEBUG_ENV = "JUPYTER_RECAP_DEBUG"
@@ -206,9 +206,9 @@ class Options:
 
 def _recap_notebook(path: str, options: Options) -> int:
     # Imported here so that --help and usage errors stay instant.
-    from ..pipeline.framing import notebook_framing, record_framing
     from ..record.notebookfile import read_notebook
     from ..settings import Recap
+    from ..stores.framing import notebook_framing, record_framing
     from .stored import choose
 
     settings = Recap()
@@ -245,7 +245,7 @@ def _recap_session(id_or_prefix: str, options: Options) -> int:
     extra: dict[str, str | None] = {"session_id": record.id}
     if transcript.prompt_count == 0:
         return _no_recap(f"session {record.id} has no prompts", options.as_json, extra)
-    from ..pipeline.framing import record_framing
+    from ..stores.framing import record_framing
 
     settings = Recap()
     framing = record_framing(record, enabled=bool(settings.memory))

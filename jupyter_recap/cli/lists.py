@@ -84,7 +84,7 @@ def list_usage(*, as_json: bool, window: int = USAGE_DAYS) -> int:
 
 def list_notes(place: str | None, *, as_json: bool) -> int:
     """``--notes``: the memory of the project around ``place`` (reading counts no hits)."""
-    from ..pipeline.framing import memory_enabled, project_memory
+    from ..stores.framing import memory_enabled, project_memory
     from ..stores.listings import format_notes
 
     if place is not None and not os.path.exists(place):

@@ -196,7 +196,7 @@ def _holds(stored: Transcript, prompt: Entry) -> bool:
     The kernel redacted what it stored, so the file's prompt is redacted the same way before
     the words are compared, and the spacing is ignored (the file keeps the cell's source).
     """
-    from ..pipeline.redact import Redactor
+    from ..redact import Redactor
 
     words = " ".join(Redactor()(prompt.text).split())
     for entry in stored:

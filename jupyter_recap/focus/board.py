@@ -30,9 +30,6 @@ MAX_AGENTS = 64
 MAX_ROW_EVENTS = 10
 """Server events (restarts, deaths, long cells) kept per row."""
 
-LONG_CELL_SECONDS = 60.0
-"""A cell that ran at least this long is news to someone coming back (kernel and server)."""
-
 TURN_STATES = ("running", "ok", "errored", "aborted")
 
 #: Longest accepted string fields of a report (the kernel cuts its texts to fit).

@@ -13,8 +13,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from ..pipeline.redact import Redactor
 from ..record.transcript import Entry, Transcript
+from ..redact import Redactor
 from ..stores.tasks import Task
 from ..textutil import printable, shorten
 from ..wire import AgentReport, Link, RecapInfo, StopCell, TurnState

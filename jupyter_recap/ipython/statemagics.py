@@ -23,7 +23,7 @@ from ..textutil import printable
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..stores.compaction import CompactResult
+    from ..pipeline.compaction import CompactResult
     from .extension import RecapExtension
 
 MEMORY_OFF = "project memory is turned off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
@@ -155,7 +155,7 @@ class WorkStateMagics(Magics):
 
 def compact_memory_now(ext: RecapExtension, model: str | None) -> None:
     """``%recap compact-memory``: merge in a worker thread; an interrupt cancels it."""
-    from ..stores.compaction import compact_memory
+    from ..pipeline.compaction import compact_memory
 
     state = ext.state
     if not state.memory_enabled:

@@ -8,9 +8,8 @@ from typing import TYPE_CHECKING
 
 from ..debuglog import log_path
 from ..errors import ConfigError, RecapError
-from ..pipeline.prices import format_cost
 from ..stores.tasks import context_line
-from ..textutil import printable
+from ..textutil import format_cost, printable
 
 if TYPE_CHECKING:
     from .extension import RecapExtension

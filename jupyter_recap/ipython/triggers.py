@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
 from ..pipeline.context import build_context, fingerprint
-from ..pipeline.framing import NO_FRAMING, Framing
 from ..pipeline.providers.base import CancelToken
 from ..pipeline.service import RecapResult, RecapStats, draft_recap
 from ..record.transcript import Entry, Transcript
+from ..stores.framing import NO_FRAMING, Framing
 
 if TYPE_CHECKING:
     from ..stores.usage import UsageLedger

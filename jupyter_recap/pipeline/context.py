@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..record.transcript import SILENT_KINDS, Entry, Snapshot, Transcript
+from ..redact import Redactor, strip_reasoning
 from ..textutil import error_line, first_line, refers_back, shorten
-from .redact import Redactor, strip_reasoning
 
 FIRST_PROMPT_CHARS = 600
 SUMMARY_CHARS = 600

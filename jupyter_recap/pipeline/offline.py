@@ -22,10 +22,10 @@ import itertools
 import re
 
 from ..record.transcript import Entry, Transcript
+from ..redact import Redactor, strip_reasoning
 from ..textutil import error_line, first_line, refers_back, sentences, shorten
 from .language import Glue, conversation_language, glue_for
 from .prompt import MAX_RECAP_CHARS, tidy
-from .redact import Redactor, strip_reasoning
 
 _STEP_LABELS = (
     r"next(?:\s+steps?)?|todo|then|n[äa]chster\s+schritt|als\s+n[äa]chstes|ensuite"

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..record.transcript import Transcript
+from ..stores.framing import NO_FRAMING, Framing
 from ..textutil import printable
 from .context import build_context
-from .framing import NO_FRAMING, Framing
 from .models import has_credentials
 from .prices import estimate_tokens
 from .prompt import SYSTEM_PROMPT, user_message

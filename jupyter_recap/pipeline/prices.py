@@ -6,6 +6,7 @@ cached-input discounts, batch prices, long-context surcharges, taxes and any dea
 and vendors change them. ``Recap.prices`` (``c.Recap.prices = {"openai:gpt-4o": [2.5, 10]}``)
 overrides an entry or adds a model the table lacks. A model in neither is priced ``None``: its
 tokens are counted and no price is invented for it. Ollama models run locally and cost nothing.
+A cost as people read it (``~$1.24``) is :func:`jupyter_recap.textutil.format_cost`.
 
 Nothing here imports IPython, tornado or ipywidgets.
 """
@@ -52,9 +53,6 @@ PRICES: dict[str, tuple[float, float]] = {
 
 #: Providers whose models run on the person's machine: a call costs nothing.
 FREE_PROVIDERS = frozenset({"ollama", "offline"})
-
-#: The largest cost :func:`format_cost` writes out in figures.
-SHOWN_COST_LIMIT = 1_000_000.0
 
 #: Characters per token in the estimate used when a provider reports no usage.
 CHARS_PER_TOKEN = 4
@@ -181,19 +179,3 @@ def call_cost(
     if price is None:
         return None
     return (price[0] * max(0, tokens_in) + price[1] * max(0, tokens_out)) / 1_000_000
-
-
-def format_cost(usd: float | None) -> str:
-    """A cost for people: ``~$0.0031``, ``~$1.24``, ``$0`` when free, ``n/a`` when unknown;
-    a total past :data:`SHOWN_COST_LIMIT` is only said to be past it (no 300-digit figure)."""
-    if usd is None or not math.isfinite(usd) or usd < 0:
-        return "n/a"
-    if usd > SHOWN_COST_LIMIT:
-        return f"over ${SHOWN_COST_LIMIT:,.0f}"
-    if usd == 0:
-        return "$0"
-    if usd < 0.0001:
-        return "<$0.0001"
-    if usd < 0.01:
-        return f"~${usd:.4f}"
-    return f"~${usd:,.2f}"

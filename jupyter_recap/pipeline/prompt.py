@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
+from ..redact import strip_reasoning
 from ..textutil import printable, shorten
-from .redact import strip_reasoning
 
 #: Longest recap shown; longer answers are cut at a word boundary.
 MAX_RECAP_CHARS = 400

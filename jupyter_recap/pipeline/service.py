@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 from ..debuglog import get_logger
 from ..errors import Cancelled, ConfigError, ProviderError, ProviderTimeout, RecapError
 from ..record.transcript import Transcript, current
+from ..redact import Redactor
+from ..stores.framing import NO_FRAMING, Framing
 from .context import build_context, fingerprint
-from .framing import NO_FRAMING, Framing
 from .offline import offline_recap
 from .prices import call_cost, estimate_tokens
 from .prompt import SYSTEM_PROMPT, extract_recap, user_message
@@ -30,7 +31,6 @@ from .providers.base import (
     ModelRef,
     Provider,
 )
-from .redact import Redactor
 
 if TYPE_CHECKING:
     from ..settings import Recap
@@ -277,7 +277,7 @@ def draft_recap(
     """Draft a recap of ``transcript`` (default: this kernel's). Never raises.
 
     ``model`` overrides every setting for this call (``%recap --model M``). ``framing`` adds the
-    task list and memory notes (:mod:`jupyter_recap.pipeline.framing`); without it there are none.
+    task list and memory notes (:mod:`jupyter_recap.stores.framing`); without it there are none.
     ``context`` is the text already built for this transcript and framing (the kernel builds it
     once per change and fingerprints it); without it the context is built here. ``usage`` is
     the person's ledger: model calls are counted there, and automatic ones (the triggers in

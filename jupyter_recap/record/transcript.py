@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard, get_args
 
-from ..pipeline.redact import redact_ends
+from ..redact import redact_ends
 
 Kind = Literal[
     "user",

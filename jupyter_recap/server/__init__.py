@@ -22,8 +22,9 @@ from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
-from ..focus.board import LONG_CELL_SECONDS, MAX_AGENTS, Action, AgentBoard
+from ..focus.board import MAX_AGENTS, Action, AgentBoard
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
+from ..settings import LONG_CELL_SECONDS
 from .handlers import routes
 from .polls import LongPolls
 from .watcher import ExecutionWatcher

@@ -33,9 +33,8 @@ from ..errors import StoreError
 from ..focus.board import ReportError, parse_report
 from ..focus.hub import HEARTBEAT_SECONDS
 from ..ipython.feed import KERNEL_HEADER, kernel_proof
-from ..pipeline.prices import format_cost
 from ..stores.usage import UsageLedger
-from ..textutil import printable, shorten
+from ..textutil import format_cost, printable, shorten
 from ..wire import DayUsageJSON, UsageJSON, strict_json
 from .polls import Poll, PollsFull
 

@@ -19,10 +19,10 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..errors import StoreError, UnsafeStoreError
-from ..pipeline.framing import record_framing
 from ..pipeline.providers.base import CancelToken
 from ..pipeline.service import RecapResult, draft_recap
 from ..stores import sessionfiles as files
+from ..stores.framing import record_framing
 from ..stores.sessions import LISTED_SESSIONS, SessionStore
 from ..stores.usage import UsageLedger
 from ..wire import SessionList, SessionRecapAnswer, SessionSummaryJSON

@@ -195,7 +195,7 @@ def format_usage(days: Sequence[DayUsage], window: int) -> str:
     Costs are estimates from list prices (``Recap.prices`` sets your own); a call whose model
     has no known price is counted in its own column rather than guessed at.
     """
-    from ..pipeline.prices import format_cost
+    from ..textutil import format_cost
 
     if not days:
         return f"No model calls in the last {window} days."

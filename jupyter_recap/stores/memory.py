@@ -28,7 +28,7 @@ from typing import Any
 
 from ..debuglog import get_logger
 from ..errors import InputError, UnsafeStoreError
-from ..pipeline.redact import Redactor
+from ..redact import Redactor
 from ..textutil import shorten
 from . import privatefs
 from .privatefs import IgnoredFile

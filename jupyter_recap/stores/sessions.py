@@ -24,8 +24,8 @@ from typing import Any
 
 from ..debuglog import get_logger
 from ..errors import StoreError, StoreWriteError, UnsafeStoreError
-from ..pipeline.redact import Redactor
 from ..record.transcript import Entry, Transcript
+from ..redact import Redactor
 from . import privatefs
 from . import sessionfiles as files
 from .sessionfiles import (
@@ -232,7 +232,7 @@ class SessionWriter:
     UUIDv7 id (``parent``: the session it was forked from) and every entry the transcript
     already holds is written with the first flush.
 
-    What is written is redacted with this process's :class:`~jupyter_recap.pipeline.redact.Redactor`
+    What is written is redacted with this process's :class:`~jupyter_recap.redact.Redactor`
     (the kernel's own keys included), so no secret-looking text reaches the disk, and from
     there other processes. Writes never raise: a failure is logged, the entries are kept, and
     the write is retried with a growing pause until it succeeds; a partly written batch is cut

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..pipeline.redact import REDACTED
+from ..redact import REDACTED
 from ..textutil import ends_abbreviation, sentences
 from .sessionfiles import TITLE_CHARS, SessionRecord, shorten_title
 

@@ -22,8 +22,8 @@ import warnings
 from collections.abc import Callable, Iterable
 
 from ..debuglog import get_logger
-from ..pipeline.framing import Framing, framing_for, memory_enabled, project_memory
 from ..textutil import printable
+from .framing import Framing, framing_for, memory_enabled, project_memory
 from .memory import Entry, MemoryStore
 from .tasks import Task, TaskLike, TaskList, prompt_block
 

@@ -16,7 +16,7 @@ export const SHOWN_COUNT_LIMIT = 9_999;
 export const SHOWN_TOKENS_LIMIT = 999_999_999_999;
 /**
  * The largest cost in dollars shown as a figure; above it only `over $1,000,000` is said. As
- * `SHOWN_COST_LIMIT` of jupyter_recap/pipeline/prices.py, whose `format_cost` says the same.
+ * `SHOWN_COST_LIMIT` of jupyter_recap/textutil.py, whose `format_cost` says the same.
  */
 export const SHOWN_COST_LIMIT = 1_000_000;
 

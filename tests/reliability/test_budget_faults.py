@@ -20,10 +20,10 @@ from fakellm import FakeLLM
 from traitlets import TraitError
 
 import jupyter_recap as jr
-from jupyter_recap.pipeline.prices import format_cost
 from jupyter_recap.pipeline.service import UNCOUNTED, draft_recap
 from jupyter_recap.settings import Recap
 from jupyter_recap.stores.usage import UsageLedger, local_day
+from jupyter_recap.textutil import format_cost
 
 KEY = "sk-test-0123456789abcdef"
 

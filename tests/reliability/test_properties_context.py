@@ -21,8 +21,8 @@ import jupyter_recap as jr
 from jupyter_recap.pipeline.context import RECENT_HEADER, build_context, render_entry
 from jupyter_recap.pipeline.offline import offline_recap
 from jupyter_recap.pipeline.prompt import MAX_RECAP_CHARS
-from jupyter_recap.pipeline.redact import Redactor
 from jupyter_recap.record.transcript import Entry, Kind, Outcome
+from jupyter_recap.redact import Redactor
 
 NO_ENV: dict[str, str] = {}
 """No environment secrets: the context then depends on its inputs alone."""

@@ -16,8 +16,8 @@ from typing import get_args
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jupyter_recap.pipeline.redact import Redactor
 from jupyter_recap.record.transcript import Entry, Kind, Outcome, Transcript
+from jupyter_recap.redact import Redactor
 from jupyter_recap.stores.sessions import SessionStore, SessionWriter
 
 # Long texts (past the transcript's bound) come from one small draw: drawn character by character

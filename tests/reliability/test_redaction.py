@@ -31,6 +31,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import jupyter_recap as jr
+from jupyter_recap.pipeline.compaction import compact_memory
 from jupyter_recap.pipeline.context import (
     ERROR_CHARS,
     FRAMING_HEADER,
@@ -41,9 +42,8 @@ from jupyter_recap.pipeline.context import (
 )
 from jupyter_recap.pipeline.context import OMITTED as OMITTED_LINE
 from jupyter_recap.pipeline.offline import offline_recap
-from jupyter_recap.pipeline.redact import REDACTED, Redactor
 from jupyter_recap.record.transcript import MAX_ENTRY_CHARS
-from jupyter_recap.stores.compaction import compact_memory
+from jupyter_recap.redact import REDACTED, Redactor
 from jupyter_recap.stores.memory import MemoryStore
 
 NO_ENV: dict[str, str] = {}

@@ -18,10 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError, RecapError
-from ..pipeline.models import has_credentials, missing_credentials
-from ..pipeline.providers.base import OFFLINE, CancelToken, CompletionRequest
-from ..pipeline.redact import Redactor
-from ..pipeline.service import (
+from ..redact import Redactor
+from ..settings import Recap
+from ..stores.memory import MAX_ENTRIES, Entry, MemoryStore, check_kind, check_text, normalise
+from ..stores.usage import UsageLedger
+from .models import has_credentials, missing_credentials
+from .providers.base import OFFLINE, CancelToken, CompletionRequest
+from .service import (
     ProviderFactory,
     RecapStats,
     Spending,
@@ -29,9 +32,6 @@ from ..pipeline.service import (
     default_provider_factory,
     resolve,
 )
-from ..settings import Recap
-from .memory import MAX_ENTRIES, Entry, MemoryStore, check_kind, check_text, normalise
-from .usage import UsageLedger
 
 COMPACT_MIN = 60
 MERGE_MAX_TOKENS = 8192

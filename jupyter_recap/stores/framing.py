@@ -15,9 +15,9 @@ from pathlib import Path
 
 from ..debuglog import get_logger
 from ..errors import RecapError
-from ..stores.memory import MemoryStore, project_dir_for
-from ..stores.sessionfiles import SessionRecord
-from ..stores.tasks import Task, TaskList, context_line, next_step
+from .memory import MemoryStore, project_dir_for
+from .sessionfiles import SessionRecord
+from .tasks import Task, TaskList, context_line, next_step
 
 TASKS_CHARS = 200
 NOTES_CHARS = 280
@@ -77,7 +77,7 @@ def record_framing(record: SessionRecord, *, enabled: bool) -> Framing:
 def notebook_framing(path: str | Path, *, enabled: bool) -> Framing:
     """A saved notebook's framing: the task list of its latest stored session, if any, and
     the memory of its project."""
-    from ..stores.sessions import SessionStore
+    from .sessions import SessionStore
 
     try:
         record = SessionStore().latest_for(os.path.abspath(path))
