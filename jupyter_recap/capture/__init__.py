@@ -5,6 +5,6 @@ lines, outcomes settled with the cell); ``sources`` is the base class and the po
 hooks; ``manager`` starts the sources ``Recap.capture`` selects. Then one module per
 framework, each importing its framework only once the person has imported it:
 ``openai_agents``, ``pydantic_ai``, ``langchain`` (LangChain and LangGraph), ``smolagents``,
-``otel`` (OpenTelemetry GenAI spans of any instrumented library, via ``genai``) and
-``jupyter_ai`` (its ``%ai`` line magic).
+``otel`` (OpenTelemetry GenAI spans of any instrumented library, via ``genai_tracker``, which
+reads each span through ``genai_messages``) and ``jupyter_ai`` (its ``%ai`` line magic).
 """

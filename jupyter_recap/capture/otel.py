@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from ..debuglog import get_logger
-from .genai import GenAITracker, log_processor, span_processor, watch_cells
+from .genai_tracker import GenAITracker, log_processor, span_processor, watch_cells
 from .sources import Source
 
 

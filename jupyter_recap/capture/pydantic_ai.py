@@ -3,8 +3,8 @@
 ``Agent.instrument_all(InstrumentationSettings(tracer_provider=..., include_content=True))``
 makes every agent that does not set its own ``instrument=`` emit OpenTelemetry spans that follow
 the GenAI conventions (``invoke_agent``, ``chat``, ``execute_tool``). We give it a private SDK
-``TracerProvider`` whose only processor turns those spans into turns (:mod:`.genai`): nothing is
-exported and the person's global provider is untouched.
+``TracerProvider`` whose only processor turns those spans into turns (:mod:`.genai_tracker`):
+nothing is exported and the person's global provider is untouched.
 
 An explicit ``Agent.instrument_all(...)`` by the person (``logfire.instrument_pydantic_ai()``
 does this) replaces ours: their spans go to their provider. If that is the global SDK provider,
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .genai import GenAITracker, span_processor, watch_cells
+from .genai_tracker import GenAITracker, span_processor, watch_cells
 from .sources import Source
 
 

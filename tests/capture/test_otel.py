@@ -319,7 +319,7 @@ class _Span:
 
 
 def _tracker() -> tuple[Any, Any, Any]:
-    from jupyter_recap.capture.genai import GenAITracker
+    from jupyter_recap.capture.genai_tracker import GenAITracker
     from jupyter_recap.capture.runs import RunHub
     from jupyter_recap.record.transcript import Transcript
 
@@ -333,7 +333,7 @@ def _kinds(transcript: Any) -> list[tuple[Any, ...]]:
 
 
 def test_legacy_indexed_attributes_and_events_are_read() -> None:
-    from jupyter_recap.capture.genai import Content
+    from jupyter_recap.capture.genai_messages import Content
 
     content = Content()
     content.add_attributes(
