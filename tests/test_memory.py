@@ -10,9 +10,18 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from fakellm import FakeLLM, answer, status
 
 from jupyter_recap.errors import InputError, ProviderTimeout
-from jupyter_recap.pipeline.compaction import COMPACT_MIN, CompactResult, compact_notes
+from jupyter_recap.pipeline.compaction import (
+    COMPACT_MIN,
+    CompactResult,
+    compact_memory,
+    compact_notes,
+)
+from jupyter_recap.pipeline.providers.base import CancelToken
+from jupyter_recap.pipeline.service import RecapStats
+from jupyter_recap.settings import Recap
 from jupyter_recap.stores import memory
 from jupyter_recap.stores.memory import Entry, MemoryStore, project_dir_for
 
@@ -376,6 +385,54 @@ def test_compact_keeps_notes_written_meanwhile(store: MemoryStore) -> None:
 
     assert compact_notes(store, merge).changed
     assert [e.text for e in store.entries()][60:] == ["written during the merge", "ab"]
+
+
+def openai_env(fake: FakeLLM) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": fake.url + "/v1", "OPENAI_API_KEY": "sk-test-key-0123456789"}
+
+
+def test_compaction_asks_the_models_a_recap_would_in_turn(
+    store: MemoryStore, fake_llm: FakeLLM
+) -> None:
+    # The same walk as a recap's: the fast model fails, the active model merges.
+    setup_compactable(store)
+    merged = [{"kind": "fact", "text": "caches are cleared nightly"}]
+    fake_llm.respond(status(500), answer(json.dumps(merged)))
+    stats = RecapStats()
+    result = compact_memory(
+        store,
+        settings=Recap(fast_model="openai:gpt-4o-mini"),
+        active_model="openai:gpt-4o",
+        env=openai_env(fake_llm),
+        stats=stats,
+    )
+    assert result.changed
+    assert [r.body["model"] for r in fake_llm.requests] == ["gpt-4o-mini", "gpt-4o"]
+    assert (stats.calls, stats.failures) == (2, 1)
+
+
+def test_compaction_failure_names_the_model_and_leaves_the_store(
+    store: MemoryStore, fake_llm: FakeLLM
+) -> None:
+    setup_compactable(store)
+    before = store.path.read_bytes()
+    fake_llm.respond(status(500))
+    result = compact_memory(store, model="openai:gpt-4o-mini", env=openai_env(fake_llm))
+    assert not result.changed
+    assert result.message.startswith("memory unchanged: openai:gpt-4o-mini: ")
+    no_key = compact_memory(store, model="openai:gpt-4o-mini", env={})
+    assert no_key.message == (
+        "memory unchanged: openai:gpt-4o-mini has no credentials: "
+        "set OPENAI_API_KEY or OPENAI_BASE_URL"
+    )
+    cancel = CancelToken()
+    cancel.cancel()
+    cancelled = compact_memory(
+        store, model="openai:gpt-4o-mini", env=openai_env(fake_llm), cancel=cancel
+    )
+    assert cancelled.message == "memory unchanged: cancelled"
+    assert len(fake_llm.requests) == 1  # neither without a key nor once cancelled
+    assert store.path.read_bytes() == before
 
 
 def test_constants() -> None:

@@ -3,8 +3,9 @@
 Two rules make it safe. Notes recalled at least once are never sent to the model and stay word
 for word. A reply that does not parse, has a bad item or holds more notes than it was sent
 leaves the file as it was. And it is a deliberate, stated no-op unless the memory holds more
-than :data:`COMPACT_MIN` notes, at least two of them never recalled. The model is the one a
-recap would use, minus the offline engine, which cannot merge prose.
+than :data:`COMPACT_MIN` notes, at least two of them never recalled. The models are the ones a
+recap would try, asked in turn by the same rules (:func:`.service.ask_in_turn`), minus the
+offline engine, which cannot merge prose.
 """
 
 from __future__ import annotations
@@ -17,18 +18,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ..errors import ConfigError, RecapError
+from ..errors import Cancelled, ConfigError, RecapError
 from ..redact import Redactor
 from ..settings import Recap
 from ..stores.memory import MAX_ENTRIES, Entry, MemoryStore, check_kind, check_text, normalise
 from ..stores.usage import UsageLedger
-from .models import has_credentials, missing_credentials
 from .providers.base import OFFLINE, CancelToken, CompletionRequest
 from .service import (
+    ModelCall,
     ProviderFactory,
     RecapStats,
-    Spending,
-    call_model,
+    ask_in_turn,
     default_provider_factory,
     resolve,
 )
@@ -170,9 +170,19 @@ def compact_memory(
     """
     settings = settings if settings is not None else Recap()
     env = os.environ if env is None else env
-    stats = stats if stats is not None else RecapStats()
-    factory = provider_factory or default_provider_factory
+    # Never automatic: the person asked for it, so neither the daily budget nor
+    # Recap.auto_hosted holds (the call is still counted in ``usage``).
+    call = ModelCall(
+        settings,
+        env,
+        stats if stats is not None else RecapStats(),
+        provider_factory or default_provider_factory,
+        cancel or CancelToken(),
+        usage,
+    )
     resolution = resolve(settings, override=model, active_model=active_model, env=env)
+    # Unlike a recap, compaction has no offline fallback: the offline engine cannot merge
+    # prose, so it is no candidate, and with no model left the merge is refused.
     candidates = [ref for ref in resolution.candidates if ref != OFFLINE]
 
     def merge(notes: list[Entry]) -> str:
@@ -181,24 +191,14 @@ def compact_memory(
                 "compaction needs a model and only the offline engine is configured: "
                 "set Recap.model or pass --model provider:model"
             )
-        ref = candidates[0]
-        if not has_credentials(ref, env):
-            raise ConfigError(missing_credentials(ref))
         request = CompletionRequest(
-            MERGE_SYSTEM,
-            merge_request(notes, Redactor(env)),
-            max_tokens=MERGE_MAX_TOKENS,
-            timeout=float(settings.timeout_seconds),
+            MERGE_SYSTEM, merge_request(notes, Redactor(env)), max_tokens=MERGE_MAX_TOKENS
         )
-        completion = call_model(
-            ref,
-            request,
-            env=env,
-            stats=stats,
-            factory=factory,
-            cancel=cancel or CancelToken(),
-            spending=Spending(usage, prices=dict(settings.prices)),
-        )
-        return completion.text
+        answer = ask_in_turn(candidates, request, call, label="memory compaction")
+        if answer.cancelled:
+            raise Cancelled(answer.reason)
+        if answer.completion is None:
+            raise RecapError(answer.held or answer.reason)
+        return answer.completion.text
 
     return compact_notes(store, merge)

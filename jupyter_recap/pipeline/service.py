@@ -251,6 +251,109 @@ def call_model(
     return dataclasses.replace(completion, tokens_in=tokens_in, tokens_out=tokens_out)
 
 
+@dataclass(frozen=True)
+class ModelCall:
+    """What a model call needs besides its request; recaps and memory compaction alike."""
+
+    settings: Recap
+    env: Mapping[str, str]
+    stats: RecapStats
+    factory: ProviderFactory
+    cancel: CancelToken
+    usage: UsageLedger | None = None
+    """The person's usage ledger, where calls are counted (None: not counted)."""
+    automatic: bool = False
+    """A call nobody asked for (an automatic recap): held to ``Recap.daily_budget`` and, for a
+    hosted model, to ``Recap.auto_hosted``."""
+
+    @property
+    def spending(self) -> Spending:
+        settings = self.settings
+        budget = int(settings.daily_budget)
+        return Spending(self.usage, self.automatic, budget, dict(settings.prices))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """How asking the candidates in turn ended: a ``completion``, or none and why not."""
+
+    completion: Completion | None
+    ref: ModelRef | None
+    """The model that answered; without an answer, the last one tried (None: there was none)."""
+    reason: str = ""
+    """Why no model answered (the last candidate's failure)."""
+    held: str = ""
+    """Why an automatic call was not made (``Recap.auto_hosted``, the daily budget)."""
+    offline: bool = False
+    """The offline engine came next in the resolution: the caller's own fallback is due."""
+    cancelled: bool = False
+
+
+def ask_in_turn(
+    candidates: Sequence[ModelRef], request: CompletionRequest, call: ModelCall, *, label: str
+) -> Answer:
+    """Ask ``candidates`` in order until one answers ``request``; a model's failure never raises.
+
+    The rules every model call follows: a model without credentials is skipped (only a model
+    named explicitly gets this far); an automatic call skips hosted models unless
+    ``Recap.auto_hosted``; ``Recap.timeout_seconds`` holds for the whole walk, each call getting
+    what is left of it; a call the daily budget stops ends the walk (``held`` says why); a
+    provider error or timeout moves on to the next candidate; a cancel ends the walk. The walk
+    stops at the offline engine, which is not a model call: what to write instead (or whether
+    to refuse) is the caller's, as is reading the answer. ``label`` starts the log lines.
+    """
+    from .models import has_credentials, is_local, missing_credentials
+
+    log = get_logger()
+    env, settings = call.env, call.settings
+    spending = call.spending
+    deadline = time.monotonic() + float(settings.timeout_seconds)
+    reason = "no model was available"
+    held = ""
+    ref: ModelRef | None = None
+    for ref in candidates:
+        if call.cancel.cancelled:
+            return Answer(None, ref, "cancelled", held, cancelled=True)
+        if ref == OFFLINE:
+            return Answer(None, ref, reason, held, offline=True)
+        if not has_credentials(ref, env):
+            reason = missing_credentials(ref)  # a call would just be refused
+            continue
+        if call.automatic and not settings.auto_hosted and not is_local(ref, env):
+            held = "hosted models only when asked (Recap.auto_hosted)"
+            continue
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            reason = f"no answer within {settings.timeout_seconds:g} s"
+            break
+        try:
+            completion = call_model(
+                ref,
+                dataclasses.replace(request, timeout=remaining),
+                env=env,
+                stats=call.stats,
+                factory=call.factory,
+                cancel=call.cancel,
+                spending=spending,
+            )
+        except BudgetReached as stop:
+            held = str(stop)
+            break
+        except Cancelled:
+            return Answer(None, ref, "cancelled", held, cancelled=True)
+        except ProviderTimeout:
+            # The provider saw only what was left of the budget; report the setting.
+            reason = f"{ref.id}: no answer within {settings.timeout_seconds:g} s"
+            log.warning("%s via %s timed out", label, ref.id)
+            continue
+        except (ProviderError, ConfigError) as error:
+            reason = f"{ref.id}: {error}"
+            log.warning("%s via %s failed: %s", label, ref.id, error)
+            continue
+        return Answer(completion, ref)
+    return Answer(None, ref, reason, held)
+
+
 def hosted_notice(model: str) -> str:
     """The one-time announcement that automatic recaps now go to a hosted ``model``."""
     return (
@@ -286,18 +389,22 @@ def draft_recap(
     """
     log = get_logger()
     try:
+        call = ModelCall(
+            settings if settings is not None else _default_settings(),
+            os.environ if env is None else env,
+            stats if stats is not None else RecapStats(),
+            provider_factory or default_provider_factory,
+            cancel or CancelToken(),
+            usage,
+            automatic=trigger in AUTOMATIC_TRIGGERS,
+        )
         return _draft(
             current() if transcript is None else transcript,
             model=model,
-            settings=settings if settings is not None else _default_settings(),
             trigger=trigger,
-            cancel=cancel or CancelToken(),
             framing=framing or NO_FRAMING,
-            env=os.environ if env is None else env,
-            stats=stats if stats is not None else RecapStats(),
-            factory=provider_factory or default_provider_factory,
             context=context,
-            usage=usage,
+            call=call,
         )
     except Exception as error:
         log.exception("recap (%s) failed unexpectedly", trigger)
@@ -308,19 +415,15 @@ def _draft(
     transcript: Transcript,
     *,
     model: str | None,
-    settings: Recap,
     trigger: str,
-    cancel: CancelToken,
     framing: Framing,
-    env: Mapping[str, str],
-    stats: RecapStats,
-    factory: ProviderFactory,
     context: str | None,
-    usage: UsageLedger | None,
+    call: ModelCall,
 ) -> RecapResult:
-    from .models import has_credentials, is_local, missing_credentials
+    from .models import is_local
 
     log = get_logger()
+    settings, env = call.settings, call.env
     if context is None:
         cap = int(settings.max_context_chars)
         context = build_context(transcript, max_chars=cap, extras=framing.extras, env=env)
@@ -335,86 +438,42 @@ def _draft(
         return RecapResult(None, str(error), fingerprint=digest, context_chars=len(context))
     log.debug("recap (%s): %s; %d context chars", trigger, resolution.why, len(context))
 
-    automatic = trigger in AUTOMATIC_TRIGGERS
-    budget = int(settings.daily_budget)
-    spending = Spending(usage, automatic, budget, dict(settings.prices))
-
-    def offline(note: str = "") -> RecapResult:
+    request = CompletionRequest(SYSTEM_PROMPT, user_message(context))
+    answer = ask_in_turn(resolution.candidates, request, call, label=f"recap ({trigger})")
+    tried = answer.ref.id if answer.ref is not None else None
+    if answer.cancelled:
+        return RecapResult(None, "cancelled", tried, digest, len(context))
+    if answer.completion is None or answer.ref is None:
+        if not (answer.offline or answer.held):
+            return RecapResult(None, answer.reason, tried, digest, len(context))
+        # The offline engine: next in line, or instead of a call that was not made (the note
+        # says why, next to the engine's name in the banner).
+        if answer.held:
+            log.info("recap (%s): %s; written offline", trigger, answer.held)
         text = offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
         if text is None:
             return RecapResult(None, "nothing to recap yet", OFFLINE.id, digest, len(context))
-        recap = WrittenRecap(text, OFFLINE.id, trigger, digest, note=note)
+        recap = WrittenRecap(text, OFFLINE.id, trigger, digest, note=answer.held)
         return RecapResult(recap, "ok", OFFLINE.id, digest, len(context))
 
-    deadline = time.monotonic() + float(settings.timeout_seconds)
-    reason = "no model was available"
-    tried: str | None = None
-    held = ""  # why an automatic recap is written offline instead
-    for ref in resolution.candidates:
-        tried = ref.id
-        if cancel.cancelled:
-            return RecapResult(None, "cancelled", tried, digest, len(context))
-        if ref == OFFLINE:
-            return offline(held)
-        if not has_credentials(ref, env):
-            # Only an explicitly named model gets here; a call would just be refused.
-            reason = missing_credentials(ref)
-            continue
-        hosted = not is_local(ref, env)
-        if automatic and hosted and not settings.auto_hosted:
-            held = "hosted models only when asked (Recap.auto_hosted)"
-            continue
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            reason = f"no answer within {settings.timeout_seconds:g} s"
-            break
-        request = CompletionRequest(SYSTEM_PROMPT, user_message(context), timeout=remaining)
-        try:
-            completion = call_model(
-                ref,
-                request,
-                env=env,
-                stats=stats,
-                factory=factory,
-                cancel=cancel,
-                spending=spending,
-            )
-        except BudgetReached as stop:
-            held = str(stop)
-            log.info("recap (%s): %s; written offline", trigger, held)
-            break
-        except Cancelled:
-            return RecapResult(None, "cancelled", tried, digest, len(context))
-        except ProviderTimeout:
-            # The provider saw only what was left of the budget; report the setting.
-            reason = f"{ref.id}: no answer within {settings.timeout_seconds:g} s"
-            log.warning("recap (%s) via %s timed out", trigger, ref.id)
-            continue
-        except (ProviderError, ConfigError) as error:
-            reason = f"{ref.id}: {error}"
-            log.warning("recap (%s) via %s failed: %s", trigger, ref.id, error)
-            continue
-        text = extract_recap(completion.text)
-        if text is None:
-            log.warning("recap (%s) via %s: answer had no <recap> tag", trigger, ref.id)
-            return RecapResult(
-                None, f"{ref.id} answered without a recap", tried, digest, len(context)
-            )
-        recap = WrittenRecap(
-            # The model may write a secret itself (quoting a URL it inferred, a key it made
-            # up): redacted here, every place the recap is shown or saved gets it clean.
-            Redactor(env)(text),
-            ref.id,
-            trigger,
-            digest,
-            completion.tokens_in,
-            completion.tokens_out,
-            notice=hosted_notice(ref.id) if automatic and hosted else "",
-        )
-        return RecapResult(recap, "ok", tried, digest, len(context))
-    if held:
-        return offline(held)
-    return RecapResult(None, reason, tried, digest, len(context))
+    ref, completion = answer.ref, answer.completion
+    text = extract_recap(completion.text)
+    if text is None:
+        log.warning("recap (%s) via %s: answer had no <recap> tag", trigger, ref.id)
+        return RecapResult(None, f"{ref.id} answered without a recap", tried, digest, len(context))
+    hosted = not is_local(ref, env)
+    recap = WrittenRecap(
+        # The model may write a secret itself (quoting a URL it inferred, a key it made up):
+        # redacted here, every place the recap is shown or saved gets it clean.
+        Redactor(env)(text),
+        ref.id,
+        trigger,
+        digest,
+        completion.tokens_in,
+        completion.tokens_out,
+        notice=hosted_notice(ref.id) if call.automatic and hosted else "",
+    )
+    return RecapResult(recap, "ok", tried, digest, len(context))
 
 
 def generate_recap(
