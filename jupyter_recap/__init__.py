@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from .errors import InputError, StoreError, StoreWriteError, UnsafeStoreError
     from .pipeline.context import build_context
     from .pipeline.service import RecapResult, WrittenRecap, draft_recap, generate_recap
-    from .pipeline.service import WrittenRecap as Recap
     from .record.transcript import Transcript, current
     from .stores.tasks import Task
     from .stores.workstate import (
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "InputError",
-    "Recap",
     "RecapResult",
     "StoreError",
     "StoreWriteError",
@@ -58,7 +56,6 @@ _LAZY = {
     "Transcript": "record.transcript",
     "current": "record.transcript",
     "build_context": "pipeline.context",
-    "Recap": "pipeline.service",  # the 0.1 name of WrittenRecap (c.Recap is the settings)
     "WrittenRecap": "pipeline.service",
     "RecapResult": "pipeline.service",
     "draft_recap": "pipeline.service",
@@ -77,16 +74,30 @@ _LAZY = {
 }
 
 
-_RENAMED = {"Recap": "WrittenRecap"}
+#: Old names, still answered with a DeprecationWarning (and not cached, so that every use warns):
+#: ``Recap`` was the 0.1 name of ``WrittenRecap``, the recap a model wrote, while ``c.Recap`` is
+#: the settings.
+_DEPRECATED = {"Recap": "WrittenRecap"}
 
 
 def __getattr__(name: str) -> Any:
+    new_name = _DEPRECATED.get(name)
+    if new_name is not None:
+        import warnings
+
+        warnings.warn(
+            f"jupyter_recap.{name} is deprecated: use jupyter_recap.{new_name} (the recap a "
+            f"model wrote; c.{name} is the settings)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return __getattr__(new_name)
     module_name = _LAZY.get(name)
     if module_name is None:
         raise AttributeError(f"module 'jupyter_recap' has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f".{module_name}", __name__), _RENAMED.get(name, name))
+    value = getattr(import_module(f".{module_name}", __name__), name)
     globals()[name] = value
     return value
 

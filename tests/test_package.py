@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import jupyter_recap as jr
 
 CORE_MODULES = [
@@ -74,3 +76,16 @@ def test_labextension_version_matches() -> None:
 
     package = Path(__file__).parents[1] / "labextension" / "package.json"
     assert json.loads(package.read_text())["version"] == jr.__version__
+
+
+def test_the_old_recap_alias_warns_and_names_its_new_name() -> None:
+    from jupyter_recap.pipeline.service import WrittenRecap
+
+    for _ in range(2):  # every use warns: the alias is never cached
+        with pytest.warns(DeprecationWarning, match=r"use jupyter_recap\.WrittenRecap"):
+            assert jr.Recap is WrittenRecap
+    with pytest.warns(DeprecationWarning, match=r"jupyter_recap\.Recap is deprecated"):
+        from jupyter_recap import Recap
+    assert Recap is WrittenRecap
+    assert "Recap" not in jr.__all__ and "Recap" not in dir(jr)  # a star import stays quiet
+    assert "Recap" not in vars(jr)

@@ -45,7 +45,7 @@ class WrittenRecap:
     """A recap ready to show: ``text`` (plain, ≤ ~400 chars) and the ``model`` that wrote it.
 
     Not to be confused with :class:`jupyter_recap.settings.Recap`, the settings (``c.Recap``):
-    ``jupyter_recap.Recap`` stays an alias of this class for code written against 0.1.
+    ``jupyter_recap.Recap`` stays a deprecated alias of this class for code written against 0.1.
     """
 
     text: str
