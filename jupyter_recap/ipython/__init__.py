@@ -1,1 +1,1 @@
-"""Adapters that plug the recap core into IPython: recorder, magics, extension lifecycle."""
+"""Adapters that plug the recap core into IPython: the extension and its collaborators."""

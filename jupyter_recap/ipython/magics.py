@@ -16,7 +16,7 @@ from .status import status_report
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from .extension import RecapExtension
+    from .host import RecapHost
 
 USAGE = (
     "usage: %recap [--model M] [--dry-run] | status | on | off | save | sessions [--all]"
@@ -28,9 +28,10 @@ USAGE = (
 class RecapMagics(Magics):
     """The ``%recap`` line magic."""
 
-    def __init__(self, shell: InteractiveShell, *, extension: RecapExtension) -> None:
+    def __init__(self, shell: InteractiveShell, *, host: RecapHost) -> None:
         super().__init__(shell)
-        self.extension = extension
+        self.host = host
+        """The loaded extension, as far as ``%recap`` drives it."""
 
     @line_magic
     def recap(self, line: str = "") -> None:
@@ -70,13 +71,13 @@ class RecapMagics(Magics):
         elif words[0] == "compact-memory":
             model, ok = _model_option(words[1:])
             if ok:
-                compact_memory_now(self.extension, model)
+                compact_memory_now(self.host, model)
             else:
                 print(f"recap: unknown arguments {line.strip()!r}; {USAGE}")
         elif words == ["status"]:
-            print(status_report(self.extension))
+            print(status_report(self.host))
         elif words in (["on"], ["off"]):
-            self.extension.settings.auto = words[0] == "on"
+            self.host.settings.auto = words[0] == "on"
             print(f"recap: automatic recaps {words[0]}")
         elif words == ["save"]:
             self._save()
@@ -88,7 +89,7 @@ class RecapMagics(Magics):
             print(f"recap: unknown arguments {line.strip()!r}; {USAGE}")
 
     def _manual(self, model: str | None) -> None:
-        ext = self.extension
+        ext = self.host
         if model is not None and not model.strip():
             print(f"recap: --model needs a model id; {USAGE}")
             return
@@ -106,7 +107,7 @@ class RecapMagics(Magics):
             print(f"recap: --model needs a model id; {USAGE}")
             return
         try:
-            preview = self.extension.preview(model)
+            preview = self.host.preview(model)
         except RecapError as error:  # a model id that cannot be used: one line
             print(printable(f"recap: {error}"))
             return
@@ -116,7 +117,7 @@ class RecapMagics(Magics):
             print(preview.render())
 
     def _save(self) -> None:
-        writer = self.extension.writer
+        writer = self.host.writer
         if writer is None:
             print("recap: this session is not being recorded")
             return
@@ -137,7 +138,7 @@ class RecapMagics(Magics):
         from ..stores.listings import format_sessions
         from ..stores.sessions import SessionStore
 
-        ext = self.extension
+        ext = self.host
         if ext.writer is not None:
             ext.writer.flush()  # list what is live too
         notebook = None if all_notebooks else ext.notebook
@@ -160,11 +161,11 @@ class RecapMagics(Magics):
 
     def _resume(self, id_or_prefix: str) -> None:
         try:
-            record = self.extension.resume_session(id_or_prefix)
+            record = self.host.resume_session(id_or_prefix)
         except RecapError as error:
             print(f"recap: {error}")
             return
-        writer = self.extension.writer
+        writer = self.host.writer
         if writer is not None and writer.record.parent == record.id:
             print(
                 f"recap: session {record.id[:8]} is open in another kernel; its story continues "

@@ -30,7 +30,7 @@ from ..record.outputs import Reply, Shown, agent_reply, bundle_text
 from ..record.transcript import Outcome, Transcript, describe_error
 from ..settings import Recap
 from ..textutil import duration, first_line, shorten
-from .capture import OutputTap
+from .outputtap import OutputTap
 from .shell import Shell
 
 # The settings the recorder keeps plain copies of.

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..pipeline.compaction import CompactResult
-    from .extension import RecapExtension
+    from .host import KernelView
 
 MEMORY_OFF = "project memory is turned off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
 
@@ -45,13 +45,9 @@ def _print_warnings(state: WorkState) -> None:
 class WorkStateMagics(Magics):
     """The task list and project memory, for the person at the notebook."""
 
-    def __init__(self, shell: InteractiveShell, *, extension: RecapExtension) -> None:
+    def __init__(self, shell: InteractiveShell, *, state: WorkState) -> None:
         super().__init__(shell)
-        self.extension = extension
-
-    @property
-    def state(self) -> WorkState:
-        return self.extension.state
+        self.state = state
 
     @line_magic
     def todos(self, line: str = "") -> None:
@@ -153,7 +149,7 @@ class WorkStateMagics(Magics):
         _print_warnings(self.state)
 
 
-def compact_memory_now(ext: RecapExtension, model: str | None) -> None:
+def compact_memory_now(ext: KernelView, model: str | None) -> None:
     """``%recap compact-memory``: merge in a worker thread; an interrupt cancels it."""
     from ..pipeline.compaction import compact_memory
 

@@ -12,10 +12,10 @@ from ..stores.tasks import context_line
 from ..textutil import format_cost, printable
 
 if TYPE_CHECKING:
-    from .extension import RecapExtension
+    from .host import KernelView
 
 
-def status_report(ext: RecapExtension) -> str:
+def status_report(ext: KernelView) -> str:
     """Every line of ``%recap status``."""
     from ..pipeline.models import resolve_models
 
@@ -63,7 +63,7 @@ def _cost(usd: float, unpriced: int) -> str:
     return f"{text} (+ {unpriced} calls without a known price)" if unpriced else text
 
 
-def _usage_lines(ext: RecapExtension) -> list[str]:
+def _usage_lines(ext: KernelView) -> list[str]:
     """Today's spending across the person's kernels, and what the daily budget leaves."""
     settings = ext.settings
     budget = int(settings.daily_budget)
@@ -92,7 +92,7 @@ def _usage_lines(ext: RecapExtension) -> list[str]:
     return lines
 
 
-def _capture_line(ext: RecapExtension) -> str:
+def _capture_line(ext: KernelView) -> str:
     lines = ext.capture.lines()
     if not ext.settings.capture:
         return "off (Recap.capture = [] or JUPYTER_RECAP_CAPTURE=0)"
@@ -102,7 +102,7 @@ def _capture_line(ext: RecapExtension) -> str:
     return "\n             ".join(lines)
 
 
-def _memory_line(ext: RecapExtension) -> str:
+def _memory_line(ext: KernelView) -> str:
     state = ext.state
     if not state.memory_enabled:
         return "off (Recap.memory = False or JUPYTER_RECAP_MEMORY=0)"
@@ -114,7 +114,7 @@ def _memory_line(ext: RecapExtension) -> str:
     return f"{count} notes for {store.project_dir} (in {store.path})"
 
 
-def _engine_lines(ext: RecapExtension) -> list[str]:
+def _engine_lines(ext: KernelView) -> list[str]:
     state = ext.schedule.status()
     now = time.monotonic()
     if state["focused"] is None:

@@ -1,0 +1,152 @@
+"""The kernel and the server's agents panel: the focus feed in, the agent report out.
+
+:class:`AgentReporting` starts the kernel's clients of the server (:mod:`.feed`'s
+:class:`~.feed.FocusFeed` and :class:`~.feed.StateReporter`, used as they are) when a server with
+the extension started this kernel. What the feed hears (focus, typing elsewhere) goes to the
+callbacks it is given; kernel restarts and deaths go into the transcript, once each. What this
+kernel tells the panel is :meth:`report`, sent again whenever :meth:`changed` is called.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..debuglog import get_logger
+from ..focus.report import CellCounts, agent_report
+from ..record.transcript import Entry, Transcript
+from ..stores.workstate import WorkState
+from ..wire import AgentReport
+from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
+
+
+class AgentReporting:
+    """The focus feed and the state reporter of one kernel; :meth:`stop` ends both."""
+
+    def __init__(
+        self,
+        shell: Any,
+        transcript: Transcript,
+        cells: CellCounts,
+        state: WorkState,
+        *,
+        focus: Callable[[bool, float], None],
+        typed: Callable[[], None],
+        shown: Callable[[], dict[str, Any] | None],
+        drafting: Callable[[], bool],
+        banner_model_id: Callable[[], str],
+    ) -> None:
+        self.shell = shell
+        self.transcript = transcript
+        self.cells = cells
+        self.state = state
+        self._focus = focus
+        """The browser reports whether the person looks at this notebook (and since when)."""
+        self._typed = typed
+        """The person typed in this notebook (reported by the browser): they are here."""
+        self._shown = shown
+        """The latest recap shown (``text``, ``model``, ``at``), or None."""
+        self._drafting = drafting
+        """Whether a recap is being drafted now."""
+        self._banner_model_id = banner_model_id
+        self.feed: FocusFeed | None = None
+        self.reporter: StateReporter | None = None
+        """Tells the server's agents panel about this kernel (with the feed, in a kernel)."""
+        self._unsubscribe_report: Callable[[], None] | None = None
+        self._kernel_events: set[float] = set()
+        """When the server's restart/death events happened that the transcript already has."""
+        self.feed_problem: str | None = None
+        """Why a server that started this kernel gets no focus feed from it, if that is so."""
+
+    def seed(self, entries: Iterable[Entry]) -> None:
+        """Note the kernel events a restored transcript already has (they are not added again)."""
+        self._kernel_events = {e.time for e in entries if e.kind == "event" and e.name == "kernel"}
+
+    def start(self) -> None:
+        """Listen to the server's focus feed, when a server with the extension started us."""
+        server = find_server(os.environ)
+        if server is None:
+            return
+        try:
+            from ipykernel.connect import get_connection_file
+
+            kernel_id = kernel_id_from_connection_file(get_connection_file())
+        except Exception:  # noqa: BLE001 - not an ipykernel we can identify: no feed
+            kernel_id = None
+        if kernel_id is None:
+            return
+        # The kernel proves to the server which kernel it is with its connection key.
+        session = getattr(getattr(self.shell, "kernel", None), "session", None)
+        key = getattr(session, "key", b"")
+        key = key.encode() if isinstance(key, str) else key
+        if not isinstance(key, bytes) or not key:
+            self.feed_problem = (
+                "this kernel's connection key is empty, so it cannot prove to the server which "
+                "kernel it is (the idle fallback stays in charge)"
+            )
+            get_logger().info("no focus feed: %s", self.feed_problem)
+            return
+        self.feed = FocusFeed(
+            server,
+            kernel_id,
+            on_focus=self._focus,
+            on_input=self._typed,
+            on_kernel=self.kernel_event,
+            banner_model_id=self._banner_model_id(),
+            key=key,
+        )
+        self.feed.start()
+        self.reporter = StateReporter(self.feed.routes, self.report)
+        reporter = self.reporter
+
+        def on_entry(transcript: Transcript, entry: Entry) -> None:
+            # A turn's start and end are what the panel is for: they go out at once.
+            reporter.poke(urgent=entry.kind in ("user", "outcome"))
+
+        self._unsubscribe_report = self.transcript.subscribe(
+            on_entry, kinds=("user", "assistant", "tool_call", "tool_result", "outcome", "code")
+        )
+        self.reporter.start()
+
+    def stop(self) -> None:
+        """Stop the reporter and the feed (harmless when they never started)."""
+        if self._unsubscribe_report is not None:
+            self._unsubscribe_report()
+            self._unsubscribe_report = None
+        if self.reporter is not None:
+            self.reporter.stop()
+            self.reporter = None
+        if self.feed is not None:
+            self.feed.stop()
+            self.feed = None
+
+    def report(self) -> AgentReport:
+        """This kernel's state for the server's agents panel (built on the reporter's thread)."""
+        return agent_report(
+            self.transcript,
+            cells=self.cells,
+            recap=self._shown(),
+            drafting=self._drafting(),
+            tasks=self.state.tasks,
+        )
+
+    def changed(self) -> None:
+        """Something the panel shows changed: the reporter sends a new report soon."""
+        if self.reporter is not None:
+            self.reporter.poke()
+
+    def kernel_event(self, what: str, at: float) -> None:
+        """The server saw this kernel restart or die: a recap should know (recorded once)."""
+        if at in self._kernel_events:
+            return
+        self._kernel_events.add(at)
+        when = time.strftime("%H:%M", time.localtime(at))
+        text = {
+            "restarted": f"The kernel was restarted at {when}; its variables were lost.",
+            "crashed": f"The kernel died and was restarted at {when}; its variables were lost.",
+            "died": f"The kernel died at {when}.",
+        }.get(what)
+        if text is not None:
+            self.transcript.append(Entry("event", text, at, name="kernel"))
