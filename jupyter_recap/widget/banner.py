@@ -9,7 +9,7 @@ with its engine and task-progress line, or nothing before the first. It is what 
 keeps, so it never holds a passing state ("drafting…", a failure, a dismissed banner). A
 notebook only keeps that text up to date if every display of the banner carries
 :attr:`RecapBanner.display_id` and the kernel sends ``update_display_data`` for it whenever the
-recap changes (``jupyter_recap.ipython.extension`` does both).
+recap changes (``jupyter_recap.ipython.surface`` does both).
 """
 
 from __future__ import annotations
