@@ -111,9 +111,12 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "jupyter-recap"}]
 
 
-def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    """The server extension (focus hub, kernel feed, recap routes)."""
-    return [{"module": "jupyter_recap.server"}]
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """The server extension (focus hub, kernel feed, recap routes), an extension app so that
+    jupyter_server stops it when the server shuts down."""
+    from .server import RecapExtension
+
+    return [{"module": "jupyter_recap.server", "app": RecapExtension}]
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -1,16 +1,38 @@
-"""The JSON the server's routes exchange (docs/focus-protocol.md), as types.
+"""The protocol both ends share (docs/focus-protocol.md): the JSON the server's routes exchange,
+as types, and the kernel's proof of identity.
 
 Also :func:`strict_json`, which every JSON the project writes goes through. The server's
 handlers answer these, the kernel sends :class:`AgentReport`, and
 ``labextension/src/api.ts`` declares the same shapes for the page: a change here is a change of
-the protocol and goes there too.
+the protocol and goes there too. A kernel proves which kernel it is with :func:`kernel_proof`
+in :data:`KERNEL_HEADER`; the server checks it (``server/handlers``), the kernel's feed sends it
+(``ipython/feed``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 from typing import Literal, TypedDict
+
+KERNEL_HEADER = "X-Jupyter-Recap-Kernel"
+"""The header that carries :func:`kernel_proof`."""
+# A fixed label, so the proof can never be mistaken for an HMAC the key signs elsewhere (the
+# kernel's messages are signed with the same key).
+_PROOF_LABEL = b"jupyter-recap kernel feed v1\x00"
+
+
+def kernel_proof(key: bytes, kernel_id: str) -> str:
+    """What kernel ``kernel_id`` sends to prove it is that kernel: HMAC-SHA256 with its key.
+
+    Both ends know the key (the kernel from its connection file, the server that started it
+    from its kernel manager) and nobody else needs to; it stays the same across restarts.
+    """
+    message = _PROOF_LABEL + kernel_id.encode("utf-8", "surrogatepass")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
 
 TurnState = Literal["running", "ok", "errored", "aborted"]
 RowState = Literal["running", "finished", "errored", "idle", "restarting", "dead"]

@@ -11,13 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_recap.focus.board import (
+from jupyter_recap.focus.board import MAX_ROW_EVENTS, AgentBoard
+from jupyter_recap.focus.validate import (
     ERROR_CHARS,
     ID_CHARS,
     MAX_LINKS,
-    MAX_ROW_EVENTS,
     MAX_TASKS,
-    AgentBoard,
     Report,
     ReportError,
     parse_report,

@@ -22,9 +22,9 @@ from jupyter_server.base.handlers import log as server_log
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 
-from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.server import AGENTS_SCHEMA, handlers
 from jupyter_recap.stores.usage import UsageLedger, local_day
+from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
 
 pytestmark = pytest.mark.timeout(120)
 

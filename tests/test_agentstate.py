@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jupyter_recap.focus.board import MAX_LINKS, parse_report
 from jupyter_recap.focus.report import CellCounts, agent_report, recap_links
+from jupyter_recap.focus.validate import MAX_LINKS, parse_report
 from jupyter_recap.record.transcript import Entry, Kind, Outcome, Transcript
 from jupyter_recap.stores.tasks import Task
 from jupyter_recap.wire import AgentReport

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from jupyter_recap.ipython.feed import (
-    KERNEL_HEADER,
     FocusFeed,
     ServerInfo,
+    StateReporter,
     find_server,
     kernel_id_from_connection_file,
-    kernel_proof,
 )
+from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
 
 KERNEL = "4f1a2b3c-0000-4000-8000-000000000001"
 KEY = b"3f9c2a1e-connection-key"
@@ -190,6 +190,44 @@ def test_unknown_kernel_stops_the_feed(fake_feed: FakeFeed) -> None:
     assert "404" in (feed.stopped_because or "") and calls == []
     assert len(fake_feed.requests) == 1
     feed.stop()
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refusal_stops_the_feed_and_the_reporter(fake_feed: FakeFeed, status: int) -> None:
+    """Jupyter's 401/403 is the server refusing this kernel, not a model provider's key: both
+    clients of the kernel's server link stop, and say so."""
+    fake_feed.answers = [(status, {"message": "Forbidden"}), (status, {"message": "Forbidden"})]
+    feed, calls = run_feed(fake_feed)
+    wait_until(lambda: feed.stopped_because is not None)
+    assert feed.stopped_because == f"the server refused this kernel (HTTP {status}): Forbidden"
+    assert calls == [] and len(fake_feed.requests) == 1
+    feed.stop()
+    reporter = StateReporter(feed.routes, lambda: {"turn": None})
+    reporter.start()
+    wait_until(lambda: reporter.stopped_because is not None)
+    assert f"HTTP {status}" in (reporter.stopped_because or "") and reporter.sent == 0
+    reporter.stop()
+
+
+def test_link_errors_say_what_failed() -> None:
+    from jupyter_recap.ipython.feed import (
+        LinkBadAnswer,
+        LinkBusy,
+        LinkNotFound,
+        LinkRefused,
+        _status_error,
+    )
+
+    kinds = {code: type(_status_error(code, "")) for code in (401, 403, 404, 429, 500, 502)}
+    assert kinds == {
+        401: LinkRefused,
+        403: LinkRefused,
+        404: LinkNotFound,
+        429: LinkBusy,
+        500: LinkBadAnswer,
+        502: LinkBadAnswer,
+    }
+    assert [code for code, kind in kinds.items() if kind.final] == [401, 403, 404]
 
 
 def test_server_errors_are_retried(fake_feed: FakeFeed) -> None:

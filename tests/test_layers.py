@@ -10,7 +10,7 @@ Three rules:
 - **Front ends.** The adapters — ``ipython/``, ``server/``, ``cli/``, ``widget/`` — may import
   IPython, tornado, jupyter_server and the widget libraries; the core may import neither those
   libraries nor the adapters. The one exception is the package's ``__init__``, whose IPython
-  entry points hand over to the IPython adapter.
+  and jupyter_server entry points hand over to those adapters.
 - **Ranks.** Each unit (a subpackage or a top-level module) has a rank (:data:`RANKS`, the floors
   of ``docs/architecture.md``) and may import only itself and units of a lower rank. Two units
   of one rank may not import each other (``stores`` and ``capture``, say).
@@ -33,8 +33,9 @@ ROOT = PACKAGE.name
 ADAPTERS: tuple[str, ...] = ("jupyter_recap.ipython", "jupyter_recap.server", "jupyter_recap.cli")
 ADAPTERS += ("jupyter_recap.widget",)
 FORBIDDEN = ("IPython", "ipykernel", "tornado", "jupyter_server", "ipywidgets", "anywidget")
-#: The entry points IPython calls (``%load_ext``) live in the package's ``__init__``.
-ENTRY_POINTS = {"jupyter_recap": {"jupyter_recap.ipython.extension"}}
+#: The entry points IPython calls (``%load_ext``) and jupyter_server reads (the extension app)
+#: live in the package's ``__init__``.
+ENTRY_POINTS = {"jupyter_recap": {"jupyter_recap.ipython.extension", "jupyter_recap.server"}}
 
 #: The unit of the package's own ``__init__``.
 PACKAGE_INIT = "__init__"
@@ -71,13 +72,7 @@ RANKS: dict[str, int] = {
 
 #: Today's known adapter exceptions to the ranks, (importer, imported module): each is to be
 #: removed, and then its entry here (a test fails when an entry no longer matches an import).
-KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {
-    # TO BE REMOVED: the kernel proof (KERNEL_HEADER, kernel_proof: an HMAC of the kernel id
-    # with the kernel's connection key) is checked by the server's routes but defined in the
-    # kernel's feed client, so server/handlers (rank 7) imports ipython/feed (rank 7). It moves
-    # to a module both adapters can import when ipython/ is split.
-    ("jupyter_recap.server.handlers", "jupyter_recap.ipython.feed"): "the kernel proof",
-}
+KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def module_name(path: Path) -> str:

@@ -26,9 +26,9 @@ from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
 
 from jupyter_recap.focus.hub import FocusHub
-from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.server import SECRET_ENV, URL_ENV, kernel_facing_url
 from jupyter_recap.server.watcher import ExecutionWatcher, next_state
+from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
 
 API = ("jupyter-recap", "api")
 NO_AUTH = {"Authorization": ""}
@@ -155,6 +155,37 @@ async def test_malformed_bodies_are_400(api: Any, kernel_id: str) -> None:
         assert code == 400, (route, bad)
         assert list(answer) == ["message"]
         assert answer["message"] and "\n" not in answer["message"]
+
+
+@asynctest
+async def test_a_bad_field_is_named_in_the_400(api: Any, kernel_id: str) -> None:
+    """The same ``<field>: <why>`` lines as an agent report's ``ignored`` (one set of readers)."""
+    for route, method, body, message in [
+        (
+            "focus",
+            "POST",
+            {**focus(kernel_id, True), "focused": 1},
+            "focused: must be true or false",
+        ),
+        (
+            "focus",
+            "POST",
+            {"kernel_id": kernel_id, "path": "a", "focused": True},
+            "client_id: missing",
+        ),
+        (
+            "focus",
+            "POST",
+            focus(kernel_id, True, path="p" * 5000),
+            "path: longer than 4096 characters",
+        ),
+        ("input", "POST", {"kernel_id": 5, "client_id": "t"}, "kernel_id: must be a string"),
+        (f"kernels/{kernel_id}/banner", "PUT", {"model_id": 3}, "model_id: must be a string"),
+    ]:
+        code, answer = await api(*route.split("/"), method=method, body=json.dumps(body))
+        assert (code, answer) == (400, {"message": message}), route
+    code, answer = await api("kernels", kernel_id, "events", params={"since": 1.5})
+    assert (code, answer) == (400, {"message": "since: must be an integer"})
 
 
 @asynctest
@@ -433,7 +464,7 @@ async def until_idle(ws: Any, msg_id: str, timeout: float = 30) -> list[dict[str
 
 SELF_CHECK = """
 import json, os, time, urllib.request
-from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
+from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
 url = os.environ["JUPYTER_RECAP_SERVER_URL"]
 proof = kernel_proof(get_ipython().kernel.session.key, "{kernel_id}")
 request = urllib.request.Request(

@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fakellm import FakeLLM, slow
+from fakellm import FakeLLM, hang, slow
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPClientError
@@ -144,6 +145,43 @@ async def test_a_hang_up_aborts_the_model_call(
     code, answer = await api("sessions", session, "recap", **recap_post(body))
     assert (code, answer["model"], answer["reason"]) == (200, "openai:gpt-4o-mini", "ok")
     assert "CSV loader" in answer["recap"]
+
+
+def our_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("jupyter-recap")]
+
+
+@asynctest
+async def test_the_server_shutdown_stops_a_draft_and_our_threads(
+    api: Any, jp_serverapp: Any, fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """jupyter_server's own shutdown stops the extension: a model call that never answers is
+    aborted, not waited for, and no thread of ours outlives the server (the interpreter would
+    wait for a pool thread at exit)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    session = make_session("a model that never answers")
+    fake_llm.respond(hang())
+    body = json.dumps({"model": "openai:gpt-4o-mini"})
+    post = asyncio.ensure_future(api("sessions", session, "recap", **recap_post(body)))
+    deadline = time.monotonic() + 10
+    while not fake_llm.requests and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert fake_llm.requests, "the draft never reached the model"
+    assert our_threads()  # positive control: the draft runs on a thread of ours
+
+    started = time.monotonic()
+    await jp_serverapp.cleanup_extensions()  # the first step of the server's shutdown
+    assert time.monotonic() - started < 3, "the hanging model call held up the shutdown"
+    while our_threads() and time.monotonic() - started < 3:
+        await asyncio.sleep(0.05)
+    assert our_threads() == []
+    # The model call was aborted (the fake never answers): the draft ended as cancelled.
+    code, answer = await asyncio.wait_for(post, 5)
+    assert (code, answer["recap"], answer["reason"]) == (200, None, "cancelled")
+    # Stopped means stopped: no new draft starts, and the answer says why.
+    code, answer = await api("sessions", session, "recap", **recap_post(body))
+    assert code == 503 and "shutting down" in answer["message"]
 
 
 # -- listing ----------------------------------------------------------------------------------

@@ -1,11 +1,11 @@
 """The agents board: one row per kernel with jupyter_recap loaded, for the agents panel.
 
-Kernels report their agent state (turn, recap, tasks, where the work stopped) with
-:func:`parse_report`; the server adds what only it sees (which notebook, whether the person looks
-at it, restarts, deaths and long cells). The board decides who *needs the person*: a turn that
-ended while nobody looked at its notebook, until someone does. It also numbers the absences in
-which that happened (``notice``), so the page shows at most one notification per notebook per
-absence. See docs/focus-protocol.md, "Agents panel".
+Kernels report their agent state (turn, recap, tasks, where the work stopped), which the server
+reads with :func:`~.validate.parse_report`; it adds what only it sees (which notebook, whether the
+person looks at it, restarts, deaths and long cells). The board decides who *needs the person*:
+a turn that ended while nobody looked at its notebook, until someone does. It also numbers the
+absences in which that happened (``notice``), so the page shows at most one notification per
+notebook per absence. See docs/focus-protocol.md, "Agents panel".
 
 Like the focus hub, nothing here does I/O or knows about HTTP: the clock and the kernel facts
 are injected, and every change is announced through ``on_change`` (the server pushes it).
@@ -14,15 +14,21 @@ Not thread-safe: the server touches it only from its event loop.
 
 from __future__ import annotations
 
-import math
 import posixpath
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, ParamSpec, TypeVar
+from typing import Any, Literal
 
-from ..wire import AgentRow, Link, Progress, RecapInfo, RowState, StopCell, TurnState
+from ..wire import AgentRow, RowState
+
+# Still importable from here for the code that read them here before they moved to .validate
+# (tests/reliability/test_escapes.py, benchmarks/bench_agents.py): drop once those import them
+# from .validate.
+from .validate import ID_CHARS as ID_CHARS
+from .validate import Report
+from .validate import parse_report as parse_report
 
 MAX_AGENTS = 64
 """Rows kept; beyond it the row updated least recently goes."""
@@ -30,46 +36,10 @@ MAX_AGENTS = 64
 MAX_ROW_EVENTS = 10
 """Server events (restarts, deaths, long cells) kept per row."""
 
-TURN_STATES = ("running", "ok", "errored", "aborted")
-
-#: Longest accepted string fields of a report (the kernel cuts its texts to fit).
-RECAP_CHARS = 4000
-ERROR_CHARS = 300
-LABEL_CHARS = 64
-ID_CHARS = 256
-MAX_LINKS = 32
-#: Most tasks a report's ``progress`` counts; more is a bad field, not a task list.
-MAX_TASKS = 100_000
-
-Action = Literal["update", "remove"]
+RowChange = Literal["update", "remove"]
+"""What happened to a row, as the board announces it: read it again, or drop it."""
 Facts = Callable[[str], tuple[bool | None, str]]
 """A kernel's (aggregate focus, execution state), from the focus hub."""
-
-_P = ParamSpec("_P")
-_T = TypeVar("_T")
-_D = TypeVar("_D")
-
-
-class ReportError(ValueError):
-    """A kernel's report is not a JSON object; the message is one line."""
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    """One kernel's agent state, as it last reported it (validated)."""
-
-    turn: TurnState | None = None
-    turn_started: float | None = None
-    turn_ended: float | None = None
-    error: str | None = None
-    last_activity: float | None = None
-    recap: RecapInfo | None = None
-    drafting: bool = False
-    progress: Progress | None = None
-    stop_cell: StopCell | None = None
-    ignored: tuple[str, ...] = ()
-    """One line per field dropped when the report was read (:func:`parse_report`): the route's
-    answer and the server's log say them, the rows do not."""
 
 
 @dataclass(slots=True)
@@ -94,7 +64,7 @@ class AgentBoard:
         self,
         *,
         facts: Facts,
-        on_change: Callable[[str, Action, int], None] | None = None,
+        on_change: Callable[[str, RowChange, int], None] | None = None,
         max_agents: int = MAX_AGENTS,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -257,7 +227,7 @@ class AgentBoard:
         row.updated = self._clock()
         self._announce(row.kernel_id, "update")
 
-    def _announce(self, kernel_id: str, action: Action) -> None:
+    def _announce(self, kernel_id: str, action: RowChange) -> None:
         self.version += 1
         if self._on_change is not None:
             self._on_change(kernel_id, action, self.version)
@@ -290,185 +260,3 @@ def _replace(report: Report, **changes: Any) -> Report:
     values = {name: getattr(report, name) for name in Report.__dataclass_fields__}
     values.update(changes)
     return Report(**values)
-
-
-# -- reading a kernel's report -----------------------------------------------------------------
-
-
-def parse_report(body: object) -> Report:
-    """Validate a kernel's ``PUT kernels/{id}/agent`` body; ``ignored`` of the report has one
-    line per field it dropped (``"recap.model: longer than 256 characters"``).
-
-    Only a body that is not an object is refused (:class:`ReportError`). A bad field takes its
-    default and the rest is kept, so one bad value (a model id too long) does not leave the row
-    as it was ("drafting…") until the next report. A bad part of a recap drops just that part,
-    except its text, without which it is no recap; a bad link drops the links. Unknown fields
-    are ignored, so a newer kernel can talk to an older server.
-    """
-    if not isinstance(body, dict):
-        raise ReportError("the report is not a JSON object")
-    drops = _Drops()
-    take = drops.take
-    return Report(
-        turn=take(None, _turn, body, "turn"),
-        turn_started=take(None, _time, body, "turn_started"),
-        turn_ended=take(None, _time, body, "turn_ended"),
-        error=take(None, _text, body, "error", ERROR_CHARS),
-        last_activity=take(None, _time, body, "last_activity"),
-        recap=take(None, _recap, body, "recap", drops),
-        drafting=take(False, _flag, body, "drafting"),
-        progress=take(None, _progress, body, "progress"),
-        stop_cell=take(None, _stop_cell, body, "stop_cell", drops),
-        ignored=tuple(drops.lines),  # last: arguments are evaluated in order, all drops are in
-    )
-
-
-class _BadField(ValueError):
-    """One field of a report is bad; the message is the line that says which and why."""
-
-    def __init__(self, path: str, why: str) -> None:
-        super().__init__(f"{path}: {why}")
-
-
-class _Drops:
-    """The fields dropped from one report, one line each."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def take(
-        self, default: _D, read: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
-    ) -> _T | _D:
-        """What ``read`` makes of a field, or ``default`` (and a line) when the field is bad."""
-        try:
-            return read(*args, **kwargs)
-        except _BadField as bad:
-            self.lines.append(str(bad))
-            return default
-
-
-# The readers below take the object holding a field and the field's dotted path, which names
-# the field in a message; its last part is the field's key.
-
-
-def _get(data: dict[str, Any], path: str, default: object = None) -> Any:
-    return data.get(path.rpartition(".")[2], default)
-
-
-def _turn(data: dict[str, Any], path: str) -> TurnState | None:
-    value: TurnState | None = _get(data, path)
-    if value is not None and value not in TURN_STATES:
-        raise _BadField(path, f"must be one of {', '.join(TURN_STATES)} or null")
-    return value
-
-
-def _time(data: dict[str, Any], path: str) -> float | None:
-    value = _get(data, path)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _BadField(path, "must be a number of seconds or null")
-    try:
-        finite = math.isfinite(value)  # an integer of 400 digits overflows a float here
-    except OverflowError:
-        finite = False
-    if not finite:
-        raise _BadField(path, "must be a number of seconds or null")
-    if value < 0:
-        raise _BadField(path, "must not be negative")
-    return round(float(value), 3)
-
-
-def _text(data: dict[str, Any], path: str, cap: int) -> str | None:
-    """An optional string field."""
-    if _get(data, path) is None:
-        return None
-    return _string(data, path, cap)
-
-
-def _string(data: dict[str, Any], path: str, cap: int) -> str:
-    """A required string field."""
-    value = _get(data, path)
-    if not isinstance(value, str):
-        raise _BadField(path, "must be a string")
-    if len(value) > cap:
-        raise _BadField(path, f"longer than {cap} characters")
-    return value
-
-
-def _flag(data: dict[str, Any], path: str) -> bool:
-    value = _get(data, path, False)
-    if not isinstance(value, bool):
-        raise _BadField(path, "must be true or false")
-    return value
-
-
-def _count(data: dict[str, Any], path: str, most: int) -> int:
-    value = _get(data, path)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
-        raise _BadField(path, f"must be an integer from 0 to {most}")
-    return value
-
-
-def _object(data: dict[str, Any], path: str) -> dict[str, Any] | None:
-    value = _get(data, path)
-    if value is not None and not isinstance(value, dict):
-        raise _BadField(path, "must be an object or null")
-    return value
-
-
-def _recap(data: dict[str, Any], path: str, drops: _Drops) -> RecapInfo | None:
-    recap = _object(data, path)
-    if recap is None:
-        return None
-    text = _string(recap, f"{path}.text", RECAP_CHARS)  # a bad text drops the whole recap
-    return {
-        "text": text,
-        "model": drops.take("", _text, recap, f"{path}.model", ID_CHARS) or "",
-        "at": drops.take(None, _time, recap, f"{path}.at"),
-        "links": drops.take([], _links, recap, f"{path}.links", text),
-    }
-
-
-def _links(data: dict[str, Any], path: str, text: str) -> list[Link]:
-    """The links of a recap's ``text``: one bad link drops them all (they index one text)."""
-    items = _get(data, path, [])
-    if not isinstance(items, list) or len(items) > MAX_LINKS:
-        raise _BadField(path, f"must be a list of at most {MAX_LINKS} links")
-    links: list[Link] = []
-    # Offsets are UTF-16 code units (what the page indexes): at most two per character.
-    limit, end = 2 * len(text), 0
-    for index, item in enumerate(items):
-        where = f"{path}[{index}]"
-        if not isinstance(item, dict):
-            raise _BadField(where, "must be an object")
-        start, stop = _count(item, f"{where}.start", limit), _count(item, f"{where}.end", limit)
-        if not end <= start <= stop:
-            raise _BadField(where, "overlapping or out of order")
-        cell_id = _string(item, f"{where}.cell_id", ID_CHARS)
-        links.append({"start": start, "end": stop, "cell_id": cell_id})
-        end = stop
-    return links
-
-
-def _progress(data: dict[str, Any], path: str) -> Progress | None:
-    progress = _object(data, path)
-    if progress is None:
-        return None
-    done = _count(progress, f"{path}.done", MAX_TASKS)
-    total = _count(progress, f"{path}.total", MAX_TASKS)
-    if done > total:
-        raise _BadField(f"{path}.done", f"larger than {path}.total")
-    return {"done": done, "total": total}
-
-
-def _stop_cell(data: dict[str, Any], path: str, drops: _Drops) -> StopCell | None:
-    stop_cell = _object(data, path)
-    if stop_cell is None:
-        return None
-    cell_id = _string(stop_cell, f"{path}.cell_id", ID_CHARS)  # where: no cell, no stop cell
-    return {
-        "cell_id": cell_id,
-        "label": drops.take("", _text, stop_cell, f"{path}.label", LABEL_CHARS) or "",
-        "failed": drops.take(False, _flag, stop_cell, f"{path}.failed"),
-    }

@@ -18,7 +18,7 @@ from ..redact import Redactor
 from ..stores.tasks import Task
 from ..textutil import printable, shorten
 from ..wire import AgentReport, Link, RecapInfo, StopCell, TurnState
-from .board import ID_CHARS, LABEL_CHARS, MAX_LINKS
+from .validate import ID_CHARS, LABEL_CHARS, MAX_LINKS
 
 #: Entries that count as the agent doing something (the panel's "last activity").
 AGENT_KINDS = frozenset({"user", "assistant", "tool_call", "tool_result", "outcome"})
@@ -27,7 +27,7 @@ AGENT_KINDS = frozenset({"user", "assistant", "tool_call", "tool_result", "outco
 SCAN_LIMIT = 5000
 
 # Every text a report carries is cleaned of terminal escapes and bidi controls (``printable``)
-# and cut to what the server accepts (board.py): one over-long model id must not cost the row.
+# and cut to what the server accepts (validate.py): one over-long model id must not cost the row.
 
 #: Longest recap text a report carries (the server accepts more; this keeps the body small).
 REPORT_RECAP_CHARS = 2000

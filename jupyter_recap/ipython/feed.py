@@ -5,15 +5,18 @@ feed (see docs/focus-protocol.md). A kernel consumes it here, in a background th
 because the shell channel is blocked while a cell runs and focus changes must arrive even then.
 No server (terminal IPython, VS Code, a bare kernel) means no feed: the idle fallback stays.
 
-The kernel authenticates with :func:`kernel_proof`: an HMAC keyed by its own ZMQ connection key
-(which the server that started it also holds) over its kernel id. It opens that kernel's routes
-and no other's, and it is never in the environment, which every subprocess of a kernel inherits.
+The kernel authenticates with :func:`~jupyter_recap.wire.kernel_proof`: an HMAC keyed by its own
+ZMQ connection key (which the server that started it also holds) over its kernel id. It opens that
+kernel's routes and no other's, and it is never in the environment, which every subprocess of a
+kernel inherits.
+
+Both clients of the server here (the feed and the state reporter) talk to it through one
+:class:`ServerLink`, whose errors say what failed (:class:`LinkError` and its subclasses), and
+wait after failures with one :class:`Backoff`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import random
@@ -27,14 +30,10 @@ from typing import Any
 from urllib.parse import quote
 
 from ..debuglog import get_logger
-from ..errors import (
-    Cancelled,
-    ProviderAuthError,
-    ProviderError,
-    ProviderHTTPError,
-    ProviderRateLimited,
-)
+from ..errors import Cancelled, ProviderError
 from ..pipeline.providers.base import CancelToken
+from ..textutil import printable, shorten
+from ..wire import KERNEL_HEADER, kernel_proof
 
 #: Seconds the server may hold one long poll open (the protocol allows up to 30).
 POLL_SECONDS = 25.0
@@ -45,11 +44,10 @@ MAX_BACKOFF = 30.0
 #: Least wait after the server said it holds too many polls (its ``Retry-After``, 10 s).
 RATE_LIMITED_WAIT = 10.0
 
-#: The header that carries :func:`kernel_proof`.
-KERNEL_HEADER = "X-Jupyter-Recap-Kernel"
-# A fixed label, so the proof can never be mistaken for an HMAC the key signs elsewhere (the
-# kernel's messages are signed with the same key).
-_PROOF_LABEL = b"jupyter-recap kernel feed v1\x00"
+#: Largest answer of the server read (a feed answer holds at most 100 events).
+MAX_ANSWER_BYTES = 1_000_000
+#: Longest excerpt of the server's error message quoted in a link error.
+_EXCERPT_CHARS = 120
 
 _KERNEL_FILE = re.compile(r"^kernel-(?P<id>[0-9A-Za-z][0-9A-Za-z\-]*)\.json$")
 
@@ -65,20 +63,10 @@ class ServerInfo:
     """"environment" or "runtime file": how the server was found (for status)."""
 
 
-def kernel_proof(key: bytes, kernel_id: str) -> str:
-    """What kernel ``kernel_id`` sends to prove it is that kernel: HMAC-SHA256 with its key.
-
-    Both ends know the key (the kernel from its connection file, the server that started it
-    from its kernel manager) and nobody else needs to; it stays the same across restarts.
-    """
-    message = _PROOF_LABEL + kernel_id.encode("utf-8", "surrogatepass")
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
-
-
 def find_server(env: Mapping[str, str], runtime_dir: str | None = None) -> ServerInfo | None:
     """The server that started this kernel: from the environment it handed us, else its file.
 
-    The environment names the server only; the kernel authenticates with :func:`kernel_proof`.
+    The environment names the server only; the kernel authenticates with its proof.
     The runtime file (kernels the extension did not see start) also gives the server's token.
     """
     url = env.get("JUPYTER_RECAP_SERVER_URL", "").strip()
@@ -112,9 +100,62 @@ def _slash(url: str) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-class KernelRoutes:
-    """The server routes of one kernel, with that kernel's credentials (shared by the feed and
-    the state reporter)."""
+class LinkError(Exception):
+    """A request to our Jupyter server failed; ``str(error)`` is one line saying why.
+
+    ::
+
+        LinkError              the request failed
+        ├── LinkRefused        HTTP 401 / 403: this kernel may not use the route      (final)
+        ├── LinkNotFound       HTTP 404: not this server's kernel, or no jupyter_recap (final)
+        ├── LinkUnreachable    no answer: connection refused, DNS, timeout
+        ├── LinkBusy           HTTP 429: the server holds all it will; come back later
+        └── LinkBadAnswer      another status, or an answer that is not a JSON object
+
+    A ``final`` error ends a client: asking again would be refused again. The others are
+    retried after a :class:`Backoff`.
+    """
+
+    final = False
+
+    def __init__(self, message: str, *, status: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status, or 0 when no answer arrived."""
+
+
+class LinkRefused(LinkError):
+    """HTTP 401 or 403: the server does not let this kernel in."""
+
+    final = True
+
+
+class LinkNotFound(LinkError):
+    """HTTP 404: not a kernel of this server, or a server without jupyter_recap."""
+
+    final = True
+
+
+class LinkUnreachable(LinkError):
+    """No answer: the connection was refused or failed, or the deadline passed."""
+
+
+class LinkBusy(LinkError):
+    """HTTP 429: the server holds all the long polls it will."""
+
+
+class LinkBadAnswer(LinkError):
+    """Any other status, or an answer that is not a JSON object (or far too large)."""
+
+
+class ServerLink:
+    """This kernel's routes on its Jupyter server, with its credentials: one JSON request at a
+    time, and every failure as a :class:`LinkError` (shared by the feed and the reporter).
+
+    The request itself goes through the transport the model calls use (``exchange`` of
+    :mod:`jupyter_recap.pipeline.providers.transport`) for its total deadline, its size cap and
+    a cancel that aborts a long poll mid-wait; what an answer means is decided here.
+    """
 
     def __init__(self, server: ServerInfo, kernel_id: str, key: bytes = b"") -> None:
         self.server = server
@@ -135,18 +176,73 @@ class KernelRoutes:
         timeout: float,
         cancel: CancelToken,
     ) -> dict[str, Any]:
-        from ..pipeline.providers.transport import request_json
+        """The JSON object the server answers to ``method`` on ``path`` (below :attr:`base`).
 
-        return request_json(
-            method,
-            self.base + path,
-            headers=dict(self.headers),
-            body=body,
-            timeout=timeout,
-            cancel=cancel,
-            provider_id="jupyter server",
-            secret_headers=(KERNEL_HEADER,),
-        )
+        Raises a :class:`LinkError`, or :class:`~jupyter_recap.errors.Cancelled` when
+        ``cancel`` fires.
+        """
+        from ..pipeline.providers.transport import error_message, exchange
+
+        try:
+            status, raw = exchange(
+                method,
+                self.base + path,
+                headers=dict(self.headers),
+                body=body,
+                timeout=timeout,
+                cancel=cancel,
+                provider_id="the Jupyter server",
+                max_bytes=MAX_ANSWER_BYTES,
+                secret_headers=(KERNEL_HEADER,),
+            )
+        except ProviderError as error:  # no answer at all (the transport's one-line reason)
+            raise LinkUnreachable(str(error)) from None
+        if not 200 <= status < 300:
+            excerpt = shorten(printable(error_message(raw or b"")), _EXCERPT_CHARS)
+            raise _status_error(status, excerpt)
+        if raw is None:
+            raise LinkBadAnswer(f"the server sent more than {MAX_ANSWER_BYTES:,} bytes")
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise LinkBadAnswer("the server sent an answer that is not JSON") from None
+        if not isinstance(data, dict):
+            raise LinkBadAnswer("the server sent JSON that is not an object")
+        return data
+
+
+def _status_error(status: int, excerpt: str) -> LinkError:
+    """The error of an answer with HTTP ``status`` and the server's message ``excerpt``."""
+    said = f": {excerpt}" if excerpt else ""
+    if status in (401, 403):
+        return LinkRefused(f"the server refused this kernel (HTTP {status}){said}", status=status)
+    if status == 404:
+        return LinkNotFound(f"the server answered HTTP 404{said}", status=status)
+    if status == 429:
+        return LinkBusy(f"the server is busy (HTTP 429){said}", status=status)
+    return LinkBadAnswer(f"the server answered HTTP {status}{said}", status=status)
+
+
+class Backoff:
+    """The wait before the next attempt after failures in a row: from :data:`MIN_BACKOFF`,
+    doubling up to :data:`MAX_BACKOFF`; at least a busy server's ``Retry-After``, spread out
+    so that the kernels it refused together do not come back together. ``cancel`` cuts a wait
+    short."""
+
+    def __init__(self, cancel: CancelToken) -> None:
+        self._cancel = cancel
+        self.next = MIN_BACKOFF
+
+    def wait(self, error: LinkError) -> None:
+        wait = self.next
+        if isinstance(error, LinkBusy):
+            wait = max(wait, RATE_LIMITED_WAIT) * random.uniform(1.0, 1.5)
+        self._cancel.wait(wait)
+        self.next = min(self.next * 2, MAX_BACKOFF)
+
+    def reset(self) -> None:
+        """A request went through: the next failure waits the least again."""
+        self.next = MIN_BACKOFF
 
 
 class FocusFeed:
@@ -156,7 +252,7 @@ class FocusFeed:
     the person typed in the notebook; ``on_kernel(what, at)`` hears what the server saw happen
     to this kernel (``restarted``, ``crashed``, ``died``) — also the history of it on each
     (re)connection, since a restarted kernel learns of its restart only that way. All run on
-    the feed's thread. ``key`` is the kernel's connection key, for :func:`kernel_proof`;
+    the feed's thread. ``key`` is the kernel's connection key, for the kernel's proof;
     without one only the server's headers are sent.
     """
 
@@ -173,7 +269,7 @@ class FocusFeed:
     ) -> None:
         self.server = server
         self.kernel_id = kernel_id
-        self.routes = KernelRoutes(server, kernel_id, key)
+        self.routes = ServerLink(server, kernel_id, key)
         self._on_focus = on_focus
         self._on_input = on_input
         self._on_kernel = on_kernel
@@ -208,7 +304,7 @@ class FocusFeed:
 
     def _run(self) -> None:
         log = get_logger()
-        seq, backoff, banner_sent = 0, MIN_BACKOFF, False
+        seq, backoff, banner_sent = 0, Backoff(self._cancel), False
         fresh = True  # (re)connecting: ask for the current state, do not wait for news
         while not self._cancel.cancelled:
             try:
@@ -223,23 +319,23 @@ class FocusFeed:
                 )
             except Cancelled:
                 break
-            except (ProviderAuthError, ProviderHTTPError) as error:
-                if isinstance(error, ProviderAuthError) or error.status == 404:
+            except LinkError as error:
+                if error.final:
                     # Not our server's kernel, no extension there, or not allowed: no feed.
                     self.stopped_because = str(error)
                     log.info("focus feed stopped: %s", error)
                     break
-                backoff = self._retry(error, backoff)
+                if self.connected or self.last_error is None:
+                    log.info("focus feed lost (%s); retrying", error)
+                self.connected, self.last_error = False, str(error)
+                backoff.wait(error)
                 seq, fresh = 0, True  # the server may have restarted and renumbered
-                continue
-            except ProviderError as error:
-                backoff = self._retry(error, backoff)
-                seq, fresh = 0, True
                 continue
             if not self.connected:
                 log.info("focus feed connected to %s", self.server.url)
                 self.connects += 1
-            self.connected, self.last_error, backoff = True, None, MIN_BACKOFF
+            self.connected, self.last_error = True, None
+            backoff.reset()
             seq, fresh = self._handle(data, seq, fresh), False
         self.connected = False
         if banner_sent:
@@ -251,21 +347,8 @@ class FocusFeed:
         :meth:`stop` waits for it at most two seconds."""
         try:
             self.routes.request("PUT", "/banner", {"model_id": None}, 1.5, CancelToken())
-        except ProviderError as error:
+        except LinkError as error:
             get_logger().info("focus feed: the banner was not cleared (%s)", error)
-
-    def _retry(self, error: ProviderError, backoff: float) -> float:
-        """Wait before the next attempt; the backoff for the one after."""
-        if self.connected or self.last_error is None:
-            get_logger().info("focus feed lost (%s); retrying", error)
-        self.connected, self.last_error = False, str(error)
-        wait = backoff
-        if isinstance(error, ProviderRateLimited):
-            # The server holds all the polls it will: come back after its Retry-After, spread
-            # out so that the kernels it refused together do not return together.
-            wait = max(backoff, RATE_LIMITED_WAIT) * random.uniform(1.0, 1.5)
-        self._cancel.wait(wait)
-        return min(backoff * 2, MAX_BACKOFF)
 
     def _request(
         self, method: str, path: str, body: dict[str, Any] | None, timeout: float
@@ -331,7 +414,7 @@ class StateReporter:
 
     def __init__(
         self,
-        routes: KernelRoutes,
+        routes: ServerLink,
         build: Callable[[], Mapping[str, object]],
         *,
         min_gap: float = 1.0,
@@ -372,7 +455,7 @@ class StateReporter:
             self._cond.notify()
 
     def _run(self) -> None:
-        backoff, previous = MIN_BACKOFF, None
+        backoff, previous = Backoff(self._cancel), None
         while True:
             with self._cond:
                 while not self._dirty and not self._stopped:
@@ -396,24 +479,17 @@ class StateReporter:
                 self.routes.request("PUT", "/agent", dict(body), 10.0, self._cancel)
             except Cancelled:
                 return
-            except (ProviderAuthError, ProviderHTTPError) as error:
-                if isinstance(error, ProviderAuthError) or error.status == 404:
+            except LinkError as error:
+                if error.final:
                     self.stopped_because = str(error)
                     get_logger().info("agent state reports stopped: %s", error)
                     return
-                backoff = self._failed(error, backoff)
+                self.last_error = str(error)
+                with self._cond:  # the report stays pending
+                    self._dirty = self._urgent = True
+                backoff.wait(error)
                 continue
-            except ProviderError as error:
-                backoff = self._failed(error, backoff)
-                continue
-            previous, backoff, self.last_error = body, MIN_BACKOFF, None
+            previous, self.last_error = body, None
+            backoff.reset()
             self._last = time.monotonic()
             self.sent += 1
-
-    def _failed(self, error: ProviderError, backoff: float) -> float:
-        """Keep the report pending and wait before trying again."""
-        self.last_error = str(error)
-        with self._cond:
-            self._dirty = self._urgent = True
-        self._cancel.wait(backoff)
-        return min(backoff * 2, MAX_BACKOFF)

@@ -1,10 +1,14 @@
 """The jupyter_server extension: focus hub, kernel feed, execution watcher and agents board.
 
-Loading it creates one :class:`RecapServer` (settings ``c.RecapServer.*`` in
+jupyter_server runs it as an extension app, :class:`RecapExtension`, so that it stops with the
+server. Loading creates one :class:`RecapServer` (settings ``c.RecapServer.*`` in
 ``jupyter_server_config.py``), registers the routes of docs/focus-protocol.md, and exports
 ``JUPYTER_RECAP_SERVER_URL`` into the server's environment, which every kernel started
 afterwards inherits. No credential travels that way: a kernel proves which kernel it is with its
-own connection key (see :mod:`.handlers`). A periodic reconcile expires silent browser tabs,
+own connection key (see :mod:`.handlers`). When the server shuts down,
+:meth:`RecapServer.shutdown` stops the periodic reconcile and the IOPub subscriptions, cancels
+the session recaps being drafted (their model calls are aborted, not waited for) and lets the
+threads that drafted them end. A periodic reconcile expires silent browser tabs,
 watches new kernels and drops the state of kernels that were shut down or culled; kernel start,
 restart and shutdown events make those changes at once. Every change of the agents board is
 announced on jupyter_server's event bus (which row changed, never what it says).
@@ -12,21 +16,26 @@ announced on jupyter_server's event bus (which row changed, never what it says).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import urllib.parse
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, TypeVar
 
+from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import PeriodicCallback
 from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
-from ..focus.board import MAX_AGENTS, Action, AgentBoard
+from ..focus.board import MAX_AGENTS, AgentBoard, RowChange
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
+from ..pipeline.providers.base import CancelToken
 from ..settings import LONG_CELL_SECONDS
-from .handlers import routes
+from .handlers import ShuttingDown
 from .polls import LongPolls
+from .routes import routes
 from .watcher import ExecutionWatcher
 
 URL_ENV = "JUPYTER_RECAP_SERVER_URL"
@@ -62,11 +71,13 @@ _AGENTS_EVENT = {
     },
 }
 
+SHUTDOWN_GRACE = 5.0
+"""Seconds the server's shutdown waits for cancelled drafts to end (they end at once: a
+cancelled model call is aborted, its socket shut down)."""
+
 log = logging.getLogger(__name__)
 
-
-def _jupyter_server_extension_points() -> list[dict[str, str]]:
-    return [{"module": "jupyter_recap.server"}]
+_T = TypeVar("_T")
 
 
 class RecapServer(LoggingConfigurable):
@@ -165,8 +176,11 @@ class RecapServer(LoggingConfigurable):
         self._crashed: set[str] = set()
         """Kernels the auto-restarter is restarting (its restart then emits a kernel action
         too, which must not count as a second restart)."""
-        self.drafting = 0
-        """Session recaps being drafted now (at most ``max_recap_drafts``)."""
+        self._drafts_cancel: set[CancelToken] = set()
+        """The cancel tokens of the session recaps being drafted now."""
+        self._pending: set[Future[Any]] = set()
+        """Work given to the drafts pool and not finished yet."""
+        self.stopped = False
         self.url = ""
         self._periodic: PeriodicCallback | None = None
 
@@ -187,7 +201,11 @@ class RecapServer(LoggingConfigurable):
         self.reconcile()
 
     def stop(self) -> None:
-        """Stop the reconcile and every IOPub subscription."""
+        """Stop the reconcile and every IOPub subscription; cancel every draft (a model call
+        in flight is aborted) and let the drafts' threads end. Safe to call twice."""
+        if self.stopped:
+            return
+        self.stopped = True
         if self._periodic is not None:
             self._periodic.stop()
             self._periodic = None
@@ -195,7 +213,48 @@ class RecapServer(LoggingConfigurable):
         if event_logger is not None:
             event_logger.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
         self.watcher.close()
+        for token in list(self._drafts_cancel):
+            token.cancel()
         self.drafts.shutdown(wait=False, cancel_futures=True)
+
+    async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
+        """:meth:`stop`, then wait at most ``grace`` seconds for the drafts' threads to end."""
+        self.stop()
+        pending = [asyncio.wrap_future(future) for future in list(self._pending)]
+        if pending:
+            _, late = await asyncio.wait(pending, timeout=grace)
+            if late:
+                log.warning("jupyter_recap: %d recap drafts did not end in time", len(late))
+
+    # -- session recaps ----------------------------------------------------------------------
+
+    @property
+    def drafting(self) -> int:
+        """Session recaps being drafted now (at most ``max_recap_drafts``)."""
+        return len(self._drafts_cancel)
+
+    def open_draft(self) -> CancelToken:
+        """The cancel token of one more session recap (give it back with :meth:`close_draft`).
+
+        Raises :class:`ShuttingDown` once the server stops; the caller checks the limit.
+        """
+        if self.stopped:
+            raise ShuttingDown("the server is shutting down")
+        token = CancelToken()
+        self._drafts_cancel.add(token)
+        return token
+
+    def close_draft(self, token: CancelToken) -> None:
+        self._drafts_cancel.discard(token)
+
+    async def in_pool(self, function: Callable[[], _T]) -> _T:
+        """``function()`` on a thread of the drafts pool, counted until it ends."""
+        if self.stopped:
+            raise ShuttingDown("the server is shutting down")
+        future = self.drafts.submit(function)
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)
+        return await asyncio.wrap_future(future)
 
     def export_environment(self) -> None:
         """Put the server's URL where kernels started from now on find it."""
@@ -259,7 +318,7 @@ class RecapServer(LoggingConfigurable):
         self.polls.notify(kernel_id)
         self.board.focus(kernel_id, self.hub.focused(kernel_id))
 
-    def _board_changed(self, kernel_id: str, action: Action, version: int) -> None:
+    def _board_changed(self, kernel_id: str, action: RowChange, version: int) -> None:
         """Push which row changed on the event bus (the page then reads the row)."""
         event_logger = getattr(self.serverapp, "event_logger", None)
         if event_logger is None:
@@ -306,22 +365,47 @@ def kernel_facing_url(serverapp: Any) -> str:
     return url
 
 
-def _load_jupyter_server_extension(serverapp: Any) -> None:
-    """Create the hub, register the routes, export the environment for kernels."""
-    recap = RecapServer(serverapp)
-    web_app = serverapp.web_app
-    web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
-    # Published only once the routes exist: the start hook exports the server's address to
-    # kernels when it finds this, and a half-loaded extension must not send them to routes
-    # that are not there.
-    web_app.settings["jupyter_recap"] = recap
-    recap.start()
-    serverapp.log.info("jupyter_recap: focus hub loaded")
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """The extension app jupyter_server loads, starts and stops (the package's
+    ``_jupyter_server_extension_points`` names the same)."""
+    return [{"module": "jupyter_recap.server", "app": RecapExtension}]
 
 
-async def _start_jupyter_server_extension(serverapp: Any) -> None:
-    """The server listens now: its port is final (it was 0, or the configured one was taken)."""
-    recap = serverapp.web_app.settings.get("jupyter_recap")
-    if recap is not None:
-        recap.export_environment()
-        serverapp.log.info("jupyter_recap: kernels reach this server at %s", recap.url)
+class RecapExtension(ExtensionApp):
+    """jupyter_recap as jupyter_server runs it: created when the server loads its extensions,
+    stopped (:meth:`stop_extension`) when the server shuts down.
+
+    Its state and settings are :class:`RecapServer`'s (``c.RecapServer.*``); this app only ties
+    them to the server's life. It serves no page and no static files of its own.
+    """
+
+    name = "jupyter_recap"
+    load_other_extensions = True
+
+    recap: RecapServer | None = None
+
+    def initialize(self) -> None:  # type: ignore[override]
+        """Create the hub, register the routes, export the environment for kernels."""
+        serverapp = self.serverapp
+        assert serverapp is not None
+        recap = RecapServer(serverapp)
+        web_app: Any = serverapp.web_app  # untyped in jupyter_server
+        web_app.add_handlers(".*$", routes(web_app.settings["base_url"]))
+        # Published only once the routes exist: the start hook exports the server's address to
+        # kernels when it finds this, and a half-loaded extension must not send them to routes
+        # that are not there.
+        web_app.settings["jupyter_recap"] = self.recap = recap
+        recap.start()
+        serverapp.log.info("jupyter_recap: focus hub loaded")
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """The server listens now: its port is final (it was 0, or the configured one was
+        taken)."""
+        if self.recap is not None:
+            self.recap.export_environment()
+            serverapp.log.info("jupyter_recap: kernels reach this server at %s", self.recap.url)
+
+    async def stop_extension(self) -> None:
+        """The server shuts down: stop everything :class:`RecapServer` runs."""
+        if self.recap is not None:
+            await self.recap.shutdown()

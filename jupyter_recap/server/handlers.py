@@ -1,12 +1,16 @@
-"""The HTTP routes of docs/focus-protocol.md: thin tornado handlers over the focus hub.
+"""The HTTP routes of docs/focus-protocol.md: thin tornado handlers over the focus hub and the
+agents board, on :class:`RecapHandler`, the base of every route (the session routes of
+:mod:`.sessions` too; :mod:`.routes` lists them all).
 
 Browser routes use the server's own authentication (cookie + XSRF header, or a token). Kernel
 routes also accept a kernel's proof of identity in ``X-Jupyter-Recap-Kernel``: an HMAC keyed by
-that kernel's own ZMQ connection key over its id (:func:`~jupyter_recap.ipython.feed.kernel_proof`).
+that kernel's own ZMQ connection key over its id (:func:`~jupyter_recap.wire.kernel_proof`).
 It opens the routes of the kernel named in the URL and nothing else, and needs no token, which
 matters where the server has none to share (JupyterHub). Every error is answered as
 ``{"message": "..."}`` by :meth:`RecapHandler.write_error`, the one place where failures become
-status codes.
+status codes. A bad field of a body or a bad query argument, read with the readers of
+:mod:`jupyter_recap.focus.fields` inside :func:`reading_fields`, is a 400 whose message is the
+reader's line (``"client_id: must be a string"``).
 """
 
 from __future__ import annotations
@@ -16,9 +20,8 @@ import contextlib
 import hmac
 import json
 import logging
-import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from http.client import responses
 from typing import TYPE_CHECKING, Any, cast
 
@@ -30,12 +33,13 @@ from tornado import web
 
 from .._version import __version__
 from ..errors import StoreError
-from ..focus.board import ReportError, parse_report
+from ..focus import fields
+from ..focus.fields import FieldError
 from ..focus.hub import HEARTBEAT_SECONDS
-from ..ipython.feed import KERNEL_HEADER, kernel_proof
+from ..focus.validate import ID_CHARS, ReportError, parse_report
 from ..stores.usage import UsageLedger
 from ..textutil import format_cost, printable, shorten
-from ..wire import DayUsageJSON, UsageJSON, strict_json
+from ..wire import KERNEL_HEADER, DayUsageJSON, UsageJSON, kernel_proof, strict_json
 from .polls import Poll, PollsFull
 
 if TYPE_CHECKING:
@@ -45,42 +49,30 @@ if TYPE_CHECKING:
     from . import RecapServer
 
 AUTH_RESOURCE = "jupyter_recap"
-FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents", "usage"]
-DEFAULT_POLL_TIMEOUT = 25.0
 RETRY_AFTER_SECONDS = 10
-"""``Retry-After`` of a poll refused because the server holds its limit of waiting polls."""
-
-#: Longest accepted value of a string field the hub remembers, so a kernel's state stays small
-#: (64 tabs x these is the most one kernel can hold). Kernel ids and widget model ids are
-#: 32-36 characters, tab ids UUIDs; paths are capped like PATH_MAX.
-FIELD_LIMITS = {"kernel_id": 256, "client_id": 256, "model_id": 256, "path": 4096}
+"""``Retry-After`` of a request refused because the server holds its limit of waiting polls or
+of recap drafts."""
 #: How much of a caller's id an error message quotes.
 _SHOWN_ID = 80
 
-_KERNEL_ID = r"(?P<kernel_id>[^/]+)"
 
-log = logging.getLogger(__name__)
-
-
-class _KernelProofAuthorizer:
-    """Allows a kernel that proved its identity our own resource and nothing else.
-
-    The server's authorizer knows only its own users (JupyterHub's checks hub scopes), so it is
-    not asked about the synthetic kernel user; the proof, checked against the kernel id in the
-    URL, is the authorization.
-    """
-
-    def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
-        return resource == AUTH_RESOURCE
-
-
-_KERNEL_USER = User(username="jupyter-recap-kernel", display_name="jupyter_recap kernel")
-_KERNEL_AUTHORIZER = _KernelProofAuthorizer()
+class ShuttingDown(RuntimeError):
+    """The server is shutting down: no new work is started (a route answers 503)."""
 
 
 def shown(value: str) -> str:
     """A caller-supplied id as an error message may quote it: printable, one line, short."""
     return shorten(printable(value), _SHOWN_ID) or "''"
+
+
+@contextlib.contextmanager
+def reading_fields() -> Iterator[None]:
+    """A :class:`~jupyter_recap.focus.fields.FieldError` raised inside is HTTP 400 with its
+    line as the message."""
+    try:
+        yield
+    except FieldError as error:
+        raise web.HTTPError(400, "%s", str(error)) from None
 
 
 class RecapHandler(APIHandler):
@@ -118,8 +110,9 @@ class RecapHandler(APIHandler):
             raise web.HTTPError(404, "%s", f"no running kernel {shown(kernel_id)}")
         self.recap.ensure_watched(kernel_id)
 
-    def json_body(self, fields: dict[str, Any]) -> dict[str, Any]:
-        """The body as a JSON object with ``fields`` (name → type or tuple of types)."""
+    def json_body(self) -> dict[str, Any]:
+        """The body as a JSON object (413 when too large, 400 when not an object); read its
+        fields with :mod:`~jupyter_recap.focus.fields` inside :func:`reading_fields`."""
         limit = self.recap.max_body_bytes
         declared = self.request.headers.get("Content-Length", "0")
         if len(self.request.body) > limit or (declared.isdigit() and int(declared) > limit):
@@ -133,34 +126,47 @@ class RecapHandler(APIHandler):
             raise web.HTTPError(400, "the body is not JSON") from None
         if not isinstance(body, dict):
             raise web.HTTPError(400, "the body is not a JSON object")
-        for name, kind in fields.items():
-            if name not in body:
-                raise web.HTTPError(400, "%s", f"missing field {name!r}")
-            value = body[name]
-            # bool is an int in Python; a JSON true must not pass for a number or vice versa
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-                raise web.HTTPError(400, "%s", f"field {name!r} has the wrong type")
-            cap = FIELD_LIMITS.get(name)
-            if cap is not None and isinstance(value, str) and len(value) > cap:
-                raise web.HTTPError(400, "%s", f"field {name!r} is longer than {cap} characters")
         return body
 
     def number_argument(self, name: str, default: float) -> float:
-        raw = self.get_query_argument(name, None)
-        if raw is None:
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise web.HTTPError(400, "%s", f"{name} is not a number") from None
-        if not math.isfinite(value) or value < 0:
-            raise web.HTTPError(400, "%s", f"{name} must be a non-negative number")
-        return value
+        """A non-negative number from the query (400 otherwise)."""
+        with reading_fields():
+            return fields.number_argument(name, self.get_query_argument(name, None), default)
 
     def reply(self, data: Mapping[str, object]) -> None:
         # Strict JSON: a NaN or infinity (a corrupt figure) is null, not a 500 or an answer
         # the page's JSON.parse refuses.
         self.finish(strict_json(data))
+
+
+FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents", "usage"]
+DEFAULT_POLL_TIMEOUT = 25.0
+
+#: Longest accepted notebook path; ids (kernel, browser tab, widget model) are capped at
+#: ``ID_CHARS`` (256), so a kernel's state in the hub stays small (64 tabs x these is the most
+#: one kernel can hold). Kernel ids and widget model ids are 32-36 characters, tab ids UUIDs;
+#: paths are capped like PATH_MAX.
+PATH_CHARS = 4096
+
+_KERNEL_ID = r"(?P<kernel_id>[^/]+)"
+
+log = logging.getLogger(__name__)
+
+
+class _KernelProofAuthorizer:
+    """Allows a kernel that proved its identity our own resource and nothing else.
+
+    The server's authorizer knows only its own users (JupyterHub's checks hub scopes), so it is
+    not asked about the synthetic kernel user; the proof, checked against the kernel id in the
+    URL, is the authorization.
+    """
+
+    def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
+        return resource == AUTH_RESOURCE
+
+
+_KERNEL_USER = User(username="jupyter-recap-kernel", display_name="jupyter_recap kernel")
+_KERNEL_AUTHORIZER = _KernelProofAuthorizer()
 
 
 class KernelRouteHandler(RecapHandler):
@@ -232,12 +238,17 @@ class FocusHandler(RecapHandler):
     @web.authenticated
     @authorized
     def post(self) -> None:
-        body = self.json_body({"kernel_id": str, "path": str, "focused": bool, "client_id": str})
-        kernel_id = body["kernel_id"]
+        body = self.json_body()
+        with reading_fields():
+            fields.require(body, "kernel_id", "path", "focused", "client_id")
+            kernel_id = fields.string(body, "kernel_id", ID_CHARS)
+            path = fields.string(body, "path", PATH_CHARS)
+            focused = fields.flag(body, "focused")
+            client_id = fields.string(body, "client_id", ID_CHARS)
         self.require_kernel(kernel_id)
-        self.hub.report(kernel_id, body["client_id"], body["path"], body["focused"])
+        self.hub.report(kernel_id, client_id, path, focused)
         board = self.recap.board
-        board.set_path(kernel_id, body["path"])
+        board.set_path(kernel_id, path)
         snapshot = self.hub.snapshot(kernel_id)
         self.reply(
             {
@@ -256,9 +267,13 @@ class InputHandler(RecapHandler):
     @web.authenticated
     @authorized
     def post(self) -> None:
-        body = self.json_body({"kernel_id": str, "client_id": str})
-        self.require_kernel(body["kernel_id"])
-        self.hub.input(body["kernel_id"], body["client_id"])
+        body = self.json_body()
+        with reading_fields():
+            fields.require(body, "kernel_id", "client_id")
+            kernel_id = fields.string(body, "kernel_id", ID_CHARS)
+            client_id = fields.string(body, "client_id", ID_CHARS)
+        self.require_kernel(kernel_id)
+        self.hub.input(kernel_id, client_id)
         self.reply({})
 
 
@@ -278,9 +293,12 @@ class BannerHandler(KernelRouteHandler):
     @web.authenticated
     @authorized
     def put(self, kernel_id: str) -> None:
-        body = self.json_body({"model_id": (str, type(None))})
+        body = self.json_body()
+        with reading_fields():
+            fields.require(body, "model_id")
+            model_id = fields.text(body, "model_id", ID_CHARS)
         self.require_kernel(kernel_id)
-        self.hub.set_banner(kernel_id, body["model_id"])
+        self.hub.set_banner(kernel_id, model_id)
         self.reply({})
 
 
@@ -290,7 +308,7 @@ class AgentReportHandler(KernelRouteHandler):
     @web.authenticated
     @authorized
     async def put(self, kernel_id: str) -> None:
-        body = self.json_body({})
+        body = self.json_body()
         self.require_kernel(kernel_id)
         try:
             report = parse_report(body)
@@ -394,7 +412,7 @@ class EventsHandler(KernelRouteHandler):
         self.require_kernel(kernel_id)
         since = self.number_argument("since", 0)
         if since != int(since):
-            raise web.HTTPError(400, "since must be an integer")
+            raise web.HTTPError(400, "%s", str(FieldError("since", "must be an integer")))
         timeout = min(
             self.number_argument("timeout", DEFAULT_POLL_TIMEOUT), self.recap.max_poll_timeout
         )
@@ -440,11 +458,8 @@ class EventsHandler(KernelRouteHandler):
         super().on_connection_close()
 
 
-def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:
-    """The URL patterns of every route, under ``base_url``."""
-    from .sessions import session_routes
-
-    api = url_path_join(base_url, "jupyter-recap", "api")
+def focus_routes(api: str) -> list[tuple[str, type[RecapHandler]]]:
+    """The URL patterns of the routes here, under ``api`` (``…/jupyter-recap/api``)."""
     return [
         (url_path_join(api, "capabilities"), CapabilitiesHandler),
         (url_path_join(api, "focus"), FocusHandler),
@@ -456,5 +471,4 @@ def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "agents"), AgentsHandler),
         (url_path_join(api, "agents", _KERNEL_ID), AgentHandler),
         (url_path_join(api, "usage"), UsageHandler),
-        *session_routes(api),
     ]

@@ -19,6 +19,8 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 
 from ..errors import StoreError, UnsafeStoreError
+from ..focus import fields
+from ..focus.validate import ID_CHARS
 from ..pipeline.providers.base import CancelToken
 from ..pipeline.service import RecapResult, draft_recap
 from ..stores import sessionfiles as files
@@ -26,7 +28,7 @@ from ..stores.framing import record_framing
 from ..stores.sessions import LISTED_SESSIONS, SessionStore
 from ..stores.usage import UsageLedger
 from ..wire import SessionList, SessionRecapAnswer, SessionSummaryJSON
-from .handlers import RETRY_AFTER_SECONDS, RecapHandler
+from .handlers import RETRY_AFTER_SECONDS, RecapHandler, ShuttingDown, reading_fields
 
 if TYPE_CHECKING:
     from ..record.transcript import Transcript
@@ -76,15 +78,9 @@ class SessionsHandler(RecapHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        raw = self.get_query_argument("limit", None)
-        limit = DEFAULT_LIMIT
-        if raw is not None:
-            try:
-                limit = int(raw)
-            except ValueError:
-                raise web.HTTPError(400, "limit is not an integer") from None
-            if not 1 <= limit <= MAX_LIMIT:
-                raise web.HTTPError(400, "%s", f"limit must be between 1 and {MAX_LIMIT}")
+        with reading_fields():
+            raw = self.get_query_argument("limit", None)
+            limit = fields.integer_argument("limit", raw, DEFAULT_LIMIT, 1, MAX_LIMIT)
         notebook = self.get_query_argument("notebook", None) or None
         try:
             sessions = await asyncio.to_thread(_list, notebook, limit)
@@ -114,11 +110,14 @@ class SessionRecapHandler(RecapHandler):
                 f"retry in {RETRY_AFTER_SECONDS} s"
             )
             raise web.HTTPError(429, "%s", message)
-        recap.drafting += 1
         try:
-            result, record = await self._draft(session_id, model)
-        finally:
-            recap.drafting -= 1
+            token = self._cancel = recap.open_draft()
+            try:
+                result, record = await self._draft(session_id, model, token)
+            finally:
+                recap.close_draft(token)
+        except ShuttingDown as error:
+            raise web.HTTPError(503, "%s", str(error)) from None
         if self._gone:
             return
         answer: SessionRecapAnswer = {
@@ -129,15 +128,15 @@ class SessionRecapHandler(RecapHandler):
         }
         self.reply(answer)
 
-    async def _draft(self, session_id: str, model: str | None) -> tuple[RecapResult, SessionRecord]:
-        loop = asyncio.get_running_loop()
-        pool = self.recap.drafts
-        record, transcript = await loop.run_in_executor(pool, _load, session_id)
+    async def _draft(
+        self, session_id: str, model: str | None, token: CancelToken
+    ) -> tuple[RecapResult, SessionRecord]:
+        in_pool = self.recap.in_pool
+        record, transcript = await in_pool(functools.partial(_load, session_id))
         settings = self.recap_settings()
-        framing = await loop.run_in_executor(
-            pool, functools.partial(record_framing, record, enabled=bool(settings.memory))
+        framing = await in_pool(
+            functools.partial(record_framing, record, enabled=bool(settings.memory))
         )
-        token = self._cancel = CancelToken()
         if self._gone:  # hung up while the session was loading
             token.cancel()
         draft = functools.partial(
@@ -150,16 +149,15 @@ class SessionRecapHandler(RecapHandler):
             framing=framing,
             usage=UsageLedger(),  # the person asked: counted, never held to the budget
         )
-        result: RecapResult = await loop.run_in_executor(pool, draft)
+        result: RecapResult = await in_pool(draft)
         return result, record
 
     def _model_override(self) -> str | None:
         if not self.request.body.strip():
             return None
-        body = self.json_body({})
-        model = body.get("model")
-        if model is not None and (not isinstance(model, str) or not model.strip()):
-            raise web.HTTPError(400, "field 'model' must be a non-empty string or null")
+        body = self.json_body()
+        with reading_fields():
+            model = fields.text(body, "model", ID_CHARS, blank=False)
         return model.strip() if model else None
 
     def recap_settings(self) -> Any:

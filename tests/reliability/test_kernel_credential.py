@@ -25,9 +25,10 @@ from refusals import refused
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest, start_kernel
 
-from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
 from jupyter_recap.server import SECRET_ENV, URL_ENV
-from jupyter_recap.server.handlers import KernelRouteHandler, routes
+from jupyter_recap.server.handlers import KernelRouteHandler
+from jupyter_recap.server.routes import routes
+from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -157,7 +158,7 @@ held = {{}}  # every credential this kernel can come by
 if os.environ.get("JUPYTER_RECAP_SECRET"):
     held["inherited secret"] = {{"X-Jupyter-Recap-Secret": os.environ["JUPYTER_RECAP_SECRET"]}}
 try:
-    from jupyter_recap.ipython.feed import KERNEL_HEADER, kernel_proof
+    from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
     held["own proof"] = {{KERNEL_HEADER: kernel_proof(key, mine)}}
     held["proof for the other id"] = {{KERNEL_HEADER: kernel_proof(key, other)}}
 except ImportError:

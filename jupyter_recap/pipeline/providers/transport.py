@@ -135,9 +135,57 @@ def request_json(
 ) -> dict[str, Any]:
     """Send one request (``body`` as JSON, if any) and return the JSON object answered.
 
-    The same limits and error mapping as :func:`post_json`, for any method; the kernel's focus
-    feed uses it for its long polls so that unloading can abort one mid-wait.
+    The same limits and error mapping as :func:`post_json`, for any method.
     ``secret_headers`` are more header names whose values no message may quote.
+    """
+    name = provider_id.split(":", 1)[0]
+    status, raw = exchange(
+        method,
+        url,
+        headers=headers,
+        body=body,
+        timeout=timeout,
+        cancel=cancel,
+        provider_id=provider_id,
+        max_bytes=max_bytes,
+        secret_headers=secret_headers,
+    )
+    if not 200 <= status < 300:
+        secrets = _secrets(headers, secret_headers)
+        raise _from_status(status, raw or b"", name, provider_id, secrets)
+    if raw is None:
+        raise ProviderBadResponse(
+            f"answer too large: {name} sent more than {max_bytes:,} bytes", provider=provider_id
+        )
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        message = f"{name} sent an answer that is not JSON"
+        raise ProviderBadResponse(message, provider=provider_id) from None
+    if not isinstance(data, dict):
+        raise ProviderBadResponse(f"{name} sent JSON that is not an object", provider=provider_id)
+    return data
+
+
+def exchange(
+    method: str,
+    url: str,
+    *,
+    headers: dict[str, str],
+    body: dict[str, Any] | None,
+    timeout: float,
+    cancel: CancelToken | None,
+    provider_id: str,
+    max_bytes: int = 1_000_000,
+    secret_headers: Iterable[str] = (),
+) -> tuple[int, bytes | None]:
+    """One request within the limits: the status and the body (None when longer than
+    ``max_bytes``; an error body is read up to 64 kB).
+
+    Whatever the status, it is returned: the caller decides what an answer means (the kernel's
+    link to its Jupyter server does, with errors of its own). Only getting no answer raises:
+    :class:`~jupyter_recap.errors.ProviderTimeout`, ``ProviderUnavailable`` or
+    ``ProviderBadResponse`` (``provider=provider_id``), or ``Cancelled`` when ``cancel`` fires.
     """
     import httpx  # lazily: importing jupyter_recap must stay cheap
 
@@ -175,20 +223,7 @@ def request_json(
         unregister()
     if abort.reason is not None:  # aborted after the last byte, or a close-delimited body
         raise _aborted(abort.reason, name, provider_id, timeout)
-    if not 200 <= status < 300:
-        raise _from_status(status, raw or b"", name, provider_id, secrets)
-    if raw is None:
-        raise ProviderBadResponse(
-            f"answer too large: {name} sent more than {max_bytes:,} bytes", provider=provider_id
-        )
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        message = f"{name} sent an answer that is not JSON"
-        raise ProviderBadResponse(message, provider=provider_id) from None
-    if not isinstance(data, dict):
-        raise ProviderBadResponse(f"{name} sent JSON that is not an object", provider=provider_id)
-    return data
+    return status, raw
 
 
 def _read_capped(
@@ -238,7 +273,7 @@ def _from_status(
     if status in (401, 403):
         what = "rejected the API key" if secrets else "requires an API key"
         return ProviderAuthError(f"{name} {what} (HTTP {status})", provider=provider_id)
-    excerpt = _one_line(_error_message(raw), secrets)
+    excerpt = _one_line(error_message(raw), secrets)
     suffix = f": {excerpt}" if excerpt else ""
     if status == 429:
         message = f"{name} is rate limiting requests (HTTP 429){suffix}"
@@ -247,7 +282,7 @@ def _from_status(
     return ProviderHTTPError(message, provider=provider_id, status=status)
 
 
-def _error_message(raw: bytes) -> str:
+def error_message(raw: bytes) -> str:
     """The message in an error body: OpenAI/Anthropic ``error.message``, Ollama ``error``."""
     try:
         data = json.loads(raw)
