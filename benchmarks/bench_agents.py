@@ -37,8 +37,9 @@ from browser import launch  # noqa: E402
 from labfocus import EXT, LabPage  # noqa: E402
 from labserver import running_lab  # noqa: E402
 
-from jupyter_recap.focus.board import MAX_ROW_EVENTS, AgentBoard, parse_report  # noqa: E402
+from jupyter_recap.focus.board import MAX_ROW_EVENTS, AgentBoard  # noqa: E402
 from jupyter_recap.focus.hub import FocusHub  # noqa: E402
+from jupyter_recap.focus.validate import parse_report  # noqa: E402
 
 FRONT, BACK = "front.ipynb", "agent.ipynb"
 LOAD = "%load_ext jupyter_recap"

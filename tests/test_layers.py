@@ -310,14 +310,7 @@ def test_the_rank_detector_reads_every_spelling(source: str, found: str | None) 
 #: Today's known import cycles, as the edges (importer, imported) left out of the cycle check:
 #: each is to be removed once its cycle is broken. Unlike :data:`KNOWN_EXCEPTIONS`, an entry
 #: whose import is gone does not fail the test (the cycles are being broken elsewhere now).
-KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    # TO BE REMOVED: server/handlers <-> server/sessions. The handlers add the session routes
-    # (a lazy import of session_routes); the session handlers derive from RecapHandler.
-    ("jupyter_recap.server.handlers", "jupyter_recap.server.sessions"): "the session routes",
-    # TO BE REMOVED: server/__init__ <-> server/handlers. The package imports the routes; the
-    # handlers type the extension app (RecapServer) it hands them, under TYPE_CHECKING.
-    ("jupyter_recap.server.handlers", "jupyter_recap.server"): "the RecapServer type",
-}
+KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {}
 
 
 def import_graph(

@@ -22,13 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..wire import AgentRow, RowState
-
-# Still importable from here for the code that read them here before they moved to .validate
-# (tests/reliability/test_escapes.py, benchmarks/bench_agents.py): drop once those import them
-# from .validate.
-from .validate import ID_CHARS as ID_CHARS
 from .validate import Report
-from .validate import parse_report as parse_report
 
 MAX_AGENTS = 64
 """Rows kept; beyond it the row updated least recently goes."""

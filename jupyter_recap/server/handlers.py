@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping
 from http.client import responses
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.auth.identity import User
@@ -43,10 +43,40 @@ from ..wire import KERNEL_HEADER, DayUsageJSON, UsageJSON, kernel_proof, strict_
 from .polls import Poll, PollsFull
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from jupyter_server.auth.authorizer import Authorizer
 
+    from ..focus.board import AgentBoard
     from ..focus.hub import FocusHub
-    from . import RecapServer
+    from ..pipeline.providers.base import CancelToken
+    from .polls import LongPolls
+
+_T = TypeVar("_T")
+
+
+class RunningRecap(Protocol):
+    """What the routes use of the running extension (``RecapServer`` is one): named here, so
+    the handlers need not import the package that registers them."""
+
+    hub: FocusHub
+    board: AgentBoard
+    polls: LongPolls
+    max_body_bytes: int
+    max_poll_timeout: float
+    max_recap_drafts: int
+
+    @property
+    def drafting(self) -> int: ...
+
+    def ensure_watched(self, kernel_id: str) -> None: ...
+
+    def open_draft(self) -> CancelToken: ...
+
+    def close_draft(self, token: CancelToken) -> None: ...
+
+    def in_pool(self, function: Callable[[], _T]) -> Awaitable[_T]: ...
+
 
 AUTH_RESOURCE = "jupyter_recap"
 RETRY_AFTER_SECONDS = 10
@@ -84,8 +114,8 @@ class RecapHandler(APIHandler):
     _track_activity = False
 
     @property
-    def recap(self) -> RecapServer:
-        recap: RecapServer = self.settings["jupyter_recap"]
+    def recap(self) -> RunningRecap:
+        recap: RunningRecap = self.settings["jupyter_recap"]
         return recap
 
     @property

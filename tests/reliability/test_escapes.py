@@ -24,8 +24,8 @@ from fakellm import FakeLLM, status
 from kernelutil import execute, running_kernel, stream_text
 
 import jupyter_recap as jr
-from jupyter_recap.focus.board import ID_CHARS, parse_report
 from jupyter_recap.focus.report import CellCounts, agent_report
+from jupyter_recap.focus.validate import ID_CHARS, parse_report
 from jupyter_recap.pipeline.prompt import extract_recap
 from jupyter_recap.record.transcript import Transcript
 from jupyter_recap.stores.memory import MemoryStore
