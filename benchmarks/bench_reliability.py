@@ -29,7 +29,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "reliability")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "kernel" / "reliability")]
 os.environ["JUPYTER_RECAP_LOG"] = "0"
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JUPYTER_RECAP_MODEL", "JUPYTER_RECAP_AUTO"):
     os.environ.pop(_name, None)

@@ -1,11 +1,16 @@
-"""Shared fixtures: an isolated environment for every test, and a real IPython shell."""
+"""Shared fixtures: an isolated environment for every test, and a real IPython shell; the
+test tiers (one folder each, one marker each) and the Hypothesis profiles."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -13,6 +18,8 @@ from hypothesis import HealthCheck, settings
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import fakellm and helpers
 
 from fakellm import fake_llm
+
+TESTS = Path(__file__).parent
 
 # LiteLLM (under jupyter-ai's magics and server extension) fetches its model price list from
 # the internet when imported; no test may reach the internet, and kernels and servers started
@@ -23,10 +30,112 @@ __all__ = ["fake_llm"]  # the local fake LLM server fixture, for every test modu
 
 # Property-based tests run the same examples on every run (a red CI run can be replayed
 # locally) and without per-example deadlines, which a shared, noisy 2-core machine would trip.
+# "ci" is the full strength (scripts/test selects it); "dev", the default of a bare pytest run,
+# runs a fifth of the examples (tests that ask for a number say it through
+# strength.examples, which scales it the same way).
 settings.register_profile(
-    "ci", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci",
+    max_examples=100,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
-settings.load_profile("ci")
+settings.register_profile("dev", settings.get_profile("ci"), max_examples=20)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def _same_constants_in_every_run() -> None:
+    """Import every module of the package before any test.
+
+    Hypothesis mixes literals from the local modules already imported into what it draws
+    (``hypothesis.internal.conjecture.providers._get_local_constants``), so a derandomised test
+    drew other examples in a full run, after tests that had imported more of the package,
+    than alone. With the whole package imported first, it draws the same ones either way.
+    """
+    import jupyter_recap
+
+    for module in pkgutil.walk_packages(jupyter_recap.__path__, "jupyter_recap."):
+        if not module.name.endswith("__main__"):  # __main__ runs the command line
+            importlib.import_module(module.name)
+
+
+_same_constants_in_every_run()
+
+# -- tiers ---------------------------------------------------------------------------------------
+
+#: Each test module's tier is its folder under tests/ (tests/capture runs agent frameworks in
+#: kernels). ``reliability`` folders (and the hub) are the fault and abuse suite as well.
+TIERS = {
+    "unit": "unit",
+    "kernel": "kernel",
+    "capture": "kernel",
+    "server": "server",
+    "browser": "browser",
+    "hub": "hub",
+}
+
+
+class _Untiered(pytest.File):
+    def collect(self) -> list[pytest.Item]:
+        where = ", ".join(f"tests/{folder}/" for folder in TIERS)
+        pytest.fail(f"{self.path.name} is in no tier: move it into one of {where}", pytrace=False)
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A test module outside the tier folders fails collection, in one line."""
+    if file_path.suffix != ".py" or not file_path.name.startswith("test_"):
+        return None
+    if _tier(file_path) is None:
+        return _Untiered.from_parent(parent, path=file_path)
+    return None
+
+
+def _tier(path: Path) -> str | None:
+    parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
+    return TIERS.get(parts[0]) if len(parts) > 1 else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test with its tier (and ``reliability`` in the abuse suite's folders)."""
+    for item in items:
+        tier = _tier(item.path)
+        if tier is None:
+            continue
+        item.add_marker(tier)
+        if tier == "hub" or "reliability" in item.path.parts:
+            item.add_marker("reliability")
+        if tier == "hub":
+            item.add_marker(pytest.mark.xdist_group("hub"))  # one hub at a time
+
+
+# -- the abuse suite's count ---------------------------------------------------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In an xdist worker: hand the hostile requests it counted to the controller."""
+    from refusals import COUNTS
+
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        output["refused"] = dict(COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)  # an xdist hook: without xdist, never called
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """In the xdist controller: add up what each worker counted."""
+    from refusals import COUNTS
+
+    COUNTS.update(Counter(getattr(node, "workeroutput", {}).get("refused", {})))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How many hostile requests the run saw refused, by status code (see tests/refusals.py)."""
+    from refusals import COUNTS
+
+    if COUNTS:
+        codes = ", ".join(f"{code}: {count}" for code, count in sorted(COUNTS.items()))
+        terminalreporter.write_line(f"hostile requests refused: {sum(COUNTS.values())} ({codes})")
+
 
 _PROVIDER_ENV = (
     "OPENAI_API_KEY",

@@ -300,6 +300,11 @@ def _recent(
         lines.append(shown[current])
     if order and _any_visible(entries, order[-1] + 1, snap.size):
         lines.append(OMITTED)  # only when a pinned line is newer than every line the walk kept
+    if not order and _any_visible(entries, 0, snap.size):
+        # Nothing kept: the newest step alone is over the room, or the walk kept only tool
+        # results and then dropped them (their calls were cut away). Say steps were left out;
+        # an empty context would read as a session with nothing to recap.
+        lines.append(OMITTED)
     return lines, set(order)
 
 

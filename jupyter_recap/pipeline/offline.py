@@ -49,9 +49,10 @@ _PROPOSAL = re.compile(
     r"|ik\s+(?:moet|zou|stel\s+voor)|we\s+moeten)"
     r"\s+(?P<step>[^\n]+)"
 )
-_CJK_PROPOSAL = re.compile(
-    r"[^。！？\n]*(?:需要|应该|建议|必要があります|する必要|すべき|しましょう)[^。！？\n]*"
-)
+# A CJK proposal is the sentence around one of these words. (Split into sentences first: one
+# pattern around the words, tried from every position, took quadratic time on a long line.)
+_CJK_PROPOSAL = re.compile(r"需要|应该|建议|必要があります|する必要|すべき|しましょう")
+_CJK_SENTENCE_ENDS = re.compile(r"[。！？\n]")
 _GOAL = re.compile(
     r"(?i)^\s*(?:goal|task|objective|ziel|aufgabe|objectif|objetivo|obiettivo|doel)"
     r"\s*[:\-–—：]\s*"
@@ -181,8 +182,8 @@ def _next_step(reply: Entry, clean: Redactor) -> str | None:
     text = clean(strip_reasoning(reply.text))
     matches = list(_NEXT.finditer(text)) or list(_PROPOSAL.finditer(text))
     if not matches:
-        cjk = list(_CJK_PROPOSAL.finditer(text))
-        return shorten(cjk[-1].group(0).strip(), STEP_CHARS) if cjk else None
+        cjk = [part for part in _CJK_SENTENCE_ENDS.split(text) if _CJK_PROPOSAL.search(part)]
+        return shorten(cjk[-1].strip(), STEP_CHARS) if cjk else None
     step = sentences(
         (matches[-1].group("step") or matches[-1].group("cjk") or "").strip(), lines_end=True
     )

@@ -15,8 +15,8 @@ from jupyter_recap.errors import NotebookError
 from jupyter_recap.record.notebookfile import CODE_INSERTED_MARKER, read_notebook
 from jupyter_recap.record.transcript import Entry, Transcript
 
-DATA = Path(__file__).parent / "data"
-DEMO = Path(__file__).parent.parent / "notebooks" / "demo_agent_session.ipynb"
+DATA = Path(__file__).parents[1] / "data"
+DEMO = Path(__file__).parents[2] / "notebooks" / "demo_agent_session.ipynb"
 VALID_NOTEBOOKS = sorted(DATA.glob("*.ipynb"))
 #: A notebook cut off mid-write. Not named .ipynb so that ruff does not try to parse it.
 CORRUPT = DATA / "corrupt-notebook.json"

@@ -10,11 +10,9 @@ without the labextension, the view in the cell's output.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from browser import needs_chromium
-from labserver import LabServer, offline_lab, open_and_run
+from labserver import LabServer, open_and_run
 from playwright.sync_api import Browser, Locator, Page, expect
 
 pytestmark = [needs_chromium, pytest.mark.timeout(240)]
@@ -31,11 +29,6 @@ SHOW = (
 )
 # The same banner in the cell's output, as a frontend without the labextension shows it.
 INLINE = "display(banner)"
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    yield from offline_lab(tmp_path_factory.mktemp("lab"))
 
 
 def assert_dismissable(page: Page, banner: Locator) -> None:

@@ -18,8 +18,8 @@ from jupyter_recap.errors import NotebookError
 from jupyter_recap.pipeline import service
 from jupyter_recap.wire import strict_json
 
-ROOT = Path(__file__).parent.parent
-DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).parents[2]
+DATA = Path(__file__).parents[1] / "data"
 DEMO = ROOT / "notebooks" / "demo_agent_session.ipynb"
 
 

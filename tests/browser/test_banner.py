@@ -15,7 +15,7 @@ from traitlets import TraitError
 
 from jupyter_recap.widget.banner import RecapBanner
 
-STATIC = pathlib.Path(__file__).parents[1] / "jupyter_recap" / "widget" / "static"
+STATIC = pathlib.Path(__file__).parents[2] / "jupyter_recap" / "widget" / "static"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 XSS = '<img src=x onerror="window.pwned = 1"> & <b>not bold</b>'
 

@@ -25,7 +25,7 @@ pytestmark = [needs_chromium, pytest.mark.timeout(180)]
 
 #: ``JUPYTER_RECAP_UPDATE_SCREENSHOT=1`` refreshes docs/banner.png; otherwise the screenshot goes
 #: to the test's temporary directory (a test run never touches the working tree).
-SCREENSHOT = Path(__file__).parent.parent / "docs" / "banner.png"
+SCREENSHOT = Path(__file__).parents[2] / "docs" / "banner.png"
 UPDATE_SCREENSHOT = os.environ.get("JUPYTER_RECAP_UPDATE_SCREENSHOT", "") not in ("", "0")
 
 #: Each notebook starts with this visible cell; the agent's scripted answers and the short timers

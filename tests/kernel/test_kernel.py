@@ -89,7 +89,7 @@ def test_the_live_demo_notebook_runs(tmp_path: Any) -> None:
     import json
     from pathlib import Path
 
-    demo = Path(__file__).parents[1] / "notebooks" / "recap_loop_demo.ipynb"
+    demo = Path(__file__).parents[2] / "notebooks" / "recap_loop_demo.ipynb"
     cells = [
         "".join(c["source"])
         for c in json.loads(demo.read_text())["cells"]

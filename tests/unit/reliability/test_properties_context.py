@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 import jupyter_recap as jr
 from jupyter_recap.pipeline.context import RECENT_HEADER, build_context, render_entry
@@ -56,6 +57,9 @@ KINDS: list[Kind] = ["user", "user", "assistant", "tool_call", "tool_result", "t
 KINDS += ["code", "summary", "outcome", "recap", "meta"]
 OUTCOMES: list[Outcome] = ["ok", "errored", "aborted"]
 
+#: The strategies' clock: a fixed time, so a drawn session is the same on every run.
+CLOCK = 1_700_000_000.0
+
 
 @st.composite
 def entries(draw: st.DrawFn) -> Entry:
@@ -64,18 +68,18 @@ def entries(draw: st.DrawFn) -> Entry:
     text = draw(texts())
     if kind in ("tool_call", "tool_result"):
         error = draw(st.none() | texts()) if kind == "tool_result" else None
-        return Entry(kind, text, name=draw(NAMES), error=error)
+        return Entry(kind, text, CLOCK, name=draw(NAMES), error=error)
     if kind == "code":
         count = draw(st.none() | st.integers(1, 500))
-        return Entry("code", text, error=draw(st.none() | texts()), count=count)
+        return Entry("code", text, CLOCK, error=draw(st.none() | texts()), count=count)
     if kind == "outcome":
         outcome = draw(st.sampled_from(OUTCOMES))
-        return Entry("outcome", "", error=draw(st.none() | texts()), outcome=outcome)
+        return Entry("outcome", "", CLOCK, error=draw(st.none() | texts()), outcome=outcome)
     if kind == "recap":
-        return Entry("recap", f"{RECAP_WORD} {text}", name="offline")
+        return Entry("recap", f"{RECAP_WORD} {text}", CLOCK, name="offline")
     if kind == "meta":
-        return Entry("meta", f"{META_WORD} {text}")
-    return Entry(kind, text)
+        return Entry("meta", f"{META_WORD} {text}", CLOCK)
+    return Entry(kind, text, CLOCK)
 
 
 @dataclass
@@ -196,7 +200,7 @@ def violation(
     return None
 
 
-@settings(max_examples=150)
+@settings(max_examples=examples(150))
 @given(case=cases())
 def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case: Case) -> None:
     """The model always sees the latest prompt and then the newest steps, whole and in order,
@@ -224,7 +228,7 @@ def test_context_is_capped_and_keeps_the_latest_prompt_and_the_newest_steps(case
     raise AssertionError(first)
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(case=cases())
 def test_context_never_holds_shown_recaps_or_bookkeeping(case: Case) -> None:
     """A recap the person was shown, or the extension's bookkeeping, is never fed back to the
@@ -233,7 +237,7 @@ def test_context_never_holds_shown_recaps_or_bookkeeping(case: Case) -> None:
     assert RECAP_WORD not in text and META_WORD not in text
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(case=cases())
 def test_context_is_deterministic(case: Case) -> None:
     """The same session gives the same text, even rebuilt from its stored form, so the
@@ -244,7 +248,7 @@ def test_context_is_deterministic(case: Case) -> None:
     assert build_context(stored, max_chars=case.max_chars, extras=case.extras, env=NO_ENV) == first
 
 
-@settings(max_examples=80)
+@settings(max_examples=examples(80))
 @given(case=cases())
 def test_offline_recap_is_one_plain_line_of_this_session(case: Case) -> None:
     """The offline engine (no network) says something short and plain about any session, or
@@ -302,3 +306,16 @@ def test_a_prompt_that_nearly_fills_the_cap_leaves_room_to_say_steps_were_omitte
     assert len(text) <= 1000
     assert text.startswith(RECENT_HEADER + "\nUser: xxx")
     assert text.endswith("\n" + OMITTED), "the model must know the turn went on"
+
+
+def test_a_session_whose_steps_do_not_fit_still_says_steps_were_left_out() -> None:
+    # No prompt, and nothing the walk kept: the newest step alone over the room, or a huge
+    # tool error kept and then dropped (its call was cut away). The context was empty, which
+    # reads as a session with nothing to recap; it says that steps were left out.
+    errored = jr.Transcript()
+    errored.assistant("a long answer " * 20)
+    errored.tool_result("run_tests", "", error="Traceback ...\n" + "E   assert 0\n" * 5000)
+    long_reply = jr.Transcript()
+    long_reply.assistant("word " * 200)
+    for t in (errored, long_reply):
+        assert build_context(t, max_chars=500, env=NO_ENV) == RECENT_HEADER + "\n" + OMITTED

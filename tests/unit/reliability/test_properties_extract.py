@@ -15,6 +15,7 @@ import unicodedata
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from jupyter_recap.pipeline.prompt import MAX_RECAP_CHARS, extract_recap, tidy
 
@@ -100,7 +101,7 @@ MODEL_LIKE = st.one_of(
 )
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(raw=st.one_of(st.text(), MODEL_LIKE))
 def test_any_answer_gives_one_plain_line_or_nothing(raw: str) -> None:
     """Whatever the model sends back, the banner shows at most one short line of plain text:
@@ -149,7 +150,7 @@ def answers(draw: st.DrawFn) -> tuple[str, str, str]:
     return answer, shape, body
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(case=answers())
 def test_hidden_reasoning_never_shows_and_the_recap_is_kept(case: tuple[str, str, str]) -> None:
     """The model's thinking never reaches the banner, however its tags are mangled, and a

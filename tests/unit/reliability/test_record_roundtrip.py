@@ -15,6 +15,7 @@ from typing import get_args
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from jupyter_recap.record.transcript import Entry, Kind, Outcome, Transcript
 from jupyter_recap.redact import Redactor
@@ -51,7 +52,7 @@ def _as_stored(entry: Entry, clean: Redactor) -> Entry:
     )
 
 
-@settings(max_examples=60)
+@settings(max_examples=examples(60))
 @given(st.lists(entries, max_size=25))
 def test_any_entries_come_back_as_they_were(recorded: list[Entry]) -> None:
     transcript = Transcript()

@@ -74,7 +74,7 @@ def test_core_knows_no_front_end() -> None:
 def test_labextension_version_matches() -> None:
     from pathlib import Path
 
-    package = Path(__file__).parents[1] / "labextension" / "package.json"
+    package = Path(__file__).parents[2] / "labextension" / "package.json"
     assert json.loads(package.read_text())["version"] == jr.__version__
 
 

@@ -184,7 +184,7 @@ def test_recorder_failure_never_breaks_a_cell(loaded: Any, monkeypatch: Any) -> 
 
 # -- the reply is the answer (issue 21) ------------------------------------------------------------
 
-DEMO = Path(__file__).parents[1] / "notebooks" / "recap_loop_demo.ipynb"
+DEMO = Path(__file__).parents[2] / "notebooks" / "recap_loop_demo.ipynb"
 
 
 def replies() -> list[str]:

@@ -26,7 +26,7 @@ from jupyter_recap.stores.sessions import (
 )
 from jupyter_recap.stores.titles import first_sentence, title_from_recap
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

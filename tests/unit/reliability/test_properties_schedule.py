@@ -23,6 +23,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from schedulefakes import Settings
+from strength import examples
 
 from jupyter_recap.schedule import (
     Action,
@@ -411,5 +412,5 @@ def test_a_resume_while_the_agent_works_waits_for_the_turn_to_end() -> None:
     assert schedule.tick() == [StartDraft(1, "idle", "fp4")]
 
 
-SessionMachine.TestCase.settings = settings(max_examples=300, stateful_step_count=50)
+SessionMachine.TestCase.settings = settings(max_examples=examples(300), stateful_step_count=50)
 test_trigger_schedule_keeps_its_promises = SessionMachine.TestCase

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from browser import needs_chromium
-from labserver import LabServer, offline_lab, open_and_run
+from labserver import LabServer, open_and_run
 from playwright.sync_api import Browser, expect
 
 pytestmark = [needs_chromium, pytest.mark.timeout(240)]
@@ -18,11 +16,6 @@ SCRIPT = (
 )
 AGENT = "%%agent\nWhy does invoices.ts fail its FK constraint after the v2 migration?"
 XSS = '%%agent\nexplain <img src=x onerror="window.pwned=1"> in the template'
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    yield from offline_lab(tmp_path_factory.mktemp("lab"))
 
 
 @needs_chromium

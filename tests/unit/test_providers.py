@@ -362,4 +362,4 @@ def test_importing_the_package_does_not_import_httpx() -> None:
         "import sys, jupyter_recap.pipeline.providers, jupyter_recap.pipeline.models;"
         "assert 'httpx' not in sys.modules, 'httpx imported'"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[2])

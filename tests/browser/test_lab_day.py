@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ import pytest
 from browser import needs_chromium
 from fakellm import FakeLLM, answer
 from labfocus import EXT, LabPage
-from labserver import LabServer, offline_lab
+from labserver import LabServer
 from playwright.sync_api import Browser
 
 pytestmark = [needs_chromium, pytest.mark.timeout(420)]
@@ -133,11 +132,6 @@ def notebook_cells(notebook: str) -> list[str]:
         if round_.notebook == notebook and round_.cell is not None and round_.cell not in cells:
             cells.append(round_.cell)
     return cells
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    yield from offline_lab(tmp_path_factory.mktemp("labday"))
 
 
 def start(tab: LabPage, name: str, config: dict[str, object], env: dict[str, str]) -> None:
