@@ -93,6 +93,8 @@ class CellMark:
     owned: bool = False
     """The cell is an agent turn of its own (``%%ai``): runs inside it are that turn's
     machinery (jupyter-ai calls LangChain), so they are not recorded a second time."""
+    token: contextvars.Token[CellMark | None] | None = field(default=None, repr=False)
+    """Undoes this mark in the context that ran the cell, once it ends."""
 
 
 class RunHub:
@@ -129,7 +131,7 @@ class RunHub:
         # Runs before every cell: one small object, one context variable, the hooks.
         mark = CellMark(cell_id, owned=owned)
         self._cell = mark
-        _cell.set(mark)
+        mark.token = _cell.set(mark)
         if self.before_cell:
             _call_all(self.before_cell)
         return mark
@@ -144,6 +146,14 @@ class RunHub:
             waiting, mark.waiting = mark.waiting, []
             if self._cell is mark:
                 self._cell = None
+        # An ended cell is no longer the one a run started here belongs to: an owned cell's mark
+        # left behind would keep every later run outside a cell from being recorded. Contexts
+        # copied during the cell (its threads and tasks) keep the mark; a token of another
+        # context is refused, and then there is nothing of ours to undo here.
+        if mark.token is not None:
+            with contextlib.suppress(ValueError):
+                _cell.reset(mark.token)
+            mark.token = None
         for run in waiting:
             run.settle(error)
         if self.after_cell:

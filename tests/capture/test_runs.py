@@ -290,3 +290,15 @@ def test_runs_inside_an_agent_magic_cell_are_not_recorded_twice(shell: Any, ext:
     cell(shell, "%%agent\nsummarise the logs")
     assert [e.kind for e in jr.current()] == ["user", "assistant", "outcome"]
     assert ext.hub.turns == {}
+
+
+def test_a_run_after_an_agent_magic_cell_is_recorded(shell: Any, ext: Any) -> None:
+    """The agent cell's mark ends with it: a run started afterwards outside any cell (a
+    callback, a framework driven from another tool) is a turn, not the cell's machinery."""
+    from agentmagic import install
+
+    install(shell).script.append(lambda prompt: "Done.")
+    cell(shell, "%%agent\nsummarise the logs")
+    before = len(jr.current())
+    ext.hub.start("langchain", prompt="check the uploads").finish(reply="Two failed.")
+    assert [e.kind for e in jr.current()[before:]][:2] == ["user", "assistant"]
