@@ -123,9 +123,13 @@ def peek(kc: Any, expression: str, timeout: float = 60) -> Any:
             if reply["parent_header"].get("msg_id") == msg_id:
                 break
         # An interrupt sent just before (a test's own) can land in this request instead of
-        # the cell it was meant for: the reply is then that KeyboardInterrupt. Ask again.
-        if reply["content"].get("ename") != "KeyboardInterrupt":
+        # the cell it was meant for: the reply is then that KeyboardInterrupt. And a request
+        # that arrives while the kernel is aborting its queue after that cell's error is
+        # answered "aborted", with nothing evaluated. Ask again in both cases.
+        content = reply["content"]
+        if content.get("ename") != "KeyboardInterrupt" and content.get("status") != "aborted":
             break
+        time.sleep(0.1)
     found = reply["content"]["user_expressions"]["value"]
     assert found.get("status") == "ok", found
     return json.loads(ast.literal_eval(found["data"]["text/plain"]))
