@@ -301,4 +301,4 @@ def test_a_run_after_an_agent_magic_cell_is_recorded(shell: Any, ext: Any) -> No
     cell(shell, "%%agent\nsummarise the logs")
     before = len(jr.current())
     ext.hub.start("langchain", prompt="check the uploads").finish(reply="Two failed.")
-    assert [e.kind for e in jr.current()[before:]][:2] == ["user", "assistant"]
+    assert [e.kind for e in list(jr.current())[before:]][:2] == ["user", "assistant"]
