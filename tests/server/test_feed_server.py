@@ -89,3 +89,12 @@ def test_unloading_takes_the_banner_off_the_server(kernel: Any) -> None:
         time.sleep(0.05)
     execute(kc, "%unload_ext jupyter_recap")
     assert lab.api("GET", route)["banner_model_id"] is None
+    # Loaded again (the person's next %load_ext): the new banner is announced and stays, the
+    # old feed's clearing does not overtake it.
+    execute(kc, "%load_ext jupyter_recap")
+    deadline = time.monotonic() + 20
+    while lab.api("GET", route)["banner_model_id"] is None:
+        assert time.monotonic() < deadline, "the new banner was never announced"
+        time.sleep(0.05)
+    time.sleep(2.0)  # longer than the old feed's clearing may take
+    assert lab.api("GET", route)["banner_model_id"] is not None
