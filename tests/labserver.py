@@ -41,6 +41,31 @@ class LabServer:
             raw = response.read()
         return json.loads(raw) if raw else None
 
+    def connect(self, kernel_id: str) -> Any:
+        """A ready client for one of this server's kernels, without a heartbeat.
+
+        jupyter_client judges a kernel dead after one missed one-second heartbeat; on a
+        busy two-core machine a kernel still starting misses it, and ``wait_for_ready``
+        then fails with "Kernel died". The server owns these kernels, so a test only
+        needs the shell and IOPub channels; readiness is the kernel_info reply.
+        """
+        from jupyter_client.blocking.client import BlockingKernelClient
+
+        runtime = self.root.parent / "runtime"
+        kc = BlockingKernelClient(connection_file=str(runtime / f"kernel-{kernel_id}.json"))
+        kc.load_connection_file()
+        kc.start_channels(hb=False)
+        try:
+            kc.wait_for_ready(timeout=90)
+        except RuntimeError as error:
+            kc.stop_channels()
+            log = (self.root.parent / "lab.log").read_text()[-3000:]
+            raise RuntimeError(f"kernel {kernel_id} never answered: {error}\n{log}") from error
+        except BaseException:
+            kc.stop_channels()
+            raise
+        return kc
+
     def lab_url(self, path: str) -> str:
         """Open ``path`` in a workspace of its own, so no other test's documents come back."""
         workspace = Path(path).stem

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from fakellm import FakeLLM, answer
-from jupyter_client.blocking.client import BlockingKernelClient
 from kernelutil import execute, stream_text
 from labserver import LabServer, running_lab
 
@@ -50,14 +49,6 @@ def until(check: Callable[[], Any], seconds: float = 30.0) -> Any:
         time.sleep(0.05)
 
 
-def connect(tmp: Path, kernel_id: str) -> BlockingKernelClient:
-    kc = BlockingKernelClient(connection_file=str(tmp / "runtime" / f"kernel-{kernel_id}.json"))
-    kc.load_connection_file()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    return kc
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, Path]]:
     tmp: Path = tmp_path_factory.mktemp("agents")
@@ -69,10 +60,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, P
 @pytest.fixture
 def notebook(lab: tuple[LabServer, Path]) -> Iterator[tuple[LabServer, str, Any]]:
     """A notebook session's kernel with jupyter_recap loaded and reporting."""
-    server, tmp = lab
+    server, _ = lab
     session = {"path": NOTEBOOK, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
     kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
-    kc = connect(tmp, kernel_id)
+    kc = server.connect(kernel_id)
     try:
         assert stream_text(execute(kc, SETUP)).strip() == "reporting"
         yield server, kernel_id, kc

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.blocking.client import BlockingKernelClient
 from kernelutil import execute, stream_text
 from labserver import LabServer, running_lab
 
@@ -22,10 +21,7 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer
     env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
     with running_lab(tmp, env) as lab:
         kernel_id = lab.api("POST", "api/kernels", {"name": "python3"})["id"]
-        kc = BlockingKernelClient(connection_file=str(tmp / "runtime" / f"kernel-{kernel_id}.json"))
-        kc.load_connection_file()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=60)
+        kc = lab.connect(kernel_id)
         setup = (
             "%load_ext jupyter_recap\n"
             "from jupyter_recap.ipython.extension import extension_for\n"
