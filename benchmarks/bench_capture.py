@@ -167,13 +167,11 @@ def pydantic_agent(steps: int) -> Callable[[], Any]:
             return ModelResponse(parts=[ToolCallPart("lookup", {"row": done})])
         return ModelResponse(parts=[TextPart(f"Looked up {steps} rows.")])
 
-    agent = Agent(FunctionModel(model))
-
-    @agent.tool_plain
     def lookup(row: int) -> str:
         """Look up one row."""
         return f"row {row}: ok"
 
+    agent = Agent(FunctionModel(model), tools=[lookup])
     return lambda: agent.run_sync("look up the rows")
 
 
@@ -218,12 +216,12 @@ def http_pydantic_ai(fake: Any, steps: int) -> Callable[[], Any]:
     from pydantic_ai.providers.openai import OpenAIProvider
 
     provider = OpenAIProvider(base_url=fake.url + "/v1", api_key="sk-bench")
-    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=provider))
 
-    @agent.tool_plain
     def lookup(row: int) -> str:
         """Look up one row."""
         return f"row {row}: ok"
+
+    agent = Agent(OpenAIChatModel("gpt-4o-mini", provider=provider), tools=[lookup])
 
     def run() -> Any:
         _script(fake, steps)

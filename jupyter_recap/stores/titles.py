@@ -60,7 +60,9 @@ _LEAD_IN = re.compile(
 )
 
 # Where a long sentence can be cut and still read whole: a semicolon or a dash between clauses.
-_CLAUSE_END = re.compile(r"\s*(?:;|；)\s+|\s+[—–-]\s+")
+# (The separator alone: the space before it is trimmed afterwards, since a leading ``\s*`` would
+# make a search through a long run of spaces quadratic.)
+_CLAUSE_END = re.compile(r"(?:;|；)\s+|(?<=\s)[—–-]\s+")
 # A cut clause shorter than this says too little; the sentence is shortened instead.
 _MIN_CLAUSE = 16
 
@@ -109,9 +111,10 @@ def _clause(sentence: str, limit: int) -> str:
     if len(sentence) <= limit:
         return sentence
     match = _CLAUSE_END.search(sentence)
-    if match is not None and _MIN_CLAUSE <= match.start() <= limit:
-        return sentence[: match.start()]
-    return sentence
+    if match is None:
+        return sentence
+    clause = sentence[: match.start()].rstrip()
+    return clause if _MIN_CLAUSE <= len(clause) <= limit else sentence
 
 
 def _capitalised(sentence: str) -> str:
