@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 from collections.abc import Iterator
 
@@ -19,15 +18,18 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
-# Without chromium we skip locally; under CI a missing browser must fail the run.
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists() and not os.environ.get("CI"),
-    reason="/usr/bin/chromium is not installed (apt-get install chromium)",
+#: What a test needing the browser says when it is missing (a failure, never a skip: a run
+#: without the browser tests must not pass as if they had run).
+MISSING = (
+    f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium; "
+    "scripts/setup does it when run as root)"
 )
 
 
 def launch() -> Iterator[Browser]:
     """A headless chromium for the duration of a fixture."""
+    if not CHROMIUM.exists():
+        pytest.fail(MISSING, pytrace=False)
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:

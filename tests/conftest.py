@@ -7,6 +7,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,12 @@ TESTS = Path(__file__).parent
 # the internet when imported; no test may reach the internet, and kernels and servers started
 # by the tests inherit this.
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+# The debug log of every kernel, server and shell the tests start goes to a temporary file of
+# this test process, never to the person's Jupyter runtime folder. (The autouse fixture below
+# gives each test its own; this covers what module fixtures start before it.)
+os.environ["JUPYTER_RECAP_LOG"] = str(
+    Path(tempfile.mkdtemp(prefix="recap-tests-")) / "recap-debug.log"
+)
 
 __all__ = ["fake_llm"]  # the local fake LLM server fixture, for every test module
 

@@ -6,8 +6,8 @@ import os
 import queue
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +93,23 @@ def collect(kc: Any, seconds: float) -> list[dict[str, Any]]:
             messages.append(kc.get_iopub_msg(timeout=seconds))
         except queue.Empty:
             return messages
+
+
+def collect_until(
+    kc: Any, done: Callable[[list[dict[str, Any]]], bool], seconds: float = 30
+) -> list[dict[str, Any]]:
+    """IOPub messages until ``done(messages so far)`` holds: a wait for a condition, not for a
+    time, so a loaded machine is only slower. Fails after ``seconds``."""
+    messages: list[dict[str, Any]] = []
+    deadline = time.monotonic() + seconds
+    while not done(messages):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            kinds = [m["msg_type"] for m in messages]
+            raise AssertionError(f"not seen within {seconds} s; got {kinds}")
+        with suppress(queue.Empty):
+            messages.append(kc.get_iopub_msg(timeout=min(left, 0.5)))
+    return messages
 
 
 def stream_text(messages: list[dict[str, Any]], name: str = "stdout") -> str:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import needs_chromium
 from IPython.core.formatters import DisplayFormatter
 from playwright.sync_api import Browser, Locator, Page, Route
 from traitlets import TraitError
@@ -244,7 +243,6 @@ def test_module_has_no_imports() -> None:
     assert not re.search(r"^\s*import\b|\bimport\s*\(|\bfetch\s*\(|innerHTML", source, re.M)
 
 
-@needs_chromium
 def test_renders_and_updates(page: Page) -> None:
     root = mount(page, text="You were plotting residuals.", model="openai:gpt-4o-mini")
     assert root.count() == 1
@@ -283,7 +281,6 @@ REASON_WORDS = {
 }
 
 
-@needs_chromium
 def test_reason_in_words(page: Page) -> None:
     root = mount(page, text="You were fitting the model.", model="offline")
     reason = root.locator(".jp-RecapBanner-reason")
@@ -297,7 +294,6 @@ def test_reason_in_words(page: Page) -> None:
         assert header == ["✦ recap", "offline", *([words] if words else []), "×"]
 
 
-@needs_chromium
 def test_text_is_never_html(page: Page) -> None:
     root = mount(page, text=XSS)
     assert root.locator(".jp-RecapBanner-text").text_content() == XSS
@@ -308,7 +304,6 @@ def test_text_is_never_html(page: Page) -> None:
     assert page.evaluate("window.pwned") is None
 
 
-@needs_chromium
 def test_states(page: Page) -> None:
     root = mount(page, state="drafting", text="")
     assert "jp-RecapBanner-drafting" in (root.get_attribute("class") or "")
@@ -327,7 +322,6 @@ def test_states(page: Page) -> None:
     assert root.is_visible()
 
 
-@needs_chromium
 def test_dismiss_and_cleanup(page: Page) -> None:
     root = mount(page, text="You were reading logs.")
     button = root.get_by_role("button", name="Dismiss recap")
@@ -342,7 +336,6 @@ def test_dismiss_and_cleanup(page: Page) -> None:
     assert page.locator(".jp-RecapBanner").count() == 0
 
 
-@needs_chromium
 def test_screenshot(page: Page) -> None:
     mount(
         page,

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from browser import needs_chromium
 from labserver import LabServer, open_and_run
 from playwright.sync_api import Browser, expect
 
-pytestmark = [needs_chromium, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 SETUP = "import agentmagic\nagent = agentmagic.install(get_ipython())\n%load_ext jupyter_recap"
 SCRIPT = (
@@ -18,7 +17,6 @@ AGENT = "%%agent\nWhy does invoices.ts fail its FK constraint after the v2 migra
 XSS = '%%agent\nexplain <img src=x onerror="window.pwned=1"> in the template'
 
 
-@needs_chromium
 def test_recap_banner_appears_in_the_notebook(browser: Browser, lab: LabServer) -> None:
     page = open_and_run(browser, lab, "session.ipynb", [SETUP, SCRIPT, AGENT, "%recap"])
     # The labextension shows the banner directly above the active cell (the %recap cell) ...
@@ -46,7 +44,6 @@ def test_recap_banner_appears_in_the_notebook(browser: Browser, lab: LabServer) 
     page.close()
 
 
-@needs_chromium
 def test_model_output_is_plain_text(browser: Browser, lab: LabServer) -> None:
     page = open_and_run(
         browser,

@@ -14,14 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from browser import needs_chromium
 from labfocus import EXT, LabPage
 from labserver import LabServer, offline_lab
 from playwright.sync_api import Browser
 
 from jupyter_recap.stores.usage import UsageLedger
 
-pytestmark = [needs_chromium, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 LOAD = "%load_ext jupyter_recap"
 BILLING, FRONT = "billing.ipynb", "front.ipynb"
@@ -141,7 +140,6 @@ def active_cell(tab: LabPage, name: str) -> int:
     )
 
 
-@needs_chromium
 def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     lab.write_notebook(BILLING, BILLING_CELLS)
     lab.write_notebook(FRONT, FRONT_CELLS)

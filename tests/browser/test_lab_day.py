@@ -21,13 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from browser import needs_chromium
 from fakellm import FakeLLM, answer
 from labfocus import EXT, LabPage
 from labserver import LabServer
 from playwright.sync_api import Browser
 
-pytestmark = [needs_chromium, pytest.mark.timeout(420)]
+pytestmark = pytest.mark.timeout(420)
 
 LOAD = "%load_ext jupyter_recap"
 REFUNDS, CHURN = "refunds", "churn"
@@ -243,12 +242,10 @@ def live_day(browser: Browser, lab: LabServer, fake: FakeLLM | None, prefix: str
     tab.page.close()
 
 
-@needs_chromium
 def test_a_day_with_the_offline_engine(browser: Browser, lab: LabServer) -> None:
     live_day(browser, lab, None, "offline")
 
 
-@needs_chromium
 def test_a_day_with_a_model(browser: Browser, lab: LabServer) -> None:
     with FakeLLM() as fake:
         live_day(browser, lab, fake, "model")

@@ -15,13 +15,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from browser import needs_chromium
 from fakellm import FakeLLM
 from labfocus import EXT, LabPage
 from labserver import LabServer, offline_lab, running_lab
 from playwright.sync_api import Browser, expect
 
-pytestmark = [needs_chromium, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 #: ``JUPYTER_RECAP_UPDATE_SCREENSHOT=1`` refreshes docs/banner.png; otherwise the screenshot goes
 #: to the test's temporary directory (a test run never touches the working tree).
@@ -98,7 +97,6 @@ def come_back_after_away(tab: LabPage, name: str) -> dict[str, object]:
     return {"state": banner, **tab.mount_state(name)}
 
 
-@needs_chromium
 def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> None:
     name = "invoices.ipynb"
     cells = [
@@ -149,7 +147,6 @@ def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> 
     page.close()
 
 
-@needs_chromium
 def test_turn_ending_while_away_is_recapped_after_the_debounce(
     browser: Browser, lab: LabServer
 ) -> None:
@@ -189,7 +186,6 @@ def test_turn_ending_while_away_is_recapped_after_the_debounce(
     tab.page.close()
 
 
-@needs_chromium
 def test_typing_or_dismissing_clears_the_banner(browser: Browser, lab: LabServer) -> None:
     name = "typing.ipynb"
     cells = [LOAD, INVOICES, "", "%recap"]
@@ -220,7 +216,6 @@ def test_typing_or_dismissing_clears_the_banner(browser: Browser, lab: LabServer
     page.close()
 
 
-@needs_chromium
 def test_each_notebook_gets_its_own_recap(browser: Browser, lab: LabServer) -> None:
     alpha, beta = "alpha.ipynb", "beta.ipynb"
     lab.write_notebook(alpha, [LOAD, "%%agent\nFix the alpha tokenizer in tokenize_alpha.py", ""])
@@ -255,7 +250,6 @@ def test_each_notebook_gets_its_own_recap(browser: Browser, lab: LabServer) -> N
     tab.page.close()
 
 
-@needs_chromium
 def test_a_quick_blur_drafts_nothing_and_closing_the_tab_is_away(
     browser: Browser, lab: LabServer
 ) -> None:
@@ -292,7 +286,6 @@ def server_focus(lab: LabServer, kernel_id: str, until: Callable[[object], bool]
         time.sleep(0.1)
 
 
-@needs_chromium
 def test_a_restarted_kernel_brings_its_new_banner(browser: Browser, lab: LabServer) -> None:
     name = "restart.ipynb"
     tab = start(browser, lab, name, [LOAD, INVOICES, ""], run=2, replies=[INVOICES_REPLY])
@@ -315,7 +308,6 @@ def test_a_restarted_kernel_brings_its_new_banner(browser: Browser, lab: LabServ
     tab.page.close()
 
 
-@needs_chromium
 def test_the_banner_survives_full_windowing(
     browser: Browser, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -344,7 +336,6 @@ def test_the_banner_survives_full_windowing(
         tab.page.close()
 
 
-@needs_chromium
 def test_without_the_server_extension_one_warning(
     browser: Browser, tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -13,12 +13,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from browser import needs_chromium
 from labfocus import EXT, LabPage
 from labserver import LabServer, offline_lab
 from playwright.sync_api import Browser
 
-pytestmark = [needs_chromium, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 LOAD = "%load_ext jupyter_recap"
 BILLING, FRONT = "billing.ipynb", "front.ipynb"
@@ -53,7 +52,6 @@ def toasts(tab: LabPage, text: str) -> list[str]:
     return [t for t in tab.page.evaluate(TOASTS) if text in t]
 
 
-@needs_chromium
 def test_away_notification_waits_for_the_person(browser: Browser, lab: LabServer) -> None:
     lab.write_notebook(BILLING, BILLING_CELLS)
     lab.write_notebook(FRONT, FRONT_CELLS)
@@ -129,7 +127,6 @@ SCROLL_TOP = """() => {
 }"""
 
 
-@needs_chromium
 def test_banner_scrolled_into_view_on_return(browser: Browser, lab: LabServer) -> None:
     lab.write_notebook(LONG, LONG_CELLS)
     tab = LabPage.open(browser, lab, LONG)

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from browser import needs_chromium
 from labserver import LabServer, running_lab
 from playwright.sync_api import expect
 
-pytestmark = [needs_chromium, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 SETUP = (
     "import agentmagic\nagent = agentmagic.install(get_ipython())\n"

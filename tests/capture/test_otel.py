@@ -7,7 +7,6 @@ and a tool loop written by hand against the fake LLM server.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import time
@@ -16,6 +15,7 @@ from collections.abc import Iterator
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import needs
 import pytest
 from capturekit import (
     OTEL_SETUP,
@@ -34,16 +34,19 @@ from fakellm import FakeLLM, answer, hang, tool_calls
 from fakellm import status as http_status
 from kernelutil import stop, stream_text
 
-pytest.importorskip("opentelemetry.sdk.trace")
-pytest.importorskip("opentelemetry.instrumentation.openai_v2.package")
-if importlib.util.find_spec("opentelemetry.util.genai.instruments") is None:
-    pytest.skip(
-        "opentelemetry-instrumentation-openai-v2 2.4b0 needs opentelemetry-util-genai<1.2 "
-        "(1.2+ renamed util.genai.instruments and TelemetryHandler.start_inference)",
-        allow_module_level=True,
-    )
-
 pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _installed() -> None:
+    """The versions pyproject pins; another one is a failure that says so, not a skip."""
+    needs.modules("opentelemetry.sdk.trace", "opentelemetry.instrumentation.openai_v2.package")
+    needs.modules(
+        "opentelemetry.util.genai.instruments",
+        why="opentelemetry-instrumentation-openai-v2 2.4b0 needs opentelemetry-util-genai<1.2, "
+        "which renamed it",
+    )
+    needs.modules("pydantic_ai")
 
 
 LOOP = """
@@ -425,7 +428,6 @@ def test_a_non_genai_root_groups_its_model_calls() -> None:
 
 def test_pydantic_ai_runs_are_not_recorded_twice(fake: FakeLLM) -> None:
     """pydantic-ai's own source records its run; the instrumented client's spans are skipped."""
-    pytest.importorskip("pydantic_ai")
     setup = (
         "from pydantic_ai import Agent\n"
         "from pydantic_ai.models.openai import OpenAIChatModel\n"

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from types import ModuleType
 from typing import Any
 
+import needs
 import pytest
 from capturekit import (
     GLOSSED_REPLY,
@@ -36,9 +37,12 @@ from capturekit import (
 from fakellm import FakeLLM, answer, hang, tool_calls
 from kernelutil import stop, stream_text
 
-pytest.importorskip("pydantic_ai")
-
 pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _installed() -> None:
+    needs.modules("pydantic_ai")
 
 
 SETUP = """

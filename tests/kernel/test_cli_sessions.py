@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import nbformat
+import needs
 import pytest
 from cliutil import offline_env, one_line_error, run_cli
 from fakellm import FakeLLM
@@ -560,7 +561,7 @@ def test_captured_framework_run_under_a_linked_server_root(
 ) -> None:
     """A pydantic-ai run in a plain cell, captured by the extension; the server's root is a
     link to the project (as the kernel gets the path), the shell uses the real directory."""
-    pytest.importorskip("pydantic_ai")
+    needs.modules("pydantic_ai")
     from capturekit import kernel_env
     from fakellm import answer, tool_calls
     from kernelutil import execute, running_kernel

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kernelutil import collect, execute, running_kernel, stream_text, widget_states
+from kernelutil import collect_until, execute, running_kernel, stream_text, widget_states
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,7 +51,11 @@ def test_recap_cell_carries_the_banner_with_the_recap(kernel: Any) -> None:
     )
     assert "Next: repoint" in stream_text(agent)  # the user still sees the agent's output
 
-    messages = execute(kc, "%recap") + collect(kc, 0.5)
+    messages = execute(kc, "%recap")
+    messages += collect_until(
+        kc,
+        lambda more: "shown" in [s.get("state") for s in widget_states(messages + more, banner_id)],
+    )
     assert displayed_widgets(messages) == [banner_id]  # the same banner, shown in this cell too
     final: dict[str, Any] = {}
     states = widget_states(messages, banner_id)

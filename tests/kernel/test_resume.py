@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelutil import collect, execute, running_kernel, stream_text, widget_states
+from kernelutil import collect_until, execute, running_kernel, stream_text, widget_states
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -21,6 +22,11 @@ def env_for(store: Path, notebook: str) -> dict[str, str]:
         "JUPYTER_RECAP_MODEL": "offline",
         "JUPYTER_RECAP_LOG": str(store.parent / "recap.log"),
     }
+
+
+def shown_in(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The banner states among ``messages`` that put a recap on screen."""
+    return [s for s in banner_states(messages) if s.get("state") == "shown"]
 
 
 def banner_states(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,8 +57,9 @@ def test_restart_resumes_with_a_recap_and_other_notebooks_stay_apart(tmp_path: P
     # The kernel restarts: loading the extension brings the session back with a recap.
     with running_kernel(env_for(store, billing)) as kc:
         execute(kc, SETUP)
-        messages = execute(kc, "%load_ext jupyter_recap") + collect(kc, 2)
-        shown = [s for s in banner_states(messages) if s.get("state") == "shown"]
+        messages = execute(kc, "%load_ext jupyter_recap")
+        messages += collect_until(kc, lambda more: bool(shown_in(messages + more)))
+        shown = shown_in(messages)
         assert shown, "no resume recap appeared"
         assert shown[-1]["reason"] == "resume"
         assert "Migrate the billing tables" in shown[-1]["text"]
@@ -62,12 +69,24 @@ def test_restart_resumes_with_a_recap_and_other_notebooks_stay_apart(tmp_path: P
         assert "'user', 'assistant', 'outcome'" in kinds
         status = stream_text(execute(kc, "%recap status"))
         assert f"session:     {session_id}" in status
+        # The session's writer stores what the person was told on its own schedule; wait for
+        # it (the kernel is killed below, before any exit-time flush).
+        told = "✦ Task: Migrate the billing tables"
+        deadline = time.monotonic() + 30
+        while told not in stream_text(execute(kc, "%recap sessions --all")):
+            assert time.monotonic() < deadline, "the shown recap was never stored"
+            time.sleep(0.1)
 
     # Another notebook sees nothing of it, but can list and attach it explicitly.
     with running_kernel(env_for(store, str(tmp_path / "forecast.ipynb"))) as kc:
         execute(kc, SETUP)
-        messages = execute(kc, "%load_ext jupyter_recap") + collect(kc, 1.5)
-        assert not [s for s in banner_states(messages) if s.get("state") == "shown"]
+        messages = execute(kc, "%load_ext jupyter_recap")
+        # Loading decides whether to resume (and starts that draft) before it returns: no
+        # draft started means no resume recap is coming, without waiting to see none arrive.
+        started = "print(ext_for(get_ipython()).schedule.counters.drafts_started)"
+        code = f"from jupyter_recap.ipython.extension import extension_for as ext_for\n{started}"
+        assert stream_text(execute(kc, code, store_history=False)).strip() == "0"
+        assert not shown_in(messages)
         assert "[]" in stream_text(
             execute(kc, "import jupyter_recap as jr; print([e.kind for e in jr.current()])")
         )
@@ -122,7 +141,13 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
         )
         assert shown[-1]["note"] == "tasks ####........ 1/3"
         # the banner's progress line follows the list without any cell being run
-        later = widget_states(collect(kc, 4), banner)
+        moved = "tasks ########.... 2/3"
+        later = widget_states(
+            collect_until(
+                kc, lambda ms: moved in [s.get("note") for s in widget_states(ms, banner)]
+            ),
+            banner,
+        )
         progress = {"done": 2, "total": 3, "blocked": 0}
         assert later == [{"note": "tasks ########.... 2/3", "progress": progress}]
         assert "saved" in stream_text(execute(kc, "%recap save"))
@@ -130,8 +155,9 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
     # A restart brings the list back with the session, and the resume recap uses it.
     with running_kernel(env_for(store, notebook)) as kc:
         execute(kc, SETUP)
-        messages = execute(kc, "%load_ext jupyter_recap") + collect(kc, 2)
-        shown = [s for s in banner_states(messages) if s.get("state") == "shown"]
+        messages = execute(kc, "%load_ext jupyter_recap")
+        messages += collect_until(kc, lambda more: bool(shown_in(messages + more)))
+        shown = shown_in(messages)
         assert shown and shown[-1]["reason"] == "resume"
         assert shown[-1]["text"].endswith("Next: Add a regression test (2 of 3 tasks done).")
         assert shown[-1]["note"] == "tasks ########.... 2/3"

@@ -64,7 +64,11 @@ def test_json_output(tmp_path: Path) -> None:
 def test_installed_jupyter_recap_command(tmp_path: Path) -> None:
     jupyter = shutil.which("jupyter", path=str(VENV_BIN)) or shutil.which("jupyter")
     if jupyter is None or shutil.which("jupyter-recap", path=offline_env()["PATH"]) is None:
-        pytest.skip("jupyter or the jupyter-recap console script is not installed")
+        pytest.fail(
+            "jupyter or the jupyter-recap console script is not installed: run scripts/setup "
+            "(or pip install -e .)",
+            pytrace=False,
+        )
     ok = run_cli(DEMO, cwd=tmp_path, command=[jupyter, "recap"])
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.rstrip().endswith("— offline")

@@ -11,11 +11,10 @@ without the labextension, the view in the cell's output.
 from __future__ import annotations
 
 import pytest
-from browser import needs_chromium
 from labserver import LabServer, open_and_run
 from playwright.sync_api import Browser, Locator, Page, expect
 
-pytestmark = [needs_chromium, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 
 WIDTH, HEIGHT = 1200, 800
 MODEL = "openai:" + "m" * 3_000
@@ -57,7 +56,6 @@ def assert_dismissable(page: Page, banner: Locator) -> None:
     expect(banner).to_be_hidden()
 
 
-@needs_chromium
 def test_dismiss_stays_on_screen_above_the_active_cell(browser: Browser, lab: LabServer) -> None:
     page = open_and_run(browser, lab, "long.ipynb", [SETUP, SHOW], (WIDTH, HEIGHT))
     banner = page.locator(".jp-RecapBanner-mount .jp-RecapBanner")
@@ -67,7 +65,6 @@ def test_dismiss_stays_on_screen_above_the_active_cell(browser: Browser, lab: La
     page.close()
 
 
-@needs_chromium
 def test_dismiss_stays_on_screen_in_the_cell_output(browser: Browser, lab: LabServer) -> None:
     page = open_and_run(browser, lab, "inline.ipynb", [SETUP, SHOW, INLINE], (WIDTH, HEIGHT))
     banner = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea .jp-RecapBanner")

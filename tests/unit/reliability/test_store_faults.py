@@ -196,7 +196,11 @@ def test_a_read_only_store_keeps_the_notebook_working(
     store.mkdir()
     mounted = _mount(store, "size=1m,mode=0700")
     if not mounted and os.geteuid() == 0:
-        pytest.skip("root writes through file modes, and no read-only tmpfs could be mounted")
+        pytest.fail(
+            "root writes through file modes and could not mount a read-only tmpfs here "
+            "(mount needs CAP_SYS_ADMIN): run the suite as another user, or where root can mount",
+            pytrace=False,
+        )
     notebook = str(tmp_path / "nb.ipynb")
     t = Transcript()
     writer = SessionWriter(t, store=SessionStore(store), notebook=notebook)
