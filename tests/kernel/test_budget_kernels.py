@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
+import needs
 import pytest
 from fakellm import FakeLLM, answer, hosted_address, hosted_name
 from kernelutil import SETUP, banner_id, execute, running_kernel, stream_text, wait_for_shown
@@ -17,6 +18,13 @@ from kernelutil import SETUP, banner_id, execute, running_kernel, stream_text, w
 pytestmark = pytest.mark.timeout(180)
 
 TURN = "%%agent\nfix the flaky CSV loader"
+
+
+@pytest.fixture(autouse=True)
+def _one_day() -> None:
+    """Budgets count today's calls (and one test plants today's ledger file): none of these
+    tests may straddle midnight."""
+    needs.a_day_that_lasts()
 
 
 def start(env: dict[str, str]) -> Any:

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import needs
 import pytest
 from cliutil import VENV_BIN, offline_env, one_line_error, run_cli
 from fakellm import FakeLLM
@@ -254,6 +255,7 @@ def test_usage_lists_the_last_30_days(tmp_path: Path) -> None:
     assert recap("--usage", cwd=tmp_path, env=env).stdout == (
         "No model calls in the last 30 days.\n"
     )
+    needs.a_day_that_lasts()  # the ledger below and the CLI each read today's date
     today = dt.datetime.now().replace(hour=12)
     for days_ago, model, auto, cost in [
         (0, "openai:gpt-4o-mini", True, 0.0012),
