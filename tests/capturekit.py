@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import json
 import queue
+import re
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -161,6 +162,15 @@ def recap_request(kc: Any, fake: FakeLLM) -> str:
 def status(kc: Any) -> str:
     """The text of ``%recap status``."""
     return stream_text(run(kc, "%recap status"))
+
+
+def turns_recorded(kc: Any, source: str) -> int:
+    """How many turns ``%recap status`` says the capture source named ``source`` recorded (a
+    count over the module's shared kernel: tests compare it before and after their run)."""
+    text = status(kc)
+    found = re.search(rf"{re.escape(source)}[^\n]*?: on, (\d+) turns? recorded", text)
+    assert found, text
+    return int(found.group(1))
 
 
 def capture_warnings(messages: list[dict[str, Any]]) -> list[str]:

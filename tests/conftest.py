@@ -102,8 +102,21 @@ def _tier(path: Path) -> str | None:
     return TIERS.get(parts[0]) if len(parts) > 1 else None
 
 
+#: The order tiers are handed to the workers in: the slowest modules first, so the quick unit
+#: modules fill in at the end and neither worker waits alone for a minute-long browser module.
+SLOWEST_FIRST = ("browser", "hub", "server", "kernel", "unit")
+
+
+def _start_rank(item: pytest.Item) -> tuple[int, int]:
+    tier = _tier(item.path)
+    rank = SLOWEST_FIRST.index(tier) if tier in SLOWEST_FIRST else len(SLOWEST_FIRST)
+    return rank, 0 if "reliability" in item.path.parts else 1  # the fault suites are heavier
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test with its tier (and ``reliability`` in the abuse suite's folders)."""
+    """Mark every test with its tier (and ``reliability`` in the abuse suite's folders), and
+    put the tiers in :data:`SLOWEST_FIRST` order. pytest-randomly has shuffled the modules and
+    their tests before this runs; the sort is stable, so that order holds within each tier."""
     for item in items:
         tier = _tier(item.path)
         if tier is None:
@@ -113,6 +126,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker("reliability")
         if tier == "hub":
             item.add_marker(pytest.mark.xdist_group("hub"))  # one hub at a time
+    items.sort(key=_start_rank)
 
 
 # -- the abuse suite's count ---------------------------------------------------------------------

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from capturekit import agent_kernel, entries, peek, recap_request, run, status
+from capturekit import agent_kernel, entries, peek, recap_request, run, status, turns_recorded
 from fakellm import FakeLLM, answer
 from kernelutil import stream_text
 
@@ -32,6 +32,7 @@ def v2() -> Any:
 
 def test_ai_error_is_a_turn_with_the_error_as_prompt_and_the_reply(v2: Any) -> None:
     kc, fake = v2
+    turns = turns_recorded(kc, "jupyter-ai-magics 2.31.7")  # its name and version (see below)
     run(kc, "df = [1, 2]\nprint(df2)", expect_error=True)
     fake.respond(answer(EXPLANATION))
     shown = run(kc, "%ai error openai-chat:gpt-4o-mini")
@@ -48,7 +49,7 @@ def test_ai_error_is_a_turn_with_the_error_as_prompt_and_the_reply(v2: Any) -> N
     sent = recap_request(kc, fake)
     assert "NameError" in sent and "df2 was never defined" in sent
     # The magics package by its own name and version (v2's shares jupyter-ai's version).
-    assert "jupyter-ai-magics 2.31.7: on, 1 turn recorded" in status(kc)
+    assert turns_recorded(kc, "jupyter-ai-magics 2.31.7") == turns + 1
 
 
 def test_a_model_prompt_on_the_line_is_a_failed_turn_not_a_lost_one(v2: Any) -> None:

@@ -29,6 +29,7 @@ from capturekit import (
     run,
     start_agent_kernel,
     status,
+    turns_recorded,
 )
 from fakellm import FakeLLM, answer, hang, tool_calls
 from fakellm import status as http_status
@@ -126,7 +127,7 @@ def weather_turn(question: str, city: str, reply: str) -> list[tuple[Any, ...]]:
 
 def test_hand_written_tool_loop_is_one_turn(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
     _, kc = kernel
-    before = len(entries(kc))
+    before, turns = len(entries(kc)), turns_recorded(kc, "opentelemetry")
     fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("It is sunny in Paris."))
     assert stream_text(run(kc, "print(ask('Weather in Paris?'))")) == "It is sunny in Paris.\n"
     assert brief(new_entries(kc, before)) == weather_turn(
@@ -136,8 +137,7 @@ def test_hand_written_tool_loop_is_one_turn(kernel: tuple[Any, Any], fake: FakeL
     sent = recap_request(kc, fake)
     for text in ("Weather in Paris?", "get_weather", "sunny in Paris", "It is sunny in Paris."):
         assert text in sent
-    line = [x for x in status(kc).splitlines() if "opentelemetry" in x]
-    assert line and "1 turn recorded" in line[0], status(kc)
+    assert turns_recorded(kc, "opentelemetry") == turns + 1
 
 
 def test_two_conversations_in_a_cell_are_two_turns(kernel: tuple[Any, Any], fake: FakeLLM) -> None:

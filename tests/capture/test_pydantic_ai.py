@@ -33,6 +33,7 @@ from capturekit import (
     run,
     start_agent_kernel,
     status,
+    turns_recorded,
 )
 from fakellm import FakeLLM, answer, hang, tool_calls
 from kernelutil import stop, stream_text
@@ -98,7 +99,7 @@ def raised(messages: list[dict[str, Any]], text: str) -> bool:
 
 def test_run_sync_with_a_tool_is_one_turn(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
     _, kc = kernel
-    before = len(entries(kc))
+    before, turns = len(entries(kc)), turns_recorded(kc, "pydantic-ai")
     fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("It is sunny in Paris."))
     out = stream_text(run(kc, "print(run_sync(agent, 'What is the weather in Paris?').output)"))
     assert out == "It is sunny in Paris.\n"
@@ -113,7 +114,7 @@ def test_run_sync_with_a_tool_is_one_turn(kernel: tuple[Any, Any], fake: FakeLLM
     sent = recap_request(kc, fake)
     for text in ("What is the weather in Paris?", "get_weather", "sunny in Paris", "Paris."):
         assert text in sent
-    assert "pydantic-ai" in status(kc) and "1 turn recorded" in status(kc)
+    assert turns_recorded(kc, "pydantic-ai") == turns + 1
 
 
 def test_async_run_and_stream_are_turns(kernel: tuple[Any, Any], fake: FakeLLM) -> None:

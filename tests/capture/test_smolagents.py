@@ -28,6 +28,7 @@ from capturekit import (
     run,
     start_agent_kernel,
     status,
+    turns_recorded,
     wait_idle,
     wait_outcome,
 )
@@ -89,9 +90,22 @@ def kc(kernel: tuple[Any, Any], fake: FakeLLM) -> Any:
     return kernel[1]
 
 
+@pytest.fixture
+def own_kc(fake: FakeLLM) -> Iterator[Any]:
+    """A kernel of its own, for a test that turns the capture source off for good (on the
+    module's kernel, every test after it would see ordinary cells)."""
+    km, kc = start_agent_kernel(fake)
+    try:
+        run(kc, f"URL = {fake.url!r}\n" + SETUP)
+        fake.reset()
+        yield kc
+    finally:
+        stop(km, kc)
+
+
 def test_run_is_one_turn_with_tools_reply_and_model(kc: Any, fake: FakeLLM) -> None:
     fake.respond(*WEATHER)
-    before = len(entries(kc))
+    before, turns = len(entries(kc)), turns_recorded(kc, "smolagents")
     out = stream_text(run(kc, RUN))
     assert "RESULT It is sunny in Paris." in out
     assert brief(entries(kc)[before:]) == [
@@ -105,7 +119,7 @@ def test_run_is_one_turn_with_tools_reply_and_model(kc: Any, fake: FakeLLM) -> N
     request = recap_request(kc, fake)
     for text in ("weather in Paris?", "get_weather", "Paris", "sunny in Paris", "It is sunny"):
         assert text in request
-    assert "smolagents" in status(kc) and "1 turn" in status(kc)
+    assert turns_recorded(kc, "smolagents") == turns + 1
 
 
 def test_stream_and_two_runs_in_one_cell(kc: Any, fake: FakeLLM) -> None:
@@ -381,7 +395,8 @@ def test_model_client_traced_by_opentelemetry_is_not_a_second_turn(kc: Any, fake
     run(kc, "OpenAIInstrumentor().uninstrument()")
 
 
-def test_failing_callback_never_breaks_the_run(kc: Any, fake: FakeLLM) -> None:
+def test_failing_callback_never_breaks_the_run(own_kc: Any, fake: FakeLLM) -> None:
+    kc = own_kc
     run(
         kc,
         "from jupyter_recap.ipython.extension import extension_for\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -28,6 +29,14 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Any:
         assert not [m for m in execute(kc, setup) if m["msg_type"] == "error"]
         load = execute(kc, "%load_ext jupyter_recap")
         yield kc, load
+
+
+@pytest.fixture(autouse=True)
+def fresh_story(kernel: Any) -> None:
+    """Each test starts a new story in the module's kernel (one kernel, as ipykernel's own
+    suite shares one): what an earlier test recorded is no part of this one's recap."""
+    kc, _ = kernel
+    execute(kc, "import jupyter_recap as jr; jr.current().clear()", store_history=False)
 
 
 def test_loading_displays_an_empty_banner(kernel: Any) -> None:
@@ -68,15 +77,26 @@ def test_recap_cell_carries_the_banner_with_the_recap(kernel: Any) -> None:
     assert stream_text(messages) == ""  # nothing printed into the cell on success
 
 
+def agent_turns(status: str) -> int:
+    found = re.search(r"(\d+) agent turns", status)
+    assert found, status
+    return int(found.group(1))
+
+
 def test_recap_cells_are_not_recorded_and_status_reports(kernel: Any) -> None:
     kc, _ = kernel
+    before = agent_turns(stream_text(execute(kc, "%recap status")))
+    execute(kc, "agent.script.append(lambda p: print('Next: rerun the migration.'))")
+    execute(kc, "%%agent\nrepoint the invoices FK")
+    execute(kc, "%recap")
     out = stream_text(execute(kc, "%recap status"))
-    assert "offline" in out and "1 agent turns" in out and "focus:" in out
+    assert "offline" in out and agent_turns(out) == before + 1 and "focus:" in out
     kinds = stream_text(
-        execute(kc, "import jupyter_recap as jr; print([e.kind for e in jr.current()])")
+        execute(kc, "import jupyter_recap as jr; print([e.kind for e in jr.current()][-4:])")
     )
-    assert "'user', 'assistant', 'outcome'" in kinds
-    assert "'recap'" in kinds  # what the person was shown is recorded, out of the next context
+    # The turn, then what the person was shown (recorded, kept out of the next context); the
+    # %recap cells themselves are not recorded.
+    assert kinds.strip() == "['user', 'assistant', 'outcome', 'recap']"
 
 
 def test_failed_manual_recap_prints_one_line(kernel: Any) -> None:
