@@ -14,6 +14,7 @@ from capturekit import (
     OTEL_SETUP,
     REFUND_ASK,
     REFUND_ERROR,
+    agent_kernel,
     brief,
     capture_warnings,
     entries,
@@ -94,13 +95,10 @@ def kc(kernel: tuple[Any, Any], fake: FakeLLM) -> Any:
 def own_kc(fake: FakeLLM) -> Iterator[Any]:
     """A kernel of its own, for a test that turns the capture source off for good (on the
     module's kernel, every test after it would see ordinary cells)."""
-    km, kc = start_agent_kernel(fake)
-    try:
+    with agent_kernel(fake) as kc:
         run(kc, f"URL = {fake.url!r}\n" + SETUP)
         fake.reset()
         yield kc
-    finally:
-        stop(km, kc)
 
 
 def test_run_is_one_turn_with_tools_reply_and_model(kc: Any, fake: FakeLLM) -> None:
