@@ -477,9 +477,9 @@ def _state(entry: Entry, glue: Glue, clean: Redactor) -> tuple[str, str]:
     """The sentence saying what failed (a cell, a tool, an errored turn), and the next step
     that fixes it."""
     if entry.kind == "outcome":
-        error = shorten(error_line(clean(entry.error or "")) or "an error", 120)
+        error = shorten(_first_sentence(error_line(clean(entry.error or ""))) or "an error", 120)
         return glue.turn_errored.format(error=error), glue.retry_turn
-    error = shorten(error_line(clean(entry.error or "")), 100)
+    error = shorten(_first_sentence(error_line(clean(entry.error or ""))), 100)
     if entry.kind == "tool_result":
         return glue.tool_failed.format(name=entry.name or "?", error=error), glue.retry_turn
     head = first_line(clean(entry.text))
@@ -489,6 +489,15 @@ def _state(entry: Entry, glue: Glue, clean: Redactor) -> tuple[str, str]:
         label = f"In[{entry.count}]"
         cell = f"{label} ({shorten(head, 60)})"
     return glue.cell_failed.format(cell=label, error=error), glue.fix_cell.format(cell=cell)
+
+
+def _first_sentence(error: str) -> str:
+    """An error line by its first sentence: the recap's promise of at most three sentences
+    holds however chatty the message ("Length mismatch. Expected 3 elements, got 4. …")."""
+    parts = sentences(error)
+    if len(parts) < 2:
+        return error
+    return parts[0].rstrip(".") + "…"
 
 
 def _ended(sentence: str, glue: Glue) -> str:

@@ -336,7 +336,52 @@ def test_dismiss_and_cleanup(page: Page) -> None:
     assert page.locator(".jp-RecapBanner").count() == 0
 
 
-def test_screenshot(page: Page) -> None:
+#: The WCAG contrast of an element's text over the background it is painted on, with
+#: translucent colours blended over what is beneath them.
+CONTRAST = """
+(el) => {
+  // rgb()/rgba() give 0-255; color-mix() computes to color(srgb r g b / a) with 0-1.
+  const rgba = (c) => {
+    const v = (c.match(/[\\d.]+/g) || []).map(Number).concat([1]).slice(0, 4);
+    return c.startsWith("color(") ? [...v.slice(0, 3).map((x) => x * 255), v[3]] : v;
+  };
+  const over = (top, bottom) =>
+    top.slice(0, 3).map((v, i) => v * top[3] + bottom[i] * (1 - top[3]));
+  const layers = [];
+  for (let node = el; node; node = node.parentElement) {
+    const bg = rgba(getComputedStyle(node).backgroundColor);
+    if (bg[3] > 0) layers.push(bg);
+  }
+  let bg = [255, 255, 255];
+  for (const layer of layers.reverse()) bg = over(layer, bg);
+  const fg = over(rgba(getComputedStyle(el).color), bg);
+  const lum = (c) => {
+    const [r, g, b] = c.map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+  return { ratio: (hi + 0.05) / (lo + 0.05), background: bg.map(Math.round).join(",") };
+}
+"""
+
+
+def readable(page: Page) -> dict[str, tuple[float, str]]:
+    """Each visible banner's text: its contrast ratio and the background it sits on."""
+    found = {}
+    for host in ("shown", "drafting", "failed"):
+        text = page.locator(f"#{host} .jp-RecapBanner-text")
+        assert text.is_visible()
+        measured = text.evaluate(CONTRAST)
+        found[host] = (measured["ratio"], measured["background"])
+    return found
+
+
+def test_banners_are_readable_in_the_light_and_the_dark_theme(
+    page: Page, tmp_path: pathlib.Path
+) -> None:
     mount(
         page,
         "shown",
@@ -348,8 +393,11 @@ def test_screenshot(page: Page) -> None:
     )
     mount(page, "drafting", state="drafting", model="openai:gpt-4o-mini")
     mount(page, "failed", state="failed", note="no API key for anthropic (set ANTHROPIC_API_KEY)")
-    mount(page, "hidden", state="hidden", text="invisible")
-    page.locator("#notebook").screenshot(path="/tmp/banner.png", animations="disabled")
+    hidden = mount(page, "hidden", state="hidden", text="invisible")
+    assert not hidden.is_visible()
+    light = readable(page)
+    # Kept as a picture for a person reviewing a change to the style sheet.
+    page.locator("#notebook").screenshot(path=tmp_path / "banner.png", animations="disabled")
     # The same banners under JupyterLab's dark theme variables.
     page.evaluate(
         """() => Object.entries({
@@ -360,4 +408,10 @@ def test_screenshot(page: Page) -> None:
           "--jp-warn-color1": "#ffa726",
         }).forEach(([k, v]) => document.documentElement.style.setProperty(k, v))"""
     )
-    page.locator("#notebook").screenshot(path="/tmp/banner-dark.png", animations="disabled")
+    dark = readable(page)
+    page.locator("#notebook").screenshot(path=tmp_path / "banner-dark.png", animations="disabled")
+    for host in light:
+        # The banner follows the theme (no fixed colours) and its words stay readable in
+        # both: WCAG's 4.5:1 for body text.
+        assert light[host][1] != dark[host][1], host
+        assert min(light[host][0], dark[host][0]) >= 4.5, (host, light[host], dark[host])

@@ -9,7 +9,6 @@ panel's last line says what recaps cost today, and follows when a kernel reports
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,6 +52,7 @@ ROWS = """() => [...document.querySelectorAll('#jupyter-recap-agents .jp-RecapAg
     marked: row.classList.contains('jp-mod-needsYou'),
     name: row.querySelector('.jp-RecapAgents-name').textContent,
     recap: row.querySelector('.jp-RecapAgents-recap')?.textContent ?? '',
+    activity: row.querySelector('.jp-RecapAgents-activity')?.textContent ?? '',
     events: row.querySelector('.jp-RecapAgents-events')?.textContent ?? '',
     progress: row.querySelector('progress.jp-RecapAgents-progress')?.value ?? null,
   }))"""
@@ -94,6 +94,10 @@ def show_panel(tab: LabPage) -> None:
     tab.page.evaluate("() => window.jupyterapp.shell.activateById('jupyter-recap-agents')")
     tab.page.wait_for_selector("#jupyter-recap-agents .jp-RecapAgents-list", state="visible")
 
+
+#: A notification the rows on the page call for is on screen within this (it is emitted in the
+#: same update, and drawn on a later frame).
+TOAST_SETTLE_MS = 500
 
 USAGE_LINE = "#jupyter-recap-agents .jp-RecapAgents-usage:not([hidden])"
 
@@ -165,8 +169,9 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     assert tab.run_as_cell(FRONT, FRONT_CELLS[1], "cell-1") == "ok"
     line = wait_usage(tab, "2 model calls (1 automatic)", "~$0.0031")
     assert line == "Recaps today: 2 model calls (1 automatic) · 19.3k tokens · ~$0.0031"
-    time.sleep(1)
-    [looked_at] = [row for row in rows(tab) if row["kernel"] == front]
+    # The ended turn reached the row (it has an activity now, and runs no more): unmarked.
+    ended = f"rows.some(r => r.kernel === {front!r} && r.activity && r.state !== 'running')"
+    [looked_at] = [row for row in wait_rows(tab, ended) if row["kernel"] == front]
     assert (looked_at["state"], looked_at["marked"]) == ("idle", False)
 
     # The background notebook's agent finishes: its row goes to the top, marked.
@@ -184,9 +189,11 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     assert "billing.ipynb: the agent finished — " in toast
     assert recap.split(". ")[0][:40] in toast
 
-    # A second turn ends in the same absence: the row stays marked, no second notification.
+    # A second turn ends in the same absence: the row stays marked, no second notification,
+    # also once that turn's own recap is on the row (when a notification would be sent).
     assert tab.run_as_cell(BILLING, BILLING_CELLS[3], "cell-3") == "ok"
-    time.sleep(2)
+    wait_rows(tab, f"rows[0].kernel === {billing!r} && rows[0].recap !== {recap!r}")
+    tab.page.wait_for_timeout(TOAST_SETTLE_MS)
     assert [t for t in toasts(tab) if BILLING in t] == [toast]
     assert not any(FRONT in t for t in toasts(tab))
     assert rows(tab)[0]["kernel"] == billing and title(tab).startswith("(1) ")
@@ -199,8 +206,9 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     tab.page.evaluate(WATCH)
     after = wait_rows(tab, f"rows.length === 2 && rows[0].kernel === {billing!r}")[0]
     assert after["marked"] and after["needs"] == "finished"
+    # The title is counted from the same rows the notifier reads: they have been seen.
     tab.page.wait_for_function("() => document.title.startsWith('(1) ')")
-    time.sleep(1.5)
+    tab.page.wait_for_timeout(TOAST_SETTLE_MS)
     assert toasts(tab) == []
 
     # Opening the row goes to the cell where the work stopped: the latest agent cell.

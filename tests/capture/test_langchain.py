@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -200,11 +201,26 @@ def test_tool_that_raises(kc: Any, fake: FakeLLM) -> None:
     assert results and results[0]["name"] == "explode"
     assert "no data for Oslo" in results[0]["error"]
     outcome = [e for e in found if e["kind"] == "outcome"]
-    if errors(messages):  # LangGraph 1.0's ToolNode re-raises a tool's own exception
+    if reraises_tool_errors():  # the cell fails, and the turn with it
+        assert errors(messages)
         assert outcome[-1]["outcome"] == "errored"
         assert "no data for Oslo" in outcome[-1]["error"]
-    else:
+    else:  # the model was told, answered, and the turn ended
+        assert not errors(messages)
         assert outcome[-1]["outcome"] == "ok"
+        assert found[-2]["kind"] == "assistant" and found[-2]["text"] == "Sorry."
+
+
+def reraises_tool_errors() -> bool:
+    """Whether the installed prebuilt ToolNode re-raises a tool's own exception: 1.0 answers
+    the model with every error; later releases (1.1 here) answer only invalid calls, through
+    ``_default_handle_tool_errors``, and re-raise the rest. Read from the package, not from
+    what the test saw, so the test cannot accept either outcome."""
+    with warnings.catch_warnings():  # its deprecation notices are the kernel's business
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import tool_node
+
+    return hasattr(tool_node, "_default_handle_tool_errors")
 
 
 CLERK = f"""

@@ -139,8 +139,13 @@ def test_huge_values_are_cut_before_they_are_formatted(shell: Any, ext: Any) -> 
         "r.finish(reply='y' * 20_000_000)\n",
     )
     assert time.perf_counter() - started < 5
-    for entry in jr.current():
-        assert len(entry.text) <= MAX_ENTRY_CHARS
+    entries = jr.current().entries
+    # The run was recorded, cut: the bulky result and reply are there, at the cap and no more.
+    assert [e.kind for e in entries] == ["user", "tool_call", "tool_result", "assistant", "outcome"]
+    call, result, reply = entries[1:4]
+    assert call.text.startswith("rows=[0, 1, 2") and len(call.text) <= MAX_ENTRY_CHARS
+    assert set(result.text) >= {"x"} and MAX_ENTRY_CHARS // 2 < len(result.text) <= MAX_ENTRY_CHARS
+    assert set(reply.text) >= {"y"} and MAX_ENTRY_CHARS // 2 < len(reply.text) <= MAX_ENTRY_CHARS
 
 
 def test_capture_setting_names_sources_and_rejects_unknown_ones(

@@ -189,7 +189,12 @@ def test_a_restart_reaches_the_row_and_the_next_process_recaps(notebook: Any) ->
     execute(kc, "%reload_ext jupyter_recap")
     execute(kc, "ext = extension_for(get_ipython())")
     until(lambda: value(kc, "bool(ext.feed and ext.feed.connected)"))
-    time.sleep(0.5)  # room for a second copy to arrive, were there one
+    # The feed answers in order: once a focus change made after the reconnect has reached the
+    # kernel, the reconnect's history (with the restart in it) was handled before it.
+    looking = {"kernel_id": kernel_id, "path": NOTEBOOK, "client_id": "restart-tab"}
+    for focused in (True, False):
+        lab.api("POST", "jupyter-recap/api/focus", {**looking, "focused": focused})
+        until(lambda: value(kc, "ext.schedule.focused") is focused)  # noqa: B023 (waited here)
     assert value(kc, restarts) == texts
 
 

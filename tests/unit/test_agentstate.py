@@ -295,6 +295,14 @@ def test_a_recap_naming_many_cells_still_makes_a_valid_report() -> None:
         Transcript([prompt(1.0)]), cells=cells, recap={"text": text, "model": "m", "at": 2.0}
     )
     assert parse_report(body).ignored == ()
+    # The first MAX_LINKS mentions are links, in order; the rest of the text stays plain.
+    assert body["recap"] is not None
+    links = body["recap"]["links"]
+    assert [link["cell_id"] for link in links] == [f"c{n}" for n in range(1, MAX_LINKS + 1)]
+    assert [utf16(text, x["start"], x["end"]) for x in links[-2:]] == [
+        f"In[{MAX_LINKS - 1}]",
+        f"In[{MAX_LINKS}]",
+    ]
 
 
 # -- cell counts -----------------------------------------------------------------------------
@@ -429,10 +437,14 @@ def test_every_report_passes_the_servers_validation(
     assert parsed.ignored == ()
     if parsed.recap is not None:
         text = parsed.recap["text"]
-        for x in parsed.recap["links"]:
+        links = parsed.recap["links"]
+        for x in links:
             mention = utf16(text, x["start"], x["end"])
             assert mention.startswith("In") and mention.endswith("]")
             assert cells.cell_of(int(mention[2:].strip(" [")[:-1])) == x["cell_id"]
+        # And links are found at all: a plain " In[n] " naming a cell we know is one.
+        known = [n for n in range(1, 41) if f" In[{n}] " in text and cells.cell_of(n)]
+        assert links or not known, (text, known)
 
 
 def test_an_error_leaves_the_kernel_redacted() -> None:

@@ -41,8 +41,10 @@ def test_demo_notebook_prints_an_offline_recap(tmp_path: Path) -> None:
     *recap_lines, signature = result.stdout.rstrip("\n").splitlines()
     assert signature == "— offline"
     text = " ".join(recap_lines)
-    assert "invoices" in text  # the task
-    assert "Next:" in text or "next" in text.lower()  # the next step the last reply stated
+    assert text.startswith("Task: In which order should the migrations run")
+    assert "In[4] failed with CalledProcessError" in text  # where the work stands
+    # The next step is the one the agent's last reply proposed, not a generic one.
+    assert "Next: Drop the deleted_at filter in 20240610_customers.ts" in text
 
 
 def test_explicit_offline_model_without_the_environment_setting(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ conversation's language."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import jupyter_recap as jr
@@ -252,13 +254,46 @@ def test_nothing_to_say() -> None:
     assert offline_recap(jr.Transcript()) is None
 
 
-def test_at_most_three_sentences_and_bounded() -> None:
+#: A sentence ends at a mark followed by a space and a capital letter, or at the end: counted
+#: here without the engine's own splitter, so a fault in that splitter cannot hide.
+_SENTENCE_ENDS = re.compile(r"[.!?…](?=\s+[A-Z]|\s*$)")
+
+
+def count_sentences(text: str) -> int:
+    return len(_SENTENCE_ENDS.findall(text))
+
+
+def test_huge_texts_are_bounded() -> None:
     t = jr.Transcript()
     t.user("a " * 500)
     t.user("b " * 500)
     t.assistant("Next: " + "c " * 500)
     t.outcome("errored", "E: " + "d " * 500)
     assert len(recap(t)) <= 400
+
+
+CHATTY_PROMPT = "Please load sales.csv. Then clean it. Then plot it. Also email Bob."
+CHATTY_REPLY = "I loaded it. It has 3 columns. Next: plot the residuals. Then mail the report."
+CHATTY_ERROR = "ValueError: Length mismatch. Expected 3 elements, got 4. Check the axis."
+
+
+@pytest.mark.parametrize("failure", ["none", "cell", "turn", "tool"])
+def test_at_most_three_sentences_whatever_the_inputs_say(failure: str) -> None:
+    t = jr.Transcript()
+    t.user(CHATTY_PROMPT, cell_id="agent")
+    if failure == "tool":
+        t.tool_call("load", "path='sales.csv'")
+        t.tool_result("load", "", error=CHATTY_ERROR)
+    else:  # (a reply after a failed tool would answer it)
+        t.assistant(CHATTY_REPLY)
+    t.outcome("errored" if failure == "turn" else "ok", CHATTY_ERROR if failure == "turn" else None)
+    if failure == "cell":
+        t.code("df = load()", error=CHATTY_ERROR, count=3)
+    text = recap(t)
+    assert 2 <= count_sentences(text) <= 3, text
+    assert text.startswith("Task: Load sales.csv.")
+    if failure != "none":  # the error is named by its first sentence
+        assert "ValueError: Length mismatch" in text and "Check the axis" not in text, text
 
 
 def test_secrets_never_appear() -> None:
