@@ -5,23 +5,31 @@
     .venv/bin/python benchmarks/bench_recap_quality.py --json     # the figures as JSON
 
 For every session of ``recap_corpus.py`` (hand-written notebook agent work, each with 3–5 key
-facts a person coming back must read), four texts are measured by key-fact recall (the share of
-facts with a phrasing found in the text, case and whitespace ignored) and by size:
+facts a person coming back must read), seven texts are measured by key-fact recall (the share
+of facts with a phrasing found in the text, case and whitespace ignored) and by size:
 
 - *context*: what a model sees, ``build_context(transcript, max_chars=12000, extras=...)`` with
   the real framing of the session's task list and memory notes;
+- *head+tail*: the trivial context of the same size: the first 6,000 and the last 6,000
+  characters of the whole raw transcript (all of it when shorter). A context builder that
+  does no better than this is not worth its rules;
 - *context, room filled*: the same, built by the rule before issue 21, whose recent detail
   walked back across earlier turns while whole lines fitted the cap (the "before" figure of
   the context's economy, measured in the same run);
 - *offline*: the offline engine's recap, ``offline_recap(transcript, open_task=...)``;
+- *3 snippets*: the naive baseline beside it, in the same 400-character cap: the first
+  prompt, the latest prompt and the newest reply or error (the line naming the error), each
+  cut to 133 characters;
 - *last 30 raw*: what agent tools that replay raw history send: the last 30 transcript entries,
   each in full, no cap;
 - *last 30 dialog*: the last 30 prompts and replies only, in full, no cap.
 
 The targets: context mean recall ≥ 0.98 with no session under 0.90, at ≤ 12,000 characters,
-no session below its room-filled recall and at most 60 % of the room-filled mean characters;
-offline mean recall ≥ 0.85. A missed target is printed as MISS, and the exit code stays 0:
-this is a measurement, not a gate. Deterministic, no network.
+no session below its room-filled recall or its head+tail recall, and at most 60 % of the
+room-filled mean characters; offline mean recall ≥ 0.85. The sessions tagged ``mid-session``
+keep their key facts away from both ends of a transcript well over 12,000 characters: the
+script says whether the context beats head+tail on them. A missed target is printed as MISS,
+and the exit code stays 0: this is a measurement, not a gate. Deterministic, no network.
 """
 
 from __future__ import annotations
@@ -44,6 +52,9 @@ from recap_corpus import SESSIONS, Fact, Session, found, full_text, recall  # no
 from jupyter_recap.pipeline import context as context_module  # noqa: E402
 from jupyter_recap.pipeline.context import build_context  # noqa: E402
 from jupyter_recap.pipeline.offline import offline_recap  # noqa: E402
+from jupyter_recap.pipeline.prompt import MAX_RECAP_CHARS  # noqa: E402
+from jupyter_recap.record.transcript import Entry  # noqa: E402
+from jupyter_recap.textutil import error_line, shorten  # noqa: E402
 
 CONTEXT_CHARS = 12000
 PEER_ENTRIES = 30
@@ -51,9 +62,28 @@ CONTEXT_MEAN_TARGET = 0.98
 CONTEXT_MIN_TARGET = 0.90
 OFFLINE_MEAN_TARGET = 0.85
 ECONOMY_TARGET = 0.60
-STRATEGIES = ("context", "context_filled", "offline", "last30_raw", "last30_dialog")
+SNIPPET_CHARS = MAX_RECAP_CHARS // 3  # three snippets in the offline recap's cap
+MID_SESSION = "mid-session"
+STRATEGIES = (
+    "context",
+    "head_tail",
+    "context_filled",
+    "offline",
+    "snippets",
+    "last30_raw",
+    "last30_dialog",
+)
+LABELS = {
+    "context": "context",
+    "head_tail": "head+tail",
+    "context_filled": "room filled",
+    "offline": "offline",
+    "snippets": "3 snippets",
+    "last30_raw": "last 30 raw",
+    "last30_dialog": "last 30 dialog",
+}
 
-__all__ = ["Fact", "Measure", "Row", "measure", "recall", "texts"]
+__all__ = ["Fact", "Measure", "Row", "head_tail", "measure", "recall", "snippets", "texts"]
 
 
 @dataclass(frozen=True)
@@ -70,11 +100,14 @@ class Row:
     """The figures of one session."""
 
     session: str
+    tags: tuple[str, ...]
     transcript_chars: int
     facts: int
     context: Measure
+    head_tail: Measure
     context_filled: Measure
     offline: Measure
+    snippets: Measure
     last30_raw: Measure
     last30_dialog: Measure
     recap: str
@@ -93,6 +126,24 @@ def room_filled() -> Iterator[None]:
         context_module._reach, context_module.EARLIER_TURNS_CHARS = reach, room
 
 
+def head_tail(raw: str, size: int = CONTEXT_CHARS) -> str:
+    """The first and the last ``size // 2`` characters of ``raw`` (all of it when it fits)."""
+    if len(raw) <= size:
+        return raw
+    return raw[: size // 2] + "\n" + raw[-(size - size // 2) :]
+
+
+def snippets(entries: Sequence[Entry], limit: int = SNIPPET_CHARS) -> str:
+    """The naive recap: the first prompt, the latest prompt (when another) and the newest
+    reply or error (the line that names the error), each cut to ``limit`` characters. No rule
+    decides what matters: this is the baseline the offline engine has to beat."""
+    prompts = [e for e in entries if e.kind == "user"]
+    said = [e for e in entries if e.kind == "assistant" or e.error]
+    picked = prompts[:1] + prompts[-1:] if len(prompts) > 1 else prompts
+    picked += said[-1:]
+    return "\n".join(shorten(error_line(e.error) if e.error else e.text, limit) for e in picked)
+
+
 def texts(session: Session) -> dict[str, str]:
     """The texts measured for ``session``, by strategy name."""
     transcript = session.transcript()
@@ -100,16 +151,19 @@ def texts(session: Session) -> dict[str, str]:
     entries = transcript.entries
     shown = [e for e in entries if full_text([e])]
     dialog = [e for e in entries if e.kind in ("user", "assistant")]
+    raw = full_text(entries)
     with room_filled():
         filled = build_context(transcript, max_chars=CONTEXT_CHARS, extras=framing.extras)
     return {
         "context": build_context(transcript, max_chars=CONTEXT_CHARS, extras=framing.extras),
+        "head_tail": head_tail(raw),
         "context_filled": filled,
         "offline": offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
         or "",
+        "snippets": snippets(entries),
         "last30_raw": full_text(shown[-PEER_ENTRIES:]),
         "last30_dialog": full_text(dialog[-PEER_ENTRIES:]),
-        "all": full_text(entries),
+        "all": raw,
     }
 
 
@@ -128,11 +182,14 @@ def run(sessions: Sequence[Session] = SESSIONS) -> list[Row]:
         rows.append(
             Row(
                 session.name,
+                tuple(sorted(session.tags)),
                 len(found_texts["all"]),
                 len(session.facts),
                 by["context"],
+                by["head_tail"],
                 by["context_filled"],
                 by["offline"],
+                by["snippets"],
                 by["last30_raw"],
                 by["last30_dialog"],
                 found_texts["offline"],
@@ -142,13 +199,33 @@ def run(sessions: Sequence[Session] = SESSIONS) -> list[Row]:
 
 
 def summary(rows: Sequence[Row]) -> dict[str, object]:
-    """Means per strategy, the lowest context recall and the verdict on each target."""
+    """Means and lowest recall per strategy, context against head+tail (on every session and
+    on the mid-session ones) and the verdict on each target."""
     means = {
         name: {
             "recall": statistics.fmean(getattr(r, name).recall for r in rows),
+            "min_recall": min(getattr(r, name).recall for r in rows),
             "chars": statistics.fmean(getattr(r, name).chars for r in rows),
         }
         for name in STRATEGIES
+    }
+    mid = [r for r in rows if MID_SESSION in r.tags]
+    versus = {
+        "head_tail_mean": means["head_tail"]["recall"],
+        "context_mean": means["context"]["recall"],
+        "mid_session_sessions": len(mid),
+        "mid_session_head_tail_mean": statistics.fmean(r.head_tail.recall for r in mid)
+        if mid
+        else None,
+        "mid_session_context_mean": statistics.fmean(r.context.recall for r in mid)
+        if mid
+        else None,
+        "context_beats_head_tail_on_mid_session": [
+            r.session for r in mid if r.context.recall > r.head_tail.recall
+        ],
+        "context_below_head_tail": [
+            r.session for r in rows if r.context.recall < r.head_tail.recall
+        ],
     }
     context_min = min(r.context.recall for r in rows)
     largest = max(r.context.chars for r in rows)
@@ -162,29 +239,33 @@ def summary(rows: Sequence[Row]) -> dict[str, object]:
         "context recall >= room-filled recall in every session": all(
             r.context.recall >= r.context_filled.recall for r in rows
         ),
+        "context recall >= head+tail recall in every session": not versus[
+            "context_below_head_tail"
+        ],
         f"context mean chars <= {ECONOMY_TARGET:.0%} of room-filled": share <= ECONOMY_TARGET,
         f"offline mean recall >= {OFFLINE_MEAN_TARGET}": means["offline"]["recall"]
         >= OFFLINE_MEAN_TARGET,
     }
-    return {"means": means, "context_min": context_min, "share": share, "targets": targets}
+    return {
+        "means": means,
+        "context_min": context_min,
+        "share": share,
+        "versus": versus,
+        "targets": targets,
+    }
 
 
 def print_table(rows: Sequence[Row], verbose: bool) -> None:
     """The Markdown table, the means and the targets (and, verbose, the misses and recaps)."""
-    print(
-        "| session | transcript | facts | context | ctx chars | room filled | filled chars "
-        "| offline | off chars | last 30 raw | raw chars | last 30 dialog | dialog chars |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    heads = " | ".join(f"{LABELS[name]} | chars" for name in STRATEGIES)
+    print(f"| session | transcript | facts | {heads} |")
+    print("|---|---:|---:|" + "---:|---:|" * len(STRATEGIES))
     for r in rows:
-        print(
-            f"| {r.session} | {r.transcript_chars:,} | {r.facts} "
-            f"| {r.context.recall:.2f} | {r.context.chars:,} "
-            f"| {r.context_filled.recall:.2f} | {r.context_filled.chars:,} "
-            f"| {r.offline.recall:.2f} | {r.offline.chars:,} "
-            f"| {r.last30_raw.recall:.2f} | {r.last30_raw.chars:,} "
-            f"| {r.last30_dialog.recall:.2f} | {r.last30_dialog.chars:,} |"
+        cells = " ".join(
+            f"| {getattr(r, name).recall:.2f} | {getattr(r, name).chars:,}" for name in STRATEGIES
         )
+        mark = " (mid)" if MID_SESSION in r.tags else ""
+        print(f"| {r.session}{mark} | {r.transcript_chars:,} | {r.facts} {cells} |")
     result = summary(rows)
     means = result["means"]
     assert isinstance(means, dict)
@@ -192,9 +273,35 @@ def print_table(rows: Sequence[Row], verbose: bool) -> None:
         f"| {means[name]['recall']:.2f} | {means[name]['chars']:,.0f}" for name in STRATEGIES
     )
     print(f"| **mean** | | {cells} |")
+    lowest = " ".join(f"| {means[name]['min_recall']:.2f} |" for name in STRATEGIES)
+    print(f"| **lowest** | | {lowest}")
     print()
     print(f"lowest context recall: {result['context_min']:.2f}")
     print(f"context mean chars: {result['share']:.0%} of the room-filled context's")
+    versus = result["versus"]
+    assert isinstance(versus, dict)
+    print(
+        f"head+tail mean recall {versus['head_tail_mean']:.2f} vs context "
+        f"{versus['context_mean']:.2f}"
+    )
+    mid = [r for r in rows if MID_SESSION in r.tags]
+    if mid:
+        beaten = versus["context_beats_head_tail_on_mid_session"]
+        worse = [r.session for r in mid if r.context.recall < r.head_tail.recall]
+        verdict = "yes" if len(beaten) == len(mid) else "no"
+        print(
+            f"context beats head+tail on the mid-session sessions: {verdict} "
+            f"({len(beaten)} of {len(mid)}; head+tail mean "
+            f"{versus['mid_session_head_tail_mean']:.2f} vs context "
+            f"{versus['mid_session_context_mean']:.2f}"
+            + (f"; context lower on {', '.join(worse)}" if worse else "")
+            + ")"
+        )
+    print(
+        f"offline mean recall {means['offline']['recall']:.2f} vs 3 snippets "
+        f"{means['snippets']['recall']:.2f} (mean {means['offline']['chars']:,.0f} vs "
+        f"{means['snippets']['chars']:,.0f} characters)"
+    )
     targets = result["targets"]
     assert isinstance(targets, dict)
     for name, ok in targets.items():

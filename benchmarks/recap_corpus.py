@@ -12,6 +12,14 @@ tool-heavy session far larger than the context's cap, cells without any prompt, 
 summary, a task list and memory notes, a first prompt that opens with a preamble, an original
 task many turns back, and a failure that a later, unrelated success hides.
 
+The sessions tagged ``mid-session`` are long (over 25,000 characters, 39–46 prompts, cells and
+tool calls with bulky output) and keep key facts away from both ends, where a context cut to
+its first and last 6,000 characters cannot see them: a save that failed about 20 steps before
+the end and that nothing later fixed, a constraint the person stated in their second prompt
+("never write to prod", "Python 3.9"), and rules decided for one plant that a later "do the
+same for plant B" and "plant C, same way" refer to. They are there so that a context builder
+no better than head+tail scores lower than one that is.
+
 How the key facts were chosen: for each session, 3 to 5 things a person coming back to the
 notebook must read in a 1–3 sentence recap, written from what the session is about (not from
 what any engine produces): the task as the person asked it, the current state (the unresolved
@@ -1840,6 +1848,1419 @@ LOCALE = Session(
 )
 
 
+# 16. mid-session: a failure 20 batches back that nothing later fixed ---------------------
+
+_COUNTRIES = ("DE", "FR", "NL", "AT", "BE", "IT", "ES", "PL", "SE", "DK", "CH", "NO")
+_LINES = ("Audio", "Wearables", "Smart home", "Accessories", "Bundles")
+
+
+def _board_rows(seed: int) -> list[list[object]]:
+    """Revenue and margin per country and product line, as the notebook prints them."""
+    rows: list[list[object]] = []
+    for i, country in enumerate(_COUNTRIES):
+        for j, line in enumerate(_LINES):
+            revenue = 4_100_000 - 290_000 * i + 173_000 * j + 9_100 * seed
+            margin = revenue * (0.31 + 0.017 * ((i + 2 * j) % 7))
+            rows.append(
+                [country, line, f"{revenue:,.0f}", f"{margin:,.0f}", f"{margin / revenue:.1%}"]
+            )
+    return rows
+
+
+def _board_q3(t: Transcript) -> None:
+    t.user(
+        "Prepare the Q3 numbers for the board deck from sales_q3.parquet: revenue and gross "
+        "margin per country and product line, in EUR. When the table is final, save it to the "
+        "board share as /mnt/board/q3/revenue_margin.parquet; Finance pulls the deck's numbers "
+        "from there on Friday."
+    )
+    t.assistant(
+        "I'll load sales_q3.parquet and check the columns, the currencies and the data quality "
+        "first."
+    )
+    _cell(
+        t,
+        "import pandas as pd\nsales = pd.read_parquet('sales_q3.parquet')\nsales.info()",
+        info(
+            1_284_377,
+            [
+                ("order_id", "int64"),
+                ("line_id", "int64"),
+                ("order_date", "datetime64[ns]"),
+                ("country", "object"),
+                ("store", "object"),
+                ("sku", "object"),
+                ("product_line", "object"),
+                ("quantity", "int64"),
+                ("unit_price", "float64"),
+                ("currency", "object"),
+                ("discount", "float64"),
+                ("channel", "object"),
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "sales.head(15)",
+        table(
+            [
+                "order_id",
+                "line_id",
+                "order_date",
+                "country",
+                "store",
+                "sku",
+                "quantity",
+                "unit_price",
+                "currency",
+            ],
+            [
+                [
+                    88_410_233 + n // 3,
+                    301_558_901 + n,
+                    f"2024-07-{1 + n // 5:02d}",
+                    _COUNTRIES[n % 12],
+                    f"{_COUNTRIES[n % 12]}-{10 + n % 7:03d}",
+                    f"{('AUD', 'WEA', 'SMH', 'ACC', 'BND')[n % 5]}-{1000 + 37 * n}",
+                    1 + n % 3 if n % 9 else -1,
+                    f"{19.9 + 11 * (n % 8):.2f}",
+                    ("EUR", "EUR", "EUR", "GBP", "CHF", "SEK", "PLN", "DKK")[n % 8],
+                ]
+                for n in range(15)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "sales['currency'].value_counts()",
+        "currency\nEUR    941223\nPLN    102877\nSEK     84410\nCHF     61032\nDKK     "
+        "48877\nNOK     45958\nName: count, dtype: int64",
+    )
+    _cell(
+        t,
+        "sales.describe(include='all').T",
+        table(
+            ["column", "count", "unique", "top", "mean", "min", "max"],
+            [
+                ["order_id", 1284377, "", "", 88960112.4, 88410233, 89511876],
+                ["line_id", 1284377, "", "", 302201445.1, 301558901, 302843276],
+                ["country", 1284377, 12, "DE", "", "", ""],
+                ["store", 1284377, 143, "DE-012", "", "", ""],
+                ["sku", 1284377, 4127, "ACC-2291", "", "", ""],
+                ["product_line", 1284377, 5, "Accessories", "", "", ""],
+                ["quantity", 1284377, "", "", 1.37, -12, 240],
+                ["unit_price", 1284377, "", "", 61.84, 0.0, 2499.0],
+                ["currency", 1284377, 6, "EUR", "", "", ""],
+                ["discount", 1284377, "", "", 0.062, 0.0, 0.5],
+                ["channel", 1284377, 3, "web", "", "", ""],
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "(sales['quantity'] < 0).sum(), (sales['store'] == 'TEST-01').sum(), "
+        "sales['line_id'].duplicated().sum()",
+        "(21408, 58, 1203)",
+    )
+    t.assistant(
+        "Amounts come in six currencies (EUR, PLN, SEK, CHF, DKK, NOK). 21,408 lines with a "
+        "negative quantity are returns and should be netted; store TEST-01 has 58 test orders; "
+        "1,203 line_ids are duplicated by a double import. I'll drop the test orders and the "
+        "duplicates, then convert with the ECB daily rates."
+    )
+    _cell(
+        t,
+        "sales = sales[sales['store'] != 'TEST-01'].drop_duplicates('line_id')\nlen(sales)",
+        "1283116",
+    )
+    _cell(
+        t,
+        "rates = pd.read_csv('ecb_rates_q3.csv', parse_dates=['date'])\nrates.tail(12)",
+        table(
+            ["date", "PLN", "SEK", "CHF", "DKK", "NOK"],
+            [
+                [
+                    f"2024-09-{18 + n:02d}",
+                    f"{4.2711 + 0.0031 * n:.4f}",
+                    f"{11.3210 - 0.012 * n:.4f}",
+                    f"{0.9432 + 0.0007 * n:.4f}",
+                    f"{7.4589 + 0.0001 * n:.4f}",
+                    f"{11.7740 + 0.009 * n:.4f}",
+                ]
+                for n in range(12)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "long = rates.melt(id_vars='date', var_name='currency', value_name='rate')\n"
+        "long = pd.concat([long, rates[['date']].assign(currency='EUR', rate=1.0)])\n"
+        "sales = sales.merge(long, left_on=['order_date', 'currency'], "
+        "right_on=['date', 'currency'], how='left')\n"
+        "sales['revenue_eur'] = sales['quantity'] * sales['unit_price'] * "
+        "(1 - sales['discount']) / sales['rate']\nsales['revenue_eur'].isna().sum()",
+        "0",
+    )
+    _cell(
+        t,
+        "costs = pd.read_parquet('sku_costs.parquet')\n"
+        "sales = sales.merge(costs, on='sku', how='left')\n"
+        "missing = sales.loc[sales['unit_cost_eur'].isna(), 'sku']\n"
+        "missing.nunique(), missing.str[:3].value_counts()",
+        "(312,\nsku\nBND    312\nName: count, dtype: int64)",
+    )
+    t.assistant(
+        "Revenue is in EUR now (ECB daily rates, returns netted). 312 SKUs have no unit cost in "
+        "sku_costs.parquet, all of them BND-… bundles, so their margin can't be computed yet."
+    )
+    t.outcome("ok")
+    t.user(
+        "The bundles are costed from their components: bundles.csv maps each bundle to its "
+        "component SKUs. Use the sum of the components' costs."
+    )
+    _cell(
+        t,
+        "bundles = pd.read_csv('bundles.csv')\nbundles.head(20)",
+        table(
+            ["bundle_sku", "component_sku", "quantity", "valid_from"],
+            [
+                [
+                    f"BND-{2000 + n // 3}",
+                    f"{('AUD', 'WEA', 'ACC')[n % 3]}-{1100 + 41 * n}",
+                    1 + n % 2,
+                    "2024-01-01",
+                ]
+                for n in range(20)
+            ],
+        ),
+    )
+    code = (
+        "parts = bundles.merge(costs, left_on='component_sku', right_on='sku')\n"
+        "parts['cost'] = parts['unit_cost_eur'] * parts['qty']\n"
+        "bundle_cost = parts.groupby('bundle_sku')['cost'].sum()\n"
+        "sales['unit_cost_eur'] = sales['unit_cost_eur'].fillna(sales['sku'].map(bundle_cost))"
+    )
+    _cell(
+        t,
+        code,
+        "",
+        error=traceback(
+            "KeyError: 'qty'",
+            frame("<ipython-input-14>", 2, "<module>", "parts['cost'] = ..."),
+            frame(f"{PANDAS}/core/frame.py", 4102, "__getitem__", "indexer = ..."),
+            frame(f"{PANDAS}/core/indexes/base.py", 3812, "get_loc", "raise KeyError(key)"),
+        ),
+    )
+    _cell(
+        t,
+        code.replace("parts['qty']", "parts['quantity']") + "\nsales['unit_cost_eur'].isna().sum()",
+        "0",
+    )
+    _cell(
+        t,
+        "sales['margin_eur'] = sales['revenue_eur'] - sales['quantity'] * "
+        "sales['unit_cost_eur']\n"
+        "board = sales.pivot_table(index=['country', 'product_line'], "
+        "values=['revenue_eur', 'margin_eur'], aggfunc='sum')\n"
+        "board['margin_pct'] = board['margin_eur'] / board['revenue_eur']\nboard",
+        table(
+            ["country", "product_line", "revenue_eur", "margin_eur", "margin_pct"], _board_rows(0)
+        )
+        + "\n\n[60 rows x 3 columns]",
+    )
+    t.assistant(
+        "The table is ready: `board` has revenue, margin and margin % for 12 countries × 5 "
+        "product lines (60 rows). Q3 revenue is €184.2m at a 38.7 % gross margin; bundles are "
+        "costed from their components."
+    )
+    t.outcome("ok")
+    t.user("Looks plausible. Save it to the board share now, then we'll do the charts.")
+    _cell(
+        t,
+        "board.to_parquet('/mnt/board/q3/revenue_margin.parquet')",
+        "",
+        error=traceback(
+            "PermissionError: [Errno 13] Permission denied: '/mnt/board/q3/revenue_margin.parquet'",
+            frame("<ipython-input-17>", 1, "<module>", "board.to_parquet(...)"),
+            frame(f"{PANDAS}/io/parquet.py", 190, "write", "path_or_handle, handles, ..."),
+            frame(
+                f"{PANDAS}/io/common.py", 882, "get_handle", "handle = open(handle, ioargs.mode)"
+            ),
+        ),
+    )
+    t.tool_call("run_shell", {"cmd": "ls -ld /mnt/board/q3 && id"})
+    t.tool_result(
+        "run_shell",
+        "drwxr-x--- 2 finance finance 4096 Oct  2 09:14 /mnt/board/q3\n"
+        "uid=1042(jkoch) gid=1042(jkoch) groups=1042(jkoch),1100(analytics)",
+    )
+    t.assistant(
+        "The save failed with PermissionError: /mnt/board/q3 belongs to the finance group and "
+        "only finance can write there, while this kernel runs as jkoch (analytics). Someone in "
+        "finance has to give you write access or copy the file in. Nothing is saved yet; the "
+        "table is in memory as `board`."
+    )
+    t.outcome("ok")
+    t.user(
+        "I'll ask Marta in finance for write access. Go on with the charts meanwhile: gross "
+        "margin % by product line, one group of bars per country."
+    )
+    palette = "['#0B3D91', '#F2A900', '#2E8B57', '#C8102E', '#6C757D']"
+    chart_asks = [
+        ("Sort the countries by revenue, biggest first.", "Countries are sorted by Q3 revenue."),
+        (
+            f"Use our brand colours, one per product line: {palette}.",
+            "The bars use the brand colours now.",
+        ),
+        ("Add data labels in €k on top of the bars.", "Each bar carries its margin in €k."),
+        (
+            "Put Switzerland and Norway in a separate 'Non-EU' panel on the right.",
+            "CH and NO are in their own 'Non-EU' panel.",
+        ),
+        ("The y axis should start at 0 and go to 60 %.", "Both panels share a 0–60 % axis."),
+        (
+            "Add a footnote: 'Returns netted; bundles costed from their components.'",
+            "The footnote is under the chart.",
+        ),
+        (
+            "Now a second chart: revenue per month per product line, stacked.",
+            "The stacked monthly revenue chart is drawn below the first.",
+        ),
+    ]
+    t.assistant("Drawing the grouped bar chart from `board`.")
+    for number, (ask, reply) in enumerate([(None, "Here is the first version."), *chart_asks]):
+        if ask is not None:
+            t.user(ask)
+        shown = table(
+            ["country", *_LINES],
+            [
+                [c, *(f"{0.31 + 0.017 * ((i + 2 * j + number) % 7):.1%}" for j in range(5))]
+                for i, c in enumerate(_COUNTRIES)
+            ],
+        )
+        _cell(
+            t,
+            f"# chart step {number + 1}\n"
+            "data = board['margin_pct'].unstack('product_line').loc[order]\ndata",
+            shown,
+        )
+        _cell(
+            t,
+            "fig, ax = plt.subplots(figsize=(14, 7))\n"
+            f"data.plot.bar(ax=ax, color={palette}, width=0.8)\nfig",
+            "<Figure size 1400x700 with 1 Axes>",
+        )
+        t.assistant(reply)
+        t.outcome("ok")
+    t.user("Export both charts as SVG into charts/ for the deck.")
+    save = "fig.savefig('charts/margin_by_line.svg')\nfig2.savefig('charts/revenue_by_month.svg')"
+    _cell(
+        t,
+        save,
+        "",
+        error=traceback(
+            "FileNotFoundError: [Errno 2] No such file or directory: 'charts/margin_by_line.svg'",
+            frame("<ipython-input-41>", 1, "<module>", "fig.savefig(...)"),
+        ),
+    )
+    _cell(t, "import os\nos.makedirs('charts', exist_ok=True)\n" + save, "")
+    t.tool_call("run_shell", {"cmd": "ls -l charts/"})
+    t.tool_result(
+        "run_shell",
+        "total 212\n-rw-r--r-- 1 jkoch jkoch 118204 Oct  2 11:02 margin_by_line.svg\n"
+        "-rw-r--r-- 1 jkoch jkoch  96611 Oct  2 11:02 revenue_by_month.svg",
+    )
+    t.assistant(
+        "Both charts are exported: charts/margin_by_line.svg (grouped bars with the Non-EU "
+        "panel, labels in €k, the footnote) and charts/revenue_by_month.svg (stacked by "
+        "product line)."
+    )
+    t.outcome("ok")
+
+
+BOARD_Q3 = Session(
+    "board-q3-unsaved",
+    "a save that failed 20 batches back (PermissionError), never fixed, buried under charts",
+    frozenset({"en", "mid-session", "unfixed"}),
+    (
+        ("board deck",),
+        ("revenue_margin.parquet",),
+        ("PermissionError", "Permission denied"),
+        ("write access", "Marta"),
+    ),
+    _board_q3,
+)
+
+
+# 17. mid-session: a constraint stated early that still binds ------------------------------
+
+
+def _crm_rows(start: int, count: int) -> list[list[object]]:
+    """Customer rows that share an e-mail address, as a query prints them."""
+    first = ("Anna", "Jonas", "Lea", "Paul", "Mia", "Felix", "Emma", "Noah", "Lina")
+    last = ("Schulz", "Becker", "Wagner", "Hoffmann", "Koch", "Richter", "Klein")
+    domains = ("gmx.de", "web.de", "mail.com")
+    return [
+        [
+            7_100_000 + 37 * n,
+            f"{first[n % 9]} {last[(n // 2) % 7]}",
+            f"{first[n % 9][0].lower()}.{last[(n // 2) % 7].lower()}@{domains[n % 3]}",
+            f"{10115 + 211 * (n // 2)}",
+            f"20{12 + n % 12:02d}-0{1 + n % 9}-1{n % 10}",
+            f"2024-0{1 + n % 9}-2{n % 8}" if n % 4 else "",
+        ]
+        for n in range(start, start + count)
+    ]
+
+
+def _crm_constraint(t: Transcript) -> None:
+    t.user(
+        "Find the duplicate customer accounts in the CRM and build a merge plan: which account "
+        "survives and which ones fold into it. The warehouse connection is `wh` (Postgres)."
+    )
+    t.assistant("I'll look at the customers table and how many accounts share an e-mail first.")
+    t.tool_call("run_sql", {"sql": "\\d+ prod.customers"})
+    columns = [
+        ("customer_id", "bigint", "not null", "nextval('customers_id_seq'::regclass)"),
+        ("full_name", "text", "not null", ""),
+        ("email", "text", "", ""),
+        ("phone", "text", "", ""),
+        ("street", "text", "", ""),
+        ("postcode", "character varying(10)", "", ""),
+        ("city", "text", "", ""),
+        ("country", "character(2)", "not null", "'DE'::bpchar"),
+        ("created_at", "timestamp with time zone", "not null", "now()"),
+        ("last_login_at", "timestamp with time zone", "", ""),
+        ("billing_account_id", "bigint", "", ""),
+        ("marketing_opt_in", "boolean", "not null", "false"),
+        ("source_system", "text", "not null", "'shop'::text"),
+        ("updated_at", "timestamp with time zone", "not null", "now()"),
+    ]
+    t.tool_result(
+        "run_sql",
+        '                          Table "prod.customers"\n'
+        "      Column        |           Type           | Nullable |   Default\n"
+        + "\n".join(f" {c:<18} | {ty:<24} | {nn:<8} | {d}" for c, ty, nn, d in columns)
+        + '\nIndexes:\n    "customers_pkey" PRIMARY KEY, btree (customer_id)\n'
+        '    "customers_billing_idx" btree (billing_account_id)\n'
+        'Referenced by:\n    TABLE "prod.invoices" CONSTRAINT "invoices_customer_fk" FOREIGN '
+        "KEY (customer_id) REFERENCES prod.customers(customer_id)\n"
+        '    TABLE "prod.subscriptions" CONSTRAINT "subscriptions_customer_fk" FOREIGN KEY '
+        "(customer_id) REFERENCES prod.customers(customer_id)",
+    )
+    t.tool_call("run_sql", {"sql": "\\d prod.invoices"})
+    invoice_columns = [
+        ("invoice_id", "bigint", "not null"),
+        ("customer_id", "bigint", "not null"),
+        ("billing_account_id", "bigint", "not null"),
+        ("issued_on", "date", "not null"),
+        ("due_on", "date", "not null"),
+        ("amount_eur", "numeric(12,2)", "not null"),
+        ("status", "text", "not null"),
+        ("dunning_level", "smallint", "not null"),
+        ("paid_on", "date", ""),
+        ("pdf_path", "text", ""),
+    ]
+    t.tool_result(
+        "run_sql",
+        '                 Table "prod.invoices"\n'
+        "      Column        |     Type      | Nullable\n"
+        + "\n".join(f" {c:<18} | {ty:<13} | {nn}" for c, ty, nn in invoice_columns)
+        + '\nIndexes:\n    "invoices_pkey" PRIMARY KEY, btree (invoice_id)\n'
+        '    "invoices_customer_idx" btree (customer_id)\n'
+        "    \"invoices_open_idx\" btree (status) WHERE status = 'open'::text\n"
+        'Foreign-key constraints:\n    "invoices_customer_fk" FOREIGN KEY (customer_id) '
+        "REFERENCES prod.customers(customer_id)\nTriggers:\n    invoices_audit AFTER INSERT "
+        "OR UPDATE ON prod.invoices FOR EACH ROW EXECUTE FUNCTION audit.log_change()",
+    )
+    t.tool_call(
+        "run_sql",
+        {"sql": "SELECT count(*), count(DISTINCT lower(trim(email))) FROM prod.customers"},
+    )
+    t.tool_result("run_sql", " count  | count\n--------+--------\n 412906 | 398311\n(1 row)")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT customer_id, full_name, email, postcode, created_at::date, "
+            "last_login_at::date FROM prod.customers WHERE lower(trim(email)) IN (SELECT "
+            "lower(trim(email)) FROM prod.customers GROUP BY 1 HAVING count(*) > 1) ORDER BY "
+            "lower(trim(email)) LIMIT 40"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        table(
+            ["customer_id", "full_name", "email", "postcode", "created_at", "last_login_at"],
+            _crm_rows(0, 40),
+        )
+        + "\n(40 rows)",
+    )
+    t.assistant(
+        "412,906 accounts but only 398,311 distinct e-mails: about 14,600 accounts share an "
+        "address with another. To make the grouping fast I'd add a normalised email column to "
+        "prod.customers with an index on it, then group on that."
+    )
+    t.outcome("ok")
+    t.user(
+        "No. Never write to prod: not prod.customers, not any table in prod. It feeds billing "
+        "and the nightly invoice run. Read from prod, and put every table you make in the "
+        "sandbox_crm schema. And the merge will run as a job on the Airflow workers, which are "
+        "still on Python 3.9, so no match statements, no 3.10+ syntax and no library that "
+        "needs a newer Python."
+    )
+    t.assistant(
+        "Understood: prod is read-only for this work, every table I make goes to sandbox_crm, "
+        "and the code stays Python 3.9-compatible. I'll compute the normalised e-mail in a "
+        "table of its own in sandbox_crm."
+    )
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "CREATE TABLE sandbox_crm.customers_norm AS SELECT customer_id, full_name, "
+            "lower(trim(email)) AS email_norm, regexp_replace(phone, '\\D', '', 'g') AS "
+            "phone_norm, upper(replace(postcode, ' ', '')) AS postcode_norm, created_at, "
+            "last_login_at, billing_account_id FROM prod.customers"
+        },
+    )
+    t.tool_result("run_sql", "SELECT 412906")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "CREATE INDEX ON sandbox_crm.customers_norm (email_norm); ANALYZE "
+            "sandbox_crm.customers_norm"
+        },
+    )
+    t.tool_result("run_sql", "CREATE INDEX\nANALYZE")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT n, count(*) AS groups FROM (SELECT email_norm, count(*) n FROM "
+            "sandbox_crm.customers_norm WHERE email_norm <> '' GROUP BY 1 HAVING count(*) > 1) "
+            "g GROUP BY n ORDER BY n"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        table(
+            ["n", "groups"],
+            [[2, 11873], [3, 914], [4, 121], [5, 33], [6, 9], [8, 2], [17, 1], [212, 1]],
+        )
+        + "\n(8 rows)",
+    )
+    t.assistant(
+        "Most duplicates are pairs. One address has 212 accounts; I'll look at the "
+        "addresses with the most accounts before grouping on them."
+    )
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT email_norm, count(*) AS accounts, count(DISTINCT postcode_norm) AS "
+            "postcodes, min(created_at)::date AS first, max(created_at)::date AS last FROM "
+            "sandbox_crm.customers_norm GROUP BY 1 ORDER BY 2 DESC LIMIT 15"
+        },
+    )
+    placeholders = [
+        ["noreply@shop.example", 212, 187],
+        ["", 9120, 2981],
+        ["keine@email.de", 17, 17],
+        ["test@test.de", 8, 8],
+        ["info@kochbau-gmbh.de", 17, 1],
+        ["x@x.de", 6, 6],
+        *(
+            [f"{n}.{k}@{('gmx.de', 'web.de', 't-online.de')[n % 3]}", 5 - n // 5, 1]
+            for n, k in enumerate(("mueller", "schmidt", "weber", "meyer", "wolf", "vogel"))
+        ),
+        ["kunde@kunde.de", 4, 4],
+        ["a@b.de", 4, 4],
+        ["hofmann.family@web.de", 4, 1],
+    ]
+    t.tool_result(
+        "run_sql",
+        table(
+            ["email_norm", "accounts", "postcodes", "first", "last"],
+            [[*row, "2012-03-02", "2024-09-28"] for row in placeholders],
+        )
+        + "\n(15 rows)",
+    )
+    t.assistant(
+        "The top addresses are placeholders the call centre types in (noreply@shop.example, "
+        "keine@email.de, test@test.de, x@x.de, kunde@kunde.de, a@b.de) or empty: each spans "
+        "many postcodes, so those accounts are different people. I'll treat these as no "
+        "e-mail and match those accounts on name and postcode instead; info@kochbau-gmbh.de "
+        "(17 accounts, one postcode) is a real company."
+    )
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT count(*) AS accounts, count(DISTINCT phone_norm) AS phones FROM "
+            "sandbox_crm.customers_norm WHERE phone_norm <> '' AND email_norm IN (SELECT "
+            "email_norm FROM sandbox_crm.placeholder_emails)"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        "",
+        error='ERROR:  relation "sandbox_crm.placeholder_emails" does not exist\nLINE 1: '
+        "...WHERE phone_norm <> '' AND email_norm IN (SELECT email_norm FROM sandbox_crm....",
+    )
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "CREATE TABLE sandbox_crm.placeholder_emails (email_norm text PRIMARY KEY); "
+            "INSERT INTO sandbox_crm.placeholder_emails VALUES ('noreply@shop.example'), "
+            "('keine@email.de'), ('test@test.de'), ('x@x.de'), ('kunde@kunde.de'), "
+            "('a@b.de'), ('')"
+        },
+    )
+    t.tool_result("run_sql", "CREATE TABLE\nINSERT 0 7")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT count(*) AS accounts, count(DISTINCT phone_norm) AS phones FROM "
+            "sandbox_crm.customers_norm WHERE phone_norm <> '' AND email_norm IN (SELECT "
+            "email_norm FROM sandbox_crm.placeholder_emails)"
+        },
+    )
+    t.tool_result("run_sql", " accounts | phones\n----------+--------\n     6204 |   5388\n(1 row)")
+    t.assistant(
+        "Of the 9,371 accounts without a real e-mail, 6,204 have a phone number, and 816 of "
+        "those share it with another account. Phone matches are strong evidence; for the "
+        "rest I'd match names within a postcode."
+    )
+    t.outcome("ok")
+    t.user("Use the phone matches too.")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "CREATE TABLE sandbox_crm.phone_pairs AS SELECT a.customer_id AS id_a, "
+            "b.customer_id AS id_b, a.phone_norm FROM sandbox_crm.customers_norm a JOIN "
+            "sandbox_crm.customers_norm b ON a.phone_norm = b.phone_norm AND a.customer_id < "
+            "b.customer_id WHERE a.phone_norm <> '' AND length(a.phone_norm) >= 8"
+        },
+    )
+    t.tool_result("run_sql", "SELECT 1187")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT p.phone_norm, a.full_name AS name_a, b.full_name AS name_b, "
+            "a.postcode_norm AS plz_a, b.postcode_norm AS plz_b FROM sandbox_crm.phone_pairs "
+            "p JOIN sandbox_crm.customers_norm a ON a.customer_id = p.id_a JOIN "
+            "sandbox_crm.customers_norm b ON b.customer_id = p.id_b ORDER BY random() LIMIT 20"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        table(
+            ["phone_norm", "name_a", "name_b", "plz_a", "plz_b"],
+            [
+                [
+                    f"49{151_2000_0000 + 7919 * n}",
+                    row[1],
+                    str(row[1]).replace("a", "á", n % 2),
+                    row[3],
+                    row[3] if n % 6 else f"{int(str(row[3])) + 2}",
+                ]
+                for n, row in enumerate(_crm_rows(300, 20))
+            ],
+        )
+        + "\n(20 rows)",
+    )
+    t.assistant(
+        "1,187 phone pairs; in a sample of 20, 19 are the same person (a typo or a move), one "
+        "is a shared office number. Phone pairs go into the plan together with the e-mail "
+        "matches."
+    )
+    t.outcome("ok")
+    t.user("Makes sense. Use rapidfuzz for the names if it fits the constraints.")
+    _cell(
+        t,
+        "!pip show rapidfuzz",
+        "Name: rapidfuzz\nVersion: 3.6.1\nSummary: rapid fuzzy string matching\n"
+        "Home-page: https://github.com/rapidfuzz/RapidFuzz\nAuthor: Max Bachmann\n"
+        "License: MIT\nLocation: /opt/conda/lib/python3.11/site-packages\nRequires:\n"
+        "Required-by:\nRequires-Python: >=3.8",
+    )
+    t.assistant("rapidfuzz 3.6.1 supports Python ≥ 3.8, so it runs on the workers.")
+    _cell(
+        t,
+        "import pandas as pd\nfrom rapidfuzz import fuzz\n"
+        "norm = pd.read_sql('SELECT * FROM sandbox_crm.customers_norm', wh)\n"
+        "blocks = norm[norm['email_norm'].isin(PLACEHOLDERS) | norm['email_norm'].eq('')]\n"
+        "pairs = blocks.merge(blocks, on='postcode_norm', suffixes=('_a', '_b'))\n"
+        "pairs = pairs[pairs['customer_id_a'] < pairs['customer_id_b']]\n"
+        "pairs['score'] = [fuzz.token_sort_ratio(a, b) / 100 for a, b in "
+        "zip(pairs['full_name_a'], pairs['full_name_b'])]\n"
+        "pairs['score'].describe()",
+        "count    58214.000000\nmean         0.412871\nstd          0.198224\nmin          "
+        "0.000000\n25%          0.280000\n50%          0.390000\n75%          0.520000\nmax"
+        "          1.000000\nName: score, dtype: float64",
+    )
+    _cell(
+        t,
+        "pd.cut(pairs['score'], [0, .5, .8, .85, .9, .92, .95, .98, 1]).value_counts()"
+        ".sort_index()",
+        "score\n(0.0, 0.5]      41870\n(0.5, 0.8]      13922\n(0.8, 0.85]      1104\n"
+        "(0.85, 0.9]       602\n(0.9, 0.92]       231\n(0.92, 0.95]      188\n"
+        "(0.95, 0.98]      141\n(0.98, 1.0]       156\nName: count, dtype: int64",
+    )
+    t.user("Show me 20 pairs just above and below 0.9.")
+    _cell(
+        t,
+        "pairs[pairs['score'].between(.86, .94)].sample(20, random_state=1)[['full_name_a', "
+        "'full_name_b', 'postcode_norm', 'street_a', 'street_b', 'score']]",
+        table(
+            ["full_name_a", "full_name_b", "postcode_norm", "street_a", "street_b", "score"],
+            [
+                [
+                    f"{('Anna', 'Jonas', 'Lea', 'Paul', 'Mia')[n % 5]} "
+                    f"{('Schulz', 'Becker', 'Wagner', 'Koch')[n % 4]}",
+                    f"{('Anne', 'Jonas', 'Leah', 'Pauline', 'Mia')[n % 5]} "
+                    f"{('Schultz', 'Becker', 'Wagner', 'Koch')[n % 4]}",
+                    10115 + 211 * n,
+                    f"Lindenstr. {3 + n}",
+                    f"Lindenstr. {3 + n}" if n % 3 else f"Lindenstraße {3 + n}",
+                    f"{0.86 + 0.004 * n:.3f}",
+                ]
+                for n in range(20)
+            ],
+        ),
+    )
+    t.assistant(
+        "Below 0.92 most pairs are different people in one household (Paul and Pauline Koch at "
+        "the same address); from 0.92 up they are spelling variants of one person. I suggest "
+        "0.92 as the threshold for name matches."
+    )
+    t.outcome("ok")
+    t.user(
+        "Agreed, 0.92. The survivor is the account with the latest login; ties go to the "
+        "oldest account."
+    )
+    _cell(
+        t,
+        "from typing import Dict, List, Optional\n\n"
+        "def survivor(group: pd.DataFrame) -> int:\n"
+        "    ranked = group.sort_values(['last_login_at', 'created_at'], "
+        "ascending=[False, True], na_position='last')\n"
+        "    return int(ranked['customer_id'].iloc[0])\n\n"
+        "groups = assign_groups(norm, pairs[pairs['score'] >= .92])\n"
+        "plan = groups.groupby('group_id').apply(lambda g: pd.Series({'survivor': survivor(g), "
+        "'members': g['customer_id'].tolist()}))\nplan['size'] = plan['members'].str.len()\n"
+        "plan['size'].describe()",
+        "count    5911.000000\nmean        3.216545\nstd         1.804412\nmin         "
+        "2.000000\n25%         2.000000\n50%         2.000000\n75%         3.000000\nmax"
+        "        17.000000\nName: size, dtype: float64",
+    )
+    t.assistant(
+        "The plan has 5,911 groups: 13,102 accounts would fold into 5,911 survivors. The largest "
+        "group has 17 accounts, a family business with one account per employee."
+    )
+    t.outcome("ok")
+    t.user("Show me the 17-account group.")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT n.customer_id, n.full_name, n.email_norm, n.phone_norm, "
+            "n.created_at::date, n.last_login_at::date, n.billing_account_id FROM "
+            "sandbox_crm.customers_norm n WHERE n.email_norm = 'info@kochbau-gmbh.de' ORDER BY "
+            "n.created_at"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        table(
+            [
+                "customer_id",
+                "full_name",
+                "email_norm",
+                "phone_norm",
+                "created_at",
+                "last_login_at",
+                "billing_account_id",
+            ],
+            [
+                [
+                    7_200_311 + 977 * n,
+                    f"{name} (Kochbau GmbH)",
+                    "info@kochbau-gmbh.de",
+                    "4930201177" if n % 3 else "",
+                    f"201{4 + n // 4}-0{1 + n % 9}-0{1 + n % 8}",
+                    f"2024-0{1 + n % 9}-1{n % 10}" if n % 5 else "",
+                    930_114 + (n % 2),
+                ]
+                for n, name in enumerate(
+                    (
+                        "Bauer",
+                        "Koch",
+                        "Lange",
+                        "Brandt",
+                        "Schulte",
+                        "Vogt",
+                        "Kraus",
+                        "Haas",
+                        "Graf",
+                        "Busch",
+                        "Sauer",
+                        "Pohl",
+                        "Frank",
+                        "Arnold",
+                        "Roth",
+                        "Seidel",
+                        "Ludwig",
+                    )
+                )
+            ],
+        )
+        + "\n(17 rows)",
+    )
+    t.assistant(
+        "Kochbau GmbH has one account per employee, all on two billing accounts (930114 and "
+        "930115). Folding them makes one company account with both billing accounts' history, "
+        "which is what they asked support for in 2023, so the group can stay."
+    )
+    t.outcome("ok")
+    t.user("How many of those groups have accounts with open invoices?")
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT count(DISTINCT m.group_id) FROM sandbox_crm.plan_members m JOIN "
+            "prod.invoices i USING (customer_id) WHERE i.status = 'open'"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        "",
+        error='ERROR:  relation "sandbox_crm.plan_members" does not exist\nLINE 1: SELECT '
+        "count(DISTINCT m.group_id) FROM sandbox_crm.plan_members m JOIN prod.invoices ...",
+    )
+    _cell(
+        t,
+        "members = plan.explode('members').reset_index()[['group_id', 'members']]"
+        ".rename(columns={'members': 'customer_id'})\n"
+        "members.to_sql('plan_members', wh, schema='sandbox_crm', index=False, "
+        "if_exists='replace')",
+        "70213",
+    )
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT count(DISTINCT m.group_id) AS groups, count(*) AS invoices, "
+            "sum(i.amount_eur) AS open_eur FROM sandbox_crm.plan_members m JOIN prod.invoices "
+            "i USING (customer_id) WHERE i.status = 'open'"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        " groups | invoices | open_eur\n--------+----------+-----------\n    212 |      389 "
+        "|  48211.70\n(1 row)",
+    )
+    t.assistant(
+        "212 groups hold 389 open invoices worth €48,211.70. Folding those accounts would move "
+        "open invoices between customers, so they should not be merged automatically."
+    )
+    t.outcome("ok")
+    t.user(
+        "Right. Groups with open invoices go to a review list instead of the automatic merge. "
+        "Check the plan by region as well."
+    )
+    t.tool_call(
+        "run_sql",
+        {
+            "sql": "SELECT left(n.postcode_norm, 1) AS region, count(DISTINCT m.group_id) AS "
+            "groups, count(*) AS accounts FROM sandbox_crm.plan_members m JOIN "
+            "sandbox_crm.customers_norm n USING (customer_id) GROUP BY 1 ORDER BY 1"
+        },
+    )
+    t.tool_result(
+        "run_sql",
+        table(
+            ["region", "groups", "accounts"],
+            [[r, 402 + 97 * ((r * 7) % 10), 1310 + 311 * ((r * 3) % 10)] for r in range(10)],
+        )
+        + "\n(10 rows)",
+    )
+    for region in (0, 1, 4, 8):
+        t.tool_call(
+            "run_sql",
+            {
+                "sql": "SELECT m.group_id, n.customer_id, n.full_name, n.email_norm, "
+                "n.postcode_norm, n.last_login_at::date FROM sandbox_crm.plan_members m JOIN "
+                f"sandbox_crm.customers_norm n USING (customer_id) WHERE n.postcode_norm LIKE "
+                f"'{region}%' ORDER BY m.group_id LIMIT 24"
+            },
+        )
+        t.tool_result(
+            "run_sql",
+            table(
+                [
+                    "group_id",
+                    "customer_id",
+                    "full_name",
+                    "email_norm",
+                    "postcode_norm",
+                    "last_login_at",
+                ],
+                [
+                    [410 + region * 300 + n // 2, *row[:3], f"{region}{str(row[3])[1:]}", row[5]]
+                    for n, row in enumerate(_crm_rows(region * 40, 24))
+                ],
+            )
+            + "\n(24 rows)",
+        )
+    t.assistant(
+        "The regions look alike: 2 to 4 accounts per group everywhere, no region with an odd "
+        "share. I found nothing that argues against the plan."
+    )
+    t.outcome("ok")
+    t.user(
+        "Good. Now write the job that applies the plan, apply_merge.py, and dry-run it. It "
+        "should run tonight."
+    )
+    t.tool_call(
+        "write_file",
+        {
+            "path": "jobs/apply_merge.py",
+            "content": '"""Fold duplicate customer accounts into their survivors."""\n'
+            "from typing import List, Optional\nimport sqlalchemy as sa\n\n"
+            "TARGET = 'sandbox_crm.customers_merged'\nREVIEW = 'sandbox_crm.merge_review'\n"
+            "def run(engine: sa.engine.Engine, dry_run: bool = True) -> None: ...",
+        },
+    )
+    t.tool_result("write_file", "wrote jobs/apply_merge.py (148 lines)")
+    t.tool_call("run_shell", {"cmd": "python jobs/apply_merge.py --dry-run"})
+    t.tool_result(
+        "run_shell",
+        "dry run: 5,911 groups\n  automatic merge: 5,699 groups, 12,580 accounts -> 5,699 "
+        "survivors\n  to review (open invoices): 212 groups, 522 accounts\nwould write "
+        "sandbox_crm.customers_merged (399,804 rows)\nwould write sandbox_crm.merge_review "
+        "(522 rows)\nwould write sandbox_crm.merge_log (12,580 rows)\nno changes made",
+    )
+    t.assistant(
+        "jobs/apply_merge.py is written and the dry run works: 5,699 groups merge "
+        "automatically (12,580 accounts into 5,699 survivors) and the 212 groups with open "
+        "invoices go to sandbox_crm.merge_review. It writes sandbox_crm.customers_merged and "
+        "sandbox_crm.merge_log. Next: schedule it in Airflow for tonight."
+    )
+    t.outcome("ok")
+
+
+CRM_CONSTRAINT = Session(
+    "crm-prod-constraint",
+    "a constraint stated in the second prompt (never write to prod, Python 3.9) still binds",
+    frozenset({"en", "mid-session", "constraint"}),
+    (
+        ("duplicate customer accounts",),
+        ("Never write to prod", "prod is read-only"),
+        ("Python 3.9",),
+        ("sandbox_crm",),
+        ("open invoices",),
+    ),
+    _crm_constraint,
+)
+
+
+# 18. mid-session: a decision that a later "do the same for plant B" refers to ------------
+
+_SENSORS = tuple(f"T-{n:02d}" for n in range(1, 25))
+
+
+def _gap_rows(plant: str) -> list[list[object]]:
+    """Per sensor: readings, gaps over 10 minutes, the longest gap, the last reading."""
+    rows: list[list[object]] = []
+    for n, sensor in enumerate(_SENSORS):
+        broken = plant == "a" and sensor == "T-17"
+        rows.append(
+            [
+                sensor,
+                f"hall {1 + n // 8}",
+                41_210 if broken else 52_704 - 13 * n - (7 if plant == "b" else 0),
+                (n * 7 + (3 if plant == "b" else 0)) % 23 + 4,
+                "139 days 06:10" if broken else f"0 days 0{n % 3}:{(n * 17) % 60:02d}",
+                "2024-05-14 03:20" if broken else "2024-09-30 23:50",
+            ]
+        )
+    return rows
+
+
+def _hourly_rows(plant: str, count: int) -> list[list[object]]:
+    """The head of an hourly table, one row per hour and sensor."""
+    return [
+        [
+            f"2024-01-0{1 + n // 24} {n % 24:02d}:00:00+00:00",
+            _SENSORS[n % 6],
+            f"{18.4 + 0.3 * (n % 7) + (0.2 if plant == 'b' else 0):.2f}",
+            "NaN" if n % 11 == 5 else f"{0.12 + 0.01 * (n % 5):.2f}",
+            6 if n % 11 else 0,
+        ]
+        for n in range(count)
+    ]
+
+
+def _plant_code(plant: str, tz: str, broken: str | None = None) -> str:
+    """The cell that turns one plant's log into hourly means, by the rules decided for A."""
+    v = plant
+    lines = [f"{v} = {v}[{v}['sensor_id'] != '{broken}']"] if broken else []
+    lines += [
+        f"{v} = {v}.drop_duplicates(['ts', 'sensor_id'], keep='last')",
+        f"{v} = {v}[{v}['temp_c'] != 85.0]",
+        f"{v}['ts'] = {v}['ts'].dt.tz_localize({tz}).dt.tz_convert('UTC')",
+        f"wide = {v}.pivot_table(index='ts', columns='sensor_id', values='temp_c')",
+        "wide = wide.resample('10min').mean().interpolate(limit=12, limit_area='inside')",
+        f"hourly_{v} = wide.resample('1h').mean()",
+        f"hourly_{v}.isna().sum().sum(), hourly_{v}.shape",
+    ]
+    return "\n".join(lines)
+
+
+def _plants(t: Transcript) -> None:
+    t.user(
+        "Resample the temperature logs of our three plants to hourly means for the energy "
+        "report. Start with plant A (logs/plant_a.csv); B and C follow the same format."
+    )
+    t.assistant("I'll load logs/plant_a.csv and look at its sensors and gaps first.")
+    _cell(
+        t,
+        "import pandas as pd\na = pd.read_csv('logs/plant_a.csv', parse_dates=['ts'])\na.info()",
+        info(
+            1_264_896,
+            [
+                ("ts", "datetime64[ns]"),
+                ("sensor_id", "object"),
+                ("temp_c", "float64"),
+                ("status", "object"),
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "a.head(24)",
+        table(
+            ["ts", "sensor_id", "temp_c", "status"],
+            [
+                [
+                    f"2024-01-01 00:{10 * (n // 24):02d}:00",
+                    _SENSORS[n % 24],
+                    f"{18.1 + 0.07 * n:.2f}",
+                    "ok" if n % 13 else "retry",
+                ]
+                for n in range(24)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "gaps = a.sort_values('ts').groupby('sensor_id')['ts'].agg(\n"
+        "    readings='size', gaps=lambda s: (s.diff() > '10min').sum(),\n"
+        "    longest=lambda s: s.diff().max(), last='max')\ngaps",
+        table(["sensor_id", "hall", "readings", "gaps", "longest", "last"], _gap_rows("a")),
+    )
+    _cell(
+        t,
+        "a[a['sensor_id'] == 'T-17'].tail(8)",
+        table(
+            ["ts", "sensor_id", "temp_c", "status"],
+            [
+                [f"2024-05-14 0{2 + n // 6}:{(n * 10) % 60:02d}:00", "T-17", "0.00", "retry"]
+                for n in range(8)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "a['ts'].dt.tz, a['ts'].min(), a['ts'].max()",
+        "(None, Timestamp('2024-01-01 00:00:00'), Timestamp('2024-09-30 23:50:00'))",
+    )
+    _cell(
+        t,
+        "a['status'].value_counts()",
+        "status\nok       1239870\nretry      21614\ncalib       2412\nmaint       1000\n"
+        "Name: count, dtype: int64",
+    )
+    _cell(t, "a.duplicated(['ts', 'sensor_id']).sum()", "3412")
+    _cell(
+        t,
+        "a[a.duplicated(['ts', 'sensor_id'], keep=False)].sort_values(['sensor_id', 'ts'])"
+        ".head(16)",
+        table(
+            ["ts", "sensor_id", "temp_c", "status"],
+            [
+                [
+                    f"2024-02-{3 + n // 4:02d} 1{n % 4}:40:00",
+                    _SENSORS[3 + n // 8],
+                    f"{17.6 + 0.1 * (n // 2):.2f}",
+                    "retry" if n % 2 else "ok",
+                ]
+                for n in range(16)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "a.groupby('sensor_id')['temp_c'].describe().round(2)",
+        table(
+            ["sensor_id", "count", "mean", "std", "min", "25%", "50%", "75%", "max"],
+            [
+                [
+                    s,
+                    52_704 - 13 * n,
+                    f"{18.9 + 0.05 * n + (1.5 if 8 <= n < 16 else 0):.2f}",
+                    "1.81",
+                    "0.00" if s == "T-17" else "11.20",
+                    "17.80",
+                    "18.95",
+                    "20.40",
+                    "85.00" if n % 4 == 1 else "27.90",
+                ]
+                for n, s in enumerate(_SENSORS)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "a[a['temp_c'] > 45].groupby('sensor_id')['temp_c'].agg(['size', 'min', 'max'])",
+        table(
+            ["sensor_id", "size", "min", "max"],
+            [[_SENSORS[n], 3 + 2 * (n % 5), "85.00", "85.00"] for n in range(1, 24, 4)],
+        ),
+    )
+    _cell(
+        t,
+        "a[(a['sensor_id'] == 'T-02') & (a['temp_c'] > 45)]",
+        table(
+            ["ts", "sensor_id", "temp_c", "status"],
+            [[f"2024-0{1 + n}-1{n} 0{n % 3}:10:00", "T-02", "85.00", "ok"] for n in range(5)],
+        ),
+    )
+    t.assistant(
+        "plant_a.csv has 24 sensors every 10 minutes, January to September. 3,412 readings "
+        "are doubled by the logger's retries: I'll keep the last of each. Six sensors "
+        "sometimes report exactly 85.00 °C, the power-on value of these sensors, not a "
+        "temperature: I'll drop those readings. Most gaps are network drops of minutes to a "
+        "few hours; three sensors in hall 2 lose up to 9 hours during the July maintenance. "
+        "T-17 has sent only 0.00 with status 'retry' since 2024-05-14. The timestamps carry "
+        "no time zone. How should I treat the gaps before averaging: interpolate them, "
+        "forward-fill them, or leave them empty?"
+    )
+    t.outcome("ok")
+    t.user(
+        "Interpolate gaps up to 2 hours, leave longer gaps as NaN so the report shows them, "
+        "and drop T-17 completely, it's been broken since May. The loggers write local time "
+        "(Europe/Berlin): convert to UTC before resampling."
+    )
+    berlin = "'Europe/Berlin', ambiguous='infer'"
+    plant_a = _plant_code("a", berlin, "T-17")
+    _cell(t, plant_a, "(984, (6552, 23))")
+    _cell(
+        t,
+        "long_a = hourly_a.stack(dropna=False).rename('temp_c').reset_index()\n"
+        "long_a.to_parquet('out/plant_a_hourly.parquet')\nlong_a.head(30)",
+        table(["ts", "sensor_id", "temp_c", "std", "n"], _hourly_rows("a", 30)),
+    )
+    t.assistant(
+        "Plant A is done: T-17 dropped, gaps up to 2 hours interpolated (limit=12 ten-minute "
+        "steps), longer gaps left as NaN (984 sensor-hours), timestamps converted to UTC. "
+        "Wrote out/plant_a_hourly.parquet: 23 sensors × 6,552 hours."
+    )
+    t.outcome("ok")
+    t.user("Plot the daily profile per hall so I can eyeball it.")
+    _cell(
+        t,
+        "profile = long_a.assign(hall=long_a['sensor_id'].map(HALLS), "
+        "hour=long_a['ts'].dt.hour)\n"
+        "profile.groupby(['hall', 'hour'])['temp_c'].mean().unstack('hall').round(2)",
+        table(
+            ["hour", "hall 1", "hall 2", "hall 3"],
+            [
+                [
+                    h,
+                    f"{18.2 + 0.21 * (h % 12):.2f}",
+                    f"{19.7 + 0.21 * (h % 12):.2f}",
+                    f"{18.3 + 0.2 * (h % 12):.2f}",
+                ]
+                for h in range(24)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "fig, ax = plt.subplots(figsize=(12, 5))\nprofile.groupby(['hour', 'hall'])['temp_c']"
+        ".mean().unstack().plot(ax=ax)\nfig",
+        "<Figure size 1200x500 with 1 Axes>",
+    )
+    t.assistant(
+        "The three halls follow the same daily curve, but hall 2 runs about 1.5 °C warmer "
+        "than halls 1 and 3 at every hour."
+    )
+    t.outcome("ok")
+    t.user(
+        "That offset is suspicious, hall 2 isn't warmer in reality. Check the sensors' "
+        "calibration offsets in calibration.xlsx."
+    )
+    _cell(
+        t,
+        "cal = pd.read_excel('calibration.xlsx', sheet_name='offsets')\ncal",
+        table(
+            ["plant", "sensor_id", "offset_c", "calibrated_on", "by"],
+            [
+                [
+                    p,
+                    s,
+                    f"{-1.5 if (p == 'A' and 8 <= n < 16) else 0.1 * ((n % 5) - 2):.1f}",
+                    f"2024-0{1 + n % 3}-1{n % 9}",
+                    ("MK", "JS", "TR")[n % 3],
+                ]
+                for p in ("A", "B")
+                for n, s in enumerate(_SENSORS)
+            ],
+        ),
+    )
+    t.assistant(
+        "calibration.xlsx lists an offset of -1.5 °C for every hall 2 sensor of plant A "
+        "(calibrated in March); the logger applies none of the offsets. Adding them removes "
+        "the hall 2 bump. I'd apply the calibration offsets before interpolating."
+    )
+    t.outcome("ok")
+    t.user("Yes, apply the calibration offsets and rewrite plant A.")
+    _cell(
+        t,
+        "offsets = cal[cal['plant'] == 'A'].set_index('sensor_id')['offset_c']\n"
+        "a['temp_c'] = a['temp_c'] + a['sensor_id'].map(offsets).fillna(0)\n" + plant_a,
+        "(984, (6552, 23))",
+    )
+    _cell(
+        t,
+        "long_a = hourly_a.stack(dropna=False).rename('temp_c').reset_index()\n"
+        "long_a.to_parquet('out/plant_a_hourly.parquet')\n"
+        "long_a.groupby(long_a['sensor_id'].map(HALLS))['temp_c'].describe()",
+        table(
+            ["hall", "count", "mean", "std", "min", "25%", "50%", "75%", "max"],
+            [
+                [
+                    f"hall {h}",
+                    52416 if h != 2 else 45864,
+                    f"{19.1 + 0.04 * h:.2f}",
+                    "1.73",
+                    "12.10",
+                    "17.95",
+                    "19.02",
+                    "20.31",
+                    "27.44",
+                ]
+                for h in (1, 2, 3)
+            ],
+        ),
+    )
+    t.assistant(
+        "Plant A is rewritten with the calibration offsets: the halls now agree within "
+        "0.1 °C. out/plant_a_hourly.parquet is updated."
+    )
+    t.outcome("ok")
+    t.user("Show the weekly means per sensor as a heatmap, weeks across.")
+    _cell(
+        t,
+        "weekly = long_a.set_index('ts').groupby('sensor_id')['temp_c'].resample('W').mean()"
+        ".unstack('ts')\nweekly.iloc[:, :14].round(1)",
+        table(
+            ["sensor_id", *(f"W{w:02d}" for w in range(1, 15))],
+            [
+                [s, *(f"{16.0 + 0.25 * w + 0.05 * n:.1f}" for w in range(1, 15))]
+                for n, s in enumerate(x for x in _SENSORS if x != "T-17")
+            ],
+        )
+        + "\n\n[23 rows x 39 columns]",
+    )
+    _cell(
+        t,
+        "fig, ax = plt.subplots(figsize=(16, 7))\nsns.heatmap(weekly, cmap='coolwarm', "
+        "ax=ax, cbar_kws={'label': '°C'})\nfig",
+        "<Figure size 1600x700 with 2 Axes>",
+    )
+    t.assistant(
+        "The heatmap shows the seasonal rise from about 16 °C in January to 26 °C in August, "
+        "evenly across sensors; the grey cells are the long gaps left empty, mostly hall 2 in "
+        "week 28 (the July maintenance)."
+    )
+    t.outcome("ok")
+    t.user("Do the same for plant B.")
+    t.assistant("Loading logs/plant_b.csv and checking its sensors first.")
+    _cell(
+        t,
+        "b = pd.read_csv('logs/plant_b.csv', parse_dates=['ts'])\nb.info()",
+        info(
+            1_262_110,
+            [
+                ("ts", "datetime64[ns]"),
+                ("sensor_id", "object"),
+                ("temp_c", "float64"),
+                ("status", "object"),
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "gaps_b = b.sort_values('ts').groupby('sensor_id')['ts'].agg(\n"
+        "    readings='size', gaps=lambda s: (s.diff() > '10min').sum(),\n"
+        "    longest=lambda s: s.diff().max(), last='max')\ngaps_b",
+        table(["sensor_id", "hall", "readings", "gaps", "longest", "last"], _gap_rows("b")),
+    )
+    plant_b = _plant_code("b", berlin)
+    _cell(
+        t,
+        "offsets = cal[cal['plant'] == 'B'].set_index('sensor_id')['offset_c']\n"
+        "b['temp_c'] = b['temp_c'] + b['sensor_id'].map(offsets).fillna(0)\n" + plant_b,
+        "",
+        error=traceback(
+            "AmbiguousTimeError: Cannot infer dst time from 2024-03-31 02:00:00, try using "
+            "the 'ambiguous' argument",
+            frame("<ipython-input-31>", 3, "<module>", "b['ts'] = b['ts'].dt.tz_localize(...)"),
+            frame(f"{PANDAS}/core/arrays/datetimes.py", 1079, "tz_localize", "new_dates = ..."),
+            frame("pandas/_libs/tslibs/tzconversion.pyx", 328, "tz_localize_to_utc", "raise"),
+        ),
+    )
+    _cell(
+        t,
+        "b[b['ts'].between('2024-03-31 01:30', '2024-03-31 03:30')].groupby('ts').size()",
+        "ts\n2024-03-31 01:30:00    24\n2024-03-31 01:40:00    24\n2024-03-31 01:50:00    "
+        "24\n2024-03-31 02:00:00    24\n2024-03-31 02:10:00    24\n2024-03-31 02:20:00    "
+        "24\n2024-03-31 02:30:00    24\n2024-03-31 02:40:00    24\n2024-03-31 02:50:00    "
+        "24\n2024-03-31 03:00:00    24\ndtype: int64",
+    )
+    t.assistant(
+        "Plant B's logger wrote readings for 02:00–02:50 on 31 March, an hour that doesn't "
+        "exist in Berlin (the clocks jump to 03:00). Plant B's logger must be on a fixed UTC+1 "
+        "offset. I'll localize it as Etc/GMT-1 instead, which has no DST, and convert that "
+        "to UTC."
+    )
+    _cell(
+        t,
+        "offsets = cal[cal['plant'] == 'B'].set_index('sensor_id')['offset_c']\n"
+        "b['temp_c'] = b['temp_c'] + b['sensor_id'].map(offsets).fillna(0)\n"
+        + _plant_code("b", "'Etc/GMT-1'"),
+        "(1211, (6552, 24))",
+    )
+    _cell(
+        t,
+        "long_b = hourly_b.stack(dropna=False).rename('temp_c').reset_index()\n"
+        "long_b.to_parquet('out/plant_b_hourly.parquet')\nlong_b.head(30)",
+        table(["ts", "sensor_id", "temp_c", "std", "n"], _hourly_rows("b", 30)),
+    )
+    t.assistant(
+        "Plant B is done the same way (calibration offsets, interpolation, NaN for the long "
+        "gaps, UTC), except that its logger runs on fixed UTC+1, not Berlin time. No sensor "
+        "needed dropping. Wrote out/plant_b_hourly.parquet: 24 sensors × 6,552 hours."
+    )
+    t.outcome("ok")
+    t.user("Compare A and B per month, mean and max.")
+    _cell(
+        t,
+        "both = pd.concat({'A': long_a, 'B': long_b}, names=['plant']).reset_index('plant')\n"
+        "cmp = both.groupby(['plant', both['ts'].dt.to_period('M')])['temp_c']"
+        ".agg(['mean', 'max'])"
+        ".unstack('plant').round(2)",
+        table(
+            ["month", "mean A", "mean B", "max A", "max B"],
+            [
+                [
+                    f"2024-{m:02d}",
+                    f"{16.2 + 0.9 * m:.2f}",
+                    f"{16.5 + 0.88 * m:.2f}",
+                    f"{21.0 + 1.1 * m:.2f}",
+                    f"{21.6 + 1.05 * m:.2f}",
+                ]
+                for m in range(1, 10)
+            ],
+        ),
+    )
+    t.assistant(
+        "B runs 0.2–0.4 °C warmer than A in every month, and its maxima are about 0.5 °C higher "
+        "in summer; the gap is steady, so it looks real rather than a data problem."
+    )
+    t.outcome("ok")
+    t.user("Add the outdoor temperature from weather.csv to that comparison.")
+    _cell(
+        t,
+        "weather = pd.read_csv('weather.csv', parse_dates=['time'])\nweather.head(12)",
+        table(
+            ["time", "station", "temp_out_c", "humidity", "wind_ms"],
+            [
+                [
+                    f"2024-01-01T{h:02d}:00Z",
+                    "10382",
+                    f"{1.4 - 0.2 * h:.1f}",
+                    81 + h % 9,
+                    f"{3.1 + 0.2 * h:.1f}",
+                ]
+                for h in range(12)
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "monthly_out = weather.set_index('time')['temp_out_c'].resample('MS').agg(['mean', "
+        "'max'])\ncmp = cmp.join(monthly_out.add_suffix(' out'))\n"
+        "cmp.round(2), cmp.corr().round(2).loc[['mean A', 'mean B'], ['mean out']]",
+        table(
+            ["month", "mean A", "mean B", "max A", "max B", "mean out", "max out"],
+            [
+                [
+                    f"2024-{m:02d}",
+                    f"{16.2 + 0.9 * m:.2f}",
+                    f"{16.5 + 0.88 * m:.2f}",
+                    f"{21.0 + 1.1 * m:.2f}",
+                    f"{21.6 + 1.05 * m:.2f}",
+                    f"{1.2 + 2.3 * m:.2f}",
+                    f"{9.0 + 2.8 * m:.2f}",
+                ]
+                for m in range(1, 10)
+            ],
+        )
+        + "\n\n        mean out\nmean A      0.94\nmean B      0.96",
+    )
+    t.assistant(
+        "Indoor temperatures follow the outdoor ones closely (correlation 0.94 for A, 0.96 "
+        "for B); B rises slightly more with the outdoor temperature, which fits its "
+        "south-facing halls."
+    )
+    t.outcome("ok")
+    t.user("Now plant C, same way.")
+    t.assistant("Loading logs/plant_c.csv.")
+    _cell(
+        t,
+        "c = pd.read_csv('logs/plant_c.csv', parse_dates=['ts'])\nc.info()",
+        info(
+            988_032,
+            [
+                ("ts", "datetime64[ns]"),
+                ("sensor_id", "object"),
+                ("temp_c", "float64"),
+                ("status", "object"),
+                ("line", "object"),
+            ],
+        ),
+    )
+    _cell(
+        t,
+        "c['sensor_id'].str[:2].value_counts()",
+        "sensor_id\nT-    658688\nH-    329344\nName: count, dtype: int64",
+    )
+    t.outcome("aborted")
+
+
+PLANTS = Session(
+    "plants-same-rules",
+    "rules decided mid-session for plant A that 'do the same for plant B' and 'plant C, same "
+    "way' refer to; the last turn is interrupted",
+    frozenset({"en", "mid-session", "followup"}),
+    (
+        ("hourly means",),
+        ("up to 2 hours",),
+        ("calibration offsets",),
+        ("UTC",),
+        ("plant_c.csv", "plant C"),
+    ),
+    _plants,
+)
+
+
 SESSIONS: tuple[Session, ...] = (
     ORDERS,
     CHURN_DE,
@@ -1856,5 +3277,8 @@ SESSIONS: tuple[Session, ...] = (
     SENSORS,
     RAPPORT_FR,
     LOCALE,
+    BOARD_Q3,
+    CRM_CONSTRAINT,
+    PLANTS,
 )
 """The corpus, in a fixed order."""

@@ -1,7 +1,8 @@
 """The text a model sees for one recap: two tiers, capped, secrets removed.
 
-*Task framing* is cheap orientation: the session's first prompt, the latest summary, a few earlier
-prompts, the task list and memory notes. *Recent detail* is the latest prompt, the failures no later
+*Task framing* is cheap orientation: the session's first prompt, the latest summary, the earlier
+prompts (the person's own words: the constraints and decisions a later "do the same" relies on),
+the task list and memory notes. *Recent detail* is the latest prompt, the failures no later
 run fixed, and then the newest lines: everything since the latest prompt and, only when that prompt
 points back ("it failed, see above", "continue"), the end of the turn it means, so the follow-up
 comes with the failure it points at while a prompt that says what to do costs no earlier steps.
@@ -15,14 +16,16 @@ import itertools
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from ..record.transcript import SILENT_KINDS, Entry, Snapshot, Transcript
+from ..record.transcript import LATEST_PROMPTS, SILENT_KINDS, Entry, Snapshot, Transcript
 from ..redact import Redactor, strip_reasoning
 from ..textutil import error_line, first_line, refers_back, shorten
 
 FIRST_PROMPT_CHARS = 600
 SUMMARY_CHARS = 600
 EARLIER_PROMPT_CHARS = 300
-EARLIER_PROMPTS = 4
+#: Earlier prompts the framing may list (the newest ones; each snapshot holds this many). The
+#: framing's room, half the cap, is the limit that binds when they are long.
+EARLIER_PROMPTS = LATEST_PROMPTS - 1
 EXTRAS_CHARS = 500
 TEXT_CHARS = 1200
 TOOL_CALL_CHARS = 200
@@ -163,7 +166,7 @@ def _framing(
         summary_text = entries[summary_index].text
         summary = "Latest summary: " + _line(clean, summary_text, SUMMARY_CHARS)
     earlier = [
-        "- " + shorten(clean(entries[i].text), EARLIER_PROMPT_CHARS)
+        "- " + _line(clean, entries[i].text, EARLIER_PROMPT_CHARS)
         for i in list(prompts[1:-1])[-EARLIER_PROMPTS:]
         if i not in shown
     ]

@@ -40,6 +40,10 @@ MAX_ENTRY_CHARS = 4000
 #: How many unresolved failures a snapshot lists (the newest ones).
 UNRESOLVED = 6
 
+#: How many of the latest prompts a snapshot lists after the first: the latest one and the
+#: earlier ones a context's framing may show (a bound, so a snapshot costs the same in any session).
+LATEST_PROMPTS = 25
+
 #: How many unresolved failures the transcript remembers at most.
 MAX_FAILING = 64
 
@@ -371,8 +375,8 @@ class Transcript:
                 size=len(self._entries),
                 prompts=tuple(
                     self._prompts
-                    if len(self._prompts) <= 7
-                    else self._prompts[:1] + self._prompts[-6:]
+                    if len(self._prompts) <= LATEST_PROMPTS + 1
+                    else self._prompts[:1] + self._prompts[-LATEST_PROMPTS:]
                 ),
                 prompt_count=len(self._prompts),
                 summary=self._summary,

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import jupyter_recap as jr
-from jupyter_recap.pipeline.context import EARLIER_TURNS_CHARS, build_context, fingerprint
+from jupyter_recap.pipeline.context import (
+    EARLIER_PROMPT_CHARS,
+    EARLIER_PROMPTS,
+    EARLIER_TURNS_CHARS,
+    build_context,
+    fingerprint,
+)
 
 
 def session() -> jr.Transcript:
@@ -29,7 +35,7 @@ def test_tiers_and_order() -> None:
     lines = recent.strip().splitlines()
     # The latest prompt says what to do: the recent detail is its turn, and the earlier
     # prompts are framing, not replayed steps.
-    assert "Earlier prompts:\n- step 2: migrate table 2" in framing
+    assert "Earlier prompts:\n- step 0: migrate table 0" in framing
     assert "- step 5: migrate table 5" in framing and "table 5 migrated" not in recent
     latest = lines.index("User: why does invoices.ts fail its FK constraint?")
     assert latest == 0
@@ -44,9 +50,8 @@ def test_framing_lists_the_earlier_prompts_the_recent_detail_cannot_hold() -> No
         t.tool_call("read_file", {"path": f"table_{n}.ts"})
         t.tool_result("read_file", "y" * 250)
     framing, recent = build_context(t, max_chars=6000).split("Recent activity (oldest first)")
-    # the four prompts before the latest, not older ones, and no old replies
-    assert "step 5: migrate table 5" in framing and "step 2: migrate table 2" in framing
-    assert "step 1: migrate table 1" not in framing
+    # every prompt before the latest, and no old replies
+    assert all(f"- step {n}: migrate table {n}\n" in framing for n in range(6))
     assert "table 5 migrated" not in recent
 
 
@@ -300,3 +305,46 @@ def test_dropping_shown_prompts_never_makes_the_framing_outgrow_its_room() -> No
     text = build_context(t, max_chars=1596)
     assert len(text) <= 1596
     assert text.splitlines()[-1] == "User: " + "0" * 750  # the latest prompt, whole
+
+
+def test_a_constraint_stated_early_stays_in_the_framing() -> None:
+    # The person's own prompts carry the constraints and decisions a later turn relies on; a
+    # framing of the four newest earlier prompts lost one said twelve prompts back.
+    t = jr.Transcript()
+    t.user("Find the duplicate customer accounts and build a merge plan.")
+    t.assistant("I'd add a normalised email column to prod.customers first.")
+    t.user("No. Never write to prod; put every table in sandbox_crm. Stay on Python 3.9.")
+    for n in range(12):
+        t.user(f"step {n}: refine the matching rule {n}")
+        t.tool_call("run_sql", {"sql": f"SELECT {n}"})
+        t.tool_result("run_sql", "y" * 200)
+    t.user("Now write the job that applies the plan.")
+    framing = build_context(t).split("Recent activity (oldest first)")[0]
+    assert "- No. Never write to prod; put every table in sandbox_crm. Stay on Python 3.9." in (
+        framing
+    )
+    assert "- step 0: refine the matching rule 0" in framing
+
+
+def test_earlier_prompts_are_bounded_and_the_oldest_leave_first() -> None:
+    latest = "Now write the summary table for the report."
+    t = jr.Transcript()
+    t.user("the original task")
+    for n in range(EARLIER_PROMPTS + 10):
+        t.user(f"prompt {n:02d} " + "w" * 60)
+    t.user(latest)
+    framing = build_context(t).split("Recent activity (oldest first)")[0]
+    listed = [line for line in framing.splitlines() if line.startswith("- prompt ")]
+    # At most EARLIER_PROMPTS, the newest ones, in order.
+    assert listed == [f"- prompt {n:02d} " + "w" * 60 for n in range(10, EARLIER_PROMPTS + 10)]
+    # Long ones: the framing keeps to half the cap, and the oldest go first.
+    t = jr.Transcript()
+    t.user("the original task")
+    for n in range(EARLIER_PROMPTS):
+        t.user(f"prompt {n:02d} " + "w " * EARLIER_PROMPT_CHARS)
+    t.user(latest)
+    text = build_context(t, max_chars=6000)
+    framing = text.split("Recent activity (oldest first)")[0]
+    assert len(framing) <= 3000
+    assert f"- prompt {EARLIER_PROMPTS - 1:02d} " in framing and "- prompt 00 " not in framing
+    assert text.endswith("User: " + latest)

@@ -13,6 +13,7 @@ import bench_recap_quality as bench
 from recap_corpus import SESSIONS, Session, found, full_text, recall
 
 from jupyter_recap.pipeline.context import build_context
+from jupyter_recap.pipeline.prompt import MAX_RECAP_CHARS
 
 REQUIRED_TAGS = {
     "followup",
@@ -22,6 +23,7 @@ REQUIRED_TAGS = {
     "tasks",
     "notes",
     "preamble",
+    "mid-session",
     *("en", "de", "fr", "es", "ja", "zh"),
 }
 
@@ -81,3 +83,37 @@ def test_recall_counts_a_fact_when_any_phrasing_occurs() -> None:
 def test_measure_names_the_missed_facts() -> None:
     measured = bench.measure("ImportError in test_cli.py", [("ImportError",), ("app/config.py",)])
     assert measured == bench.Measure(0.5, len("ImportError in test_cli.py"), ("app/config.py",))
+
+
+MID_SESSION = [s for s in SESSIONS if bench.MID_SESSION in s.tags]
+
+
+def test_head_tail_and_snippets_keep_to_their_sizes() -> None:
+    assert bench.head_tail("short") == "short"
+    raw = "".join(f"{n:05d}" for n in range(5000))
+    cut = bench.head_tail(raw)
+    assert len(cut) == bench.CONTEXT_CHARS + 1
+    assert cut.startswith(raw[:6000]) and cut.endswith(raw[-6000:])
+    for session in SESSIONS:
+        text = bench.snippets(session.transcript().entries)
+        assert len(text) <= 3 * bench.SNIPPET_CHARS + 2
+    assert bench.SNIPPET_CHARS * 3 <= MAX_RECAP_CHARS  # the offline recap's cap
+
+
+def test_truncation_does_not_saturate_the_corpus() -> None:
+    # The promise of the README: a context builder no better than the first and last 6,000
+    # characters of the transcript scores lower. The mid-session sessions keep key facts
+    # where head+tail cannot see them, and the context must find them.
+    assert len(MID_SESSION) >= 3
+    for session in MID_SESSION:
+        texts = bench.texts(session)
+        assert len(texts["all"]) > 2 * bench.CONTEXT_CHARS, session.name
+        truncated = recall(texts["head_tail"], session.facts)
+        context = recall(texts["context"], session.facts)
+        assert truncated < 1.0, f"{session.name}: head+tail finds every fact"
+        assert context > truncated, f"{session.name}: context {context} <= head+tail {truncated}"
+    for session in SESSIONS:
+        texts = bench.texts(session)
+        assert recall(texts["context"], session.facts) >= recall(
+            texts["head_tail"], session.facts
+        ), session.name
