@@ -6,6 +6,7 @@ A `jupyter lab` server on 127.0.0.1, a kernel started through a notebook session
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,8 @@ from labserver import LabServer, running_lab
 
 pytestmark = pytest.mark.timeout(180)
 
-NOTEBOOK = "work/billing.ipynb"
+NOTEBOOK_NAME = "billing.ipynb"
+FOLDERS = itertools.count(1)
 #: The context a recap of the kernel's live transcript would see.
 CONTEXT = (
     "__import__('jupyter_recap.pipeline.context').pipeline.context.build_context(ext.transcript)"
@@ -58,15 +60,21 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, P
 
 
 @pytest.fixture
-def notebook(lab: tuple[LabServer, Path]) -> Iterator[tuple[LabServer, str, Any]]:
-    """A notebook session's kernel with jupyter_recap loaded and reporting."""
+def notebook(lab: tuple[LabServer, Path]) -> Iterator[tuple[LabServer, str, Any, str]]:
+    """A notebook session's kernel with jupyter_recap loaded and reporting, and its path.
+
+    Each test's notebook has a folder of its own: a kernel started on a notebook resumes the
+    session stored for its path, which would hand one test the turns of the test before."""
     server, _ = lab
-    session = {"path": NOTEBOOK, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    folder = server.root / f"work-{next(FOLDERS)}"
+    folder.mkdir()
+    path = f"{folder.name}/{NOTEBOOK_NAME}"
+    session = {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
     kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
     kc = server.connect(kernel_id)
     try:
         assert stream_text(execute(kc, SETUP)).strip() == "reporting"
-        yield server, kernel_id, kc
+        yield server, kernel_id, kc, path
     finally:
         kc.stop_channels()
         server.api("DELETE", f"api/kernels/{kernel_id}")
@@ -89,13 +97,13 @@ def value(kc: Any, expression: str) -> Any:
 
 
 def test_an_agent_turn_in_a_notebook_nobody_looks_at_needs_you(notebook: Any) -> None:
-    lab, kernel_id, kc = notebook
+    lab, kernel_id, kc, path = notebook
     first = row(lab, kernel_id)
-    assert (first["path"], first["name"]) == (NOTEBOOK, "billing.ipynb")
+    assert (first["path"], first["name"]) == (path, "billing.ipynb")
     assert (first["state"], first["turn"]) == ("idle", None)
 
     # A browser tab has the notebook open but the person looks elsewhere.
-    tab = {"kernel_id": kernel_id, "path": NOTEBOOK, "client_id": "tab", "focused": False}
+    tab = {"kernel_id": kernel_id, "path": path, "client_id": "tab", "focused": False}
     lab.api("POST", "jupyter-recap/api/focus", tab)
     until(lambda: value(kc, "ext.schedule.focused") is False)
     execute(kc, "agent.script.append(lambda prompt: time.sleep(1.5) or 'Totals fixed.')")
@@ -133,7 +141,7 @@ def test_an_agent_turn_in_a_notebook_nobody_looks_at_needs_you(notebook: Any) ->
 
 
 def test_a_failed_cell_is_where_work_stopped_and_recaps_link_it(notebook: Any) -> None:
-    lab, kernel_id, kc = notebook
+    lab, kernel_id, kc, _path = notebook
     execute(kc, "%%agent\nload the ledger", cell_id="cell-agent")
     execute(kc, "ledger = load('ledger.csv')", cell_id="cell-load")
     count = value(kc, "get_ipython().execution_count") - 1
@@ -158,7 +166,7 @@ def test_a_failed_cell_is_where_work_stopped_and_recaps_link_it(notebook: Any) -
 
 
 def test_a_long_cell_is_noted_for_recaps_with_its_duration(notebook: Any) -> None:
-    _lab, _kernel_id, kc = notebook
+    _lab, _kernel_id, kc, _path = notebook
     execute(kc, "%config Recap.long_cell_seconds = 0.5")
     execute(kc, "time.sleep(0.1)")
     execute(kc, "time.sleep(1.2); raise ValueError('ledger is empty')", cell_id="cell-slow")
@@ -170,7 +178,7 @@ def test_a_long_cell_is_noted_for_recaps_with_its_duration(notebook: Any) -> Non
 
 
 def test_a_restart_reaches_the_row_and_the_next_process_recaps(notebook: Any) -> None:
-    lab, kernel_id, kc = notebook
+    lab, kernel_id, kc, path = notebook
     execute(kc, "%%agent\nreconcile March", cell_id="cell-agent")
     lab.api("POST", f"api/kernels/{kernel_id}/restart", {})
     events = row(lab, kernel_id)["events"]
@@ -191,7 +199,7 @@ def test_a_restart_reaches_the_row_and_the_next_process_recaps(notebook: Any) ->
     until(lambda: value(kc, "bool(ext.feed and ext.feed.connected)"))
     # The feed answers in order: once a focus change made after the reconnect has reached the
     # kernel, the reconnect's history (with the restart in it) was handled before it.
-    looking = {"kernel_id": kernel_id, "path": NOTEBOOK, "client_id": "restart-tab"}
+    looking = {"kernel_id": kernel_id, "path": path, "client_id": "restart-tab"}
     for focused in (True, False):
         lab.api("POST", "jupyter-recap/api/focus", {**looking, "focused": focused})
         until(lambda: value(kc, "ext.schedule.focused") is focused)  # noqa: B023 (waited here)
@@ -210,7 +218,7 @@ def test_what_a_model_writes_is_shown_clean_in_the_banner_the_saved_output_and_t
     """A recap answer holding a secret, bidi overrides and terminal escapes, from a model whose id
     is longer than the server accepts: the banner, the text a saved notebook keeps and the
     agents row all show it redacted and plain, and the row takes it (no "drafting…" left)."""
-    lab, kernel_id, kc = notebook
+    lab, kernel_id, kc, _path = notebook
     fake_llm.respond(answer(HOSTILE_ANSWER))
     model = "openai:" + "m" * 300
     execute(kc, "%%agent\nreconnect the billing job", cell_id="cell-agent")

@@ -15,6 +15,19 @@ from labserver import LabServer, running_lab
 pytestmark = pytest.mark.timeout(120)
 
 
+#: Binds `ext` to the loaded extension and waits until its feed is connected.
+RECONNECT = (
+    "from jupyter_recap.ipython.extension import extension_for\n"
+    "import time\n"
+    "ext = extension_for(get_ipython())\n"
+    "deadline = time.time() + 20\n"
+    "while not (ext.feed and ext.feed.connected) and time.time() < deadline:\n"
+    "    time.sleep(0.05)\n"
+    "ok = ext.feed and ext.feed.connected\n"
+    "print('connected' if ok else ext.feed and ext.feed.last_error)"
+)
+
+
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, str, Any]]:
     tmp: Path = tmp_path_factory.mktemp("feed")
@@ -22,18 +35,7 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer
     with running_lab(tmp, env) as lab:
         kernel_id = lab.api("POST", "api/kernels", {"name": "python3"})["id"]
         kc = lab.connect(kernel_id)
-        setup = (
-            "%load_ext jupyter_recap\n"
-            "from jupyter_recap.ipython.extension import extension_for\n"
-            "import time\n"
-            "ext = extension_for(get_ipython())\n"
-            "deadline = time.time() + 20\n"
-            "while not (ext.feed and ext.feed.connected) and time.time() < deadline:\n"
-            "    time.sleep(0.05)\n"
-            "ok = ext.feed and ext.feed.connected\n"
-            "print('connected' if ok else ext.feed and ext.feed.last_error)"
-        )
-        assert stream_text(execute(kc, setup)).strip() == "connected"
+        assert stream_text(execute(kc, "%load_ext jupyter_recap\n" + RECONNECT)) == "connected\n"
         try:
             yield lab, kernel_id, kc
         finally:
@@ -94,3 +96,5 @@ def test_unloading_takes_the_banner_off_the_server(kernel: Any) -> None:
         time.sleep(0.05)
     time.sleep(2.0)  # longer than the old feed's clearing may take
     assert lab.api("GET", route)["banner_model_id"] is not None
+    # The module's other tests talk to `ext`: leave them the loaded extension, connected.
+    assert stream_text(execute(kc, RECONNECT)).strip() == "connected"
