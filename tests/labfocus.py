@@ -40,6 +40,13 @@ def _js(body: str) -> str:
     }}"""
 
 
+#: anywidget's runtime rejects a model's ``ready`` promise, uncaught, when setting the model up
+#: takes over two seconds (a fixed timeout of its own). On this 2-core machine under a full
+#: test run, a page restoring its widgets after a reload can take that long; the tests check
+#: what the banner shows instead, so this one message is counted, not taken for our error.
+ANYWIDGET_SLOW_START = "[anywidget] Failed to initialize model."
+
+
 @dataclass
 class LabPage:
     """A chromium page on a JupyterLab server, with what it logged and requested."""
@@ -50,6 +57,8 @@ class LabPage:
     errors: list[str] = field(default_factory=list)
     reports: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     """Requests to jupyter-recap/api: (route, JSON body or {})."""
+    slow_starts: int = 0
+    """How often anywidget gave up waiting for a widget model (see ANYWIDGET_SLOW_START)."""
 
     @classmethod
     def open(
@@ -59,11 +68,18 @@ class LabPage:
         page = browser.new_page(viewport={"width": width, "height": height})
         this = cls(page, lab)
         page.on("console", lambda m: this.console.append((m.type, m.text)))
-        page.on("pageerror", lambda e: this.errors.append(str(e)))
+        page.on("pageerror", this._on_error)
         page.on("request", this._on_request)
         page.goto(lab.lab_url(name), wait_until="commit")
         this.wait_for_kernel(name)
         return this
+
+    def _on_error(self, error: Any) -> None:
+        text = str(error)
+        if text == ANYWIDGET_SLOW_START:
+            self.slow_starts += 1
+        else:
+            self.errors.append(text)
 
     def _on_request(self, request: Any) -> None:
         url = request.url.split("?", 1)[0]
