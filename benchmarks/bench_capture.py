@@ -36,6 +36,7 @@ os.environ["OPENAI_API_KEY"] = "sk-bench-not-used"
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "0")
 
 from bench_foundation import _shell  # noqa: E402
+from figurelib import figure  # noqa: E402
 
 # -- the frameworks, imported as a person would --------------------------------------------
 
@@ -417,6 +418,24 @@ def step_row(label: str, steps: int, rounds: int, off: float, on: float, inside:
     )
 
 
+def step_figure(
+    kind: str, label: str, steps: int, costs: tuple[float, float, float], target: float | None
+) -> None:
+    """The README's figure of one agent row: CPU time in capture callbacks per step, and its
+    share of the step."""
+    _, on, inside = costs
+    share = inside / on
+    where = "the local fake model server" if kind == "http" else "an in-process instant model"
+    figure(
+        f"step_{kind}_" + "".join(c if c.isalnum() else "_" for c in label.lower()),
+        f"{inside * 1e6:.0f} µs ({share:.2%} of a {on * 1e3:.1f} ms step)",
+        unit="",
+        label=f"capture CPU time per agent step, {label}, {steps}-step runs against {where}",
+        target=None if target is None else f"< {target:.0%} of a step",
+        met=None if target is None else share < target,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
@@ -438,6 +457,26 @@ def main() -> None:
         f"| {off * 1e6:.1f} µs/cell | {on / plain:.3f} on, {off / plain:.3f} off "
         f"(target ≤ 1.05) |\n"
     )
+    for key, ratio, how in (
+        ("overhead_on", on / plain, "on"),
+        ("overhead_off", off / plain, "off"),
+    ):
+        figure(
+            key,
+            round(ratio, 3),
+            unit="",
+            label=f"recording overhead with every capture source installed, capture {how} "
+            f"(`Recap.capture = {'all' if how == 'on' else '[]'}`), ratio with / without the "
+            f"extension, {cells:,} cells × {rounds} rounds",
+            target="≤ 1.05",
+            met=ratio <= 1.05,
+        )
+    figure(
+        "capture_per_cell",
+        f"{(on - off) * 1e6:.1f} ({(on - off) / plain:.1%})",
+        unit="µs per cell",
+        label="what capture adds to an ordinary cell (capture on − off)",
+    )
 
     print("## Capture cost per agent step (instant model, in-process)\n")
     print(HEADER)
@@ -446,7 +485,9 @@ def main() -> None:
         ("LangGraph ReAct agent", langgraph_agent),
         ("pydantic-ai agent (FunctionModel)", pydantic_agent),
     ):
-        print(step_row(label, steps, step_rounds, *step_cost(shell, make, steps, step_rounds)))
+        costs = step_cost(shell, make, steps, step_rounds)
+        print(step_row(label, steps, step_rounds, *costs))
+        step_figure("instant", label, steps, costs, target=None)
     shell.run_line_magic("config", "Recap.capture = ['all']")
     print()
 
@@ -464,6 +505,7 @@ def main() -> None:
         ):
             costs = step_cost(shell, functools.partial(http_make, fake), steps, step_rounds)
             print(step_row(label, steps, step_rounds, *costs))
+            step_figure("http", label, steps, costs, target=0.01)
     shell.run_line_magic("config", "Recap.capture = ['all']")
     print()
 
@@ -477,6 +519,13 @@ def main() -> None:
         print(
             f"| {label} | {session['entries']} | {session['chars']:,} "
             f"| {sum(facts.values())} of {len(facts)}: {kept} |"
+        )
+        figure(
+            f"session_{'on' if capture != '[]' else 'off'}",
+            f"{session['chars']:,} characters, {sum(facts.values())} of {len(facts)} key facts",
+            unit="",
+            label=f"context of one 30-step LangGraph session run from a plain cell "
+            f"(a tool failing on step 17), capture {label}",
         )
     unload(shell)
 
