@@ -39,11 +39,13 @@ NAME = "bench.ipynb"
 INSTRUMENT = f"""
 import time as _t
 _focus_log, _show_log = [], []
-_report = {EXT}.report_focus
+# The server's focus feed reaches the drafting collaborator directly (browser_focus), so the
+# stamp goes on its report_focus, which every focus change passes through.
+_report = {EXT}.drafting.report_focus
 def _logged_report(focused, **kw):
     _focus_log.append((bool(focused), _t.time()))
     return _report(focused, **kw)
-{EXT}.report_focus = _logged_report
+{EXT}.drafting.report_focus = _logged_report
 _show = {EXT}.banner.show
 def _logged_show(*args, **kw):
     _show_log.append(_t.time())
