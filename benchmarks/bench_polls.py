@@ -242,7 +242,7 @@ def main() -> None:
             f"{result['held']} held, {refused} answered 429, {during} descriptors, "
             f"other requests answered: {result['other']}",
             unit="",
-            label=f"{args.polls} long polls opened at once, server limited to {FD_LIMIT} "
+            label=f"{args.polls:,} long polls opened at once, server limited to {FD_LIMIT:,} "
             f"descriptors (bound {max_polls})",
             target=f"{max_polls} held, the rest 429",
             met=result["held"] == max_polls and refused == args.polls - max_polls,
@@ -291,7 +291,7 @@ def main() -> None:
                 "unbounded",
                 f"{during} descriptors, other requests: {result['other']}",
                 unit="",
-                label=f"… the same flood without the bounds (limit {FD_LIMIT} descriptors)",
+                label=f"… the same flood without the bounds (limit {FD_LIMIT:,} descriptors)",
             )
             rows += [
                 (

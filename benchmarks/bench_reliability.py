@@ -264,8 +264,8 @@ def latency_figures(cells: int, rounds: int, gap: float) -> None:
         "hanging_model",
         f"{statistics.median(loaded) * 1000:.1f} / {percentile(loaded, 95) * 1000:.1f} against "
         f"{statistics.median(without) * 1000:.1f} / {percentile(without, 95) * 1000:.1f} "
-        f"(ratio {p50:.2f} / {p95:.2f})",
-        unit="ms",
+        f"ms (ratio {p50:.2f} / {p95:.2f})",
+        unit="",
         label=f"trivial cells while an automatic recap waits on a model server that never "
         f"answers, p50 / p95, against no extension ({len(loaded)} cells each way)",
     )

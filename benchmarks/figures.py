@@ -484,7 +484,8 @@ def main() -> int:
     ]
     parts = [heading, "", figure_table(rows)]
     if settings:
-        parts += ["", f"Arguments: {', '.join(settings)}; the others run with their defaults."]
+        rest = "; the others with their defaults" if len(settings) < len(chosen) else ""
+        parts += ["", f"Arguments: {', '.join(settings)}{rest}."]
     if failed:
         parts += ["", f"**Failed, figures missing or partial:** {', '.join(failed)}."]
     figures = "\n".join(parts)
