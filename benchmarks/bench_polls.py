@@ -289,7 +289,8 @@ def main() -> None:
             before, during, after = result["fds"]
             figure(
                 "unbounded",
-                f"{during} descriptors, other requests: {result['other']}",
+                f"{result['held']} polls held open, {during} descriptors, other requests "
+                f"answered: {result['other']}",
                 unit="",
                 label=f"… the same flood without the bounds (limit {FD_LIMIT:,} descriptors)",
             )
