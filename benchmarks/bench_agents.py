@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from browser import launch  # noqa: E402
+from figurelib import figure  # noqa: E402
 from labfocus import EXT, LabPage  # noqa: E402
 from labserver import running_lab  # noqa: E402
 
@@ -219,6 +220,33 @@ def main() -> None:
             f"({window:.0f} s window) |"
         )
     print(f"| server state per tracked kernel (hub + board, full) | {per_kernel / 1024:.1f} KiB |")
+    worst = percentile(latencies, 0.95)
+    figure(
+        "row_latency",
+        f"{statistics.median(latencies):.0f} / {worst:.0f}",
+        unit="ms",
+        label=f"agent turn ends in a background notebook → its panel row updated, p50 / p95 "
+        f"({len(latencies)} of {turns} turns)",
+        target="p95 < 200 ms",
+        met=worst < 200 and len(latencies) == turns,
+    )
+    beats, panel = rates.get("focus heartbeats", 0.0), rates.get("agents panel", 0.0)
+    figure(
+        "idle_requests",
+        f"{beats:.0f} / {panel:.0f} / {rates.get('JupyterLab itself', 0.0):.0f}",
+        unit="per minute",
+        label=f"requests from an idle page with 10 agent notebooks ({window:.0f} s window): "
+        "focus heartbeats / agents panel / JupyterLab's own",
+        target="panel ≤ heartbeats",
+        met=panel <= beats,
+    )
+    figure(
+        "board_memory",
+        round(per_kernel / 1024, 1),
+        unit="KiB",
+        label="server state per tracked kernel: focus hub (2 tabs) + agents row (600-character "
+        "recap, task progress, stop cell, full event ring)",
+    )
 
 
 if __name__ == "__main__":

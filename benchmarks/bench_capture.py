@@ -36,6 +36,7 @@ os.environ["OPENAI_API_KEY"] = "sk-bench-not-used"
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "0")
 
 from bench_foundation import _shell  # noqa: E402
+from figurelib import figure  # noqa: E402
 
 # -- the frameworks, imported as a person would --------------------------------------------
 
@@ -64,8 +65,9 @@ def unload(shell: Any) -> None:
     shell.run_line_magic("unload_ext", "jupyter_recap")
 
 
-def cell_overhead(shell: Any, cells: int, rounds: int) -> tuple[float, float, float]:
-    """Median seconds per trivial cell: no extension, extension with capture, without it.
+def cell_overhead(shell: Any, cells: int, rounds: int) -> tuple[float, float, float, list[float]]:
+    """Median seconds per trivial cell: no extension, extension with capture, without it; and
+    each round's ratio with capture on (their spread is the run's own noise).
 
     The three are interleaved in every round, so drift in the machine's load hits all alike.
     """
@@ -87,7 +89,8 @@ def cell_overhead(shell: Any, cells: int, rounds: int) -> tuple[float, float, fl
         off.append(batch())
         unload(shell)
         transcript.current().clear()
-    return statistics.median(plain), statistics.median(on), statistics.median(off)
+    ratios = [with_ / without for without, with_ in zip(plain, on, strict=True)]
+    return statistics.median(plain), statistics.median(on), statistics.median(off), ratios
 
 
 def active_sources(shell: Any) -> list[str]:
@@ -417,6 +420,24 @@ def step_row(label: str, steps: int, rounds: int, off: float, on: float, inside:
     )
 
 
+def step_figure(
+    kind: str, label: str, steps: int, costs: tuple[float, float, float], target: float | None
+) -> None:
+    """The README's figure of one agent row: CPU time in capture callbacks per step, and its
+    share of the step."""
+    _, on, inside = costs
+    share = inside / on
+    where = "the local fake model server" if kind == "http" else "an in-process instant model"
+    figure(
+        f"step_{kind}_" + "".join(c if c.isalnum() else "_" for c in label.lower()),
+        f"{inside * 1e6:.0f} µs ({share:.2%} of a {on * 1e3:.1f} ms step)",
+        unit="",
+        label=f"capture CPU time per agent step, {label}, {steps}-step runs against {where}",
+        target=None if target is None else f"< {target:.0%} of a step",
+        met=None if target is None else share < target,
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer rounds")
@@ -428,7 +449,7 @@ def main() -> None:
     import_every_framework()
     shell = _shell()
     sources = active_sources(shell)
-    plain, on, off = cell_overhead(shell, cells, rounds)
+    plain, on, off, spread = cell_overhead(shell, cells, rounds)
     print("## Recording overhead with every capture source installed\n")
     print(f"Sources active: {', '.join(sources)}.\n")
     print("| cells × rounds | no extension | extension, capture on | capture off | ratios |")
@@ -438,6 +459,32 @@ def main() -> None:
         f"| {off * 1e6:.1f} µs/cell | {on / plain:.3f} on, {off / plain:.3f} off "
         f"(target ≤ 1.05) |\n"
     )
+    for key, ratio, how in (
+        ("overhead_on", on / plain, "on"),
+        ("overhead_off", off / plain, "off"),
+    ):
+        figure(
+            key,
+            round(ratio, 3),
+            unit="",
+            label=f"recording overhead with every capture source installed, capture {how} "
+            f"(`Recap.capture = {'all' if how == 'on' else '[]'}`), ratio with / without the "
+            f"extension, {cells:,} cells × {rounds} rounds",
+            target="≤ 1.05",
+            met=ratio <= 1.05,
+        )
+    figure(
+        "overhead_rounds",
+        f"{min(spread):.3f}–{max(spread):.3f}",
+        unit="",
+        label="… the ratio with capture on in single rounds, lowest–highest (the run's own noise)",
+    )
+    figure(
+        "capture_per_cell",
+        f"{(on - off) * 1e6:.1f} µs per cell ({(on - off) / plain:.1%})",
+        unit="",
+        label="what capture adds to an ordinary cell (capture on − off)",
+    )
 
     print("## Capture cost per agent step (instant model, in-process)\n")
     print(HEADER)
@@ -446,7 +493,9 @@ def main() -> None:
         ("LangGraph ReAct agent", langgraph_agent),
         ("pydantic-ai agent (FunctionModel)", pydantic_agent),
     ):
-        print(step_row(label, steps, step_rounds, *step_cost(shell, make, steps, step_rounds)))
+        costs = step_cost(shell, make, steps, step_rounds)
+        print(step_row(label, steps, step_rounds, *costs))
+        step_figure("instant", label, steps, costs, target=None)
     shell.run_line_magic("config", "Recap.capture = ['all']")
     print()
 
@@ -464,6 +513,7 @@ def main() -> None:
         ):
             costs = step_cost(shell, functools.partial(http_make, fake), steps, step_rounds)
             print(step_row(label, steps, step_rounds, *costs))
+            step_figure("http", label, steps, costs, target=0.01)
     shell.run_line_magic("config", "Recap.capture = ['all']")
     print()
 
@@ -477,6 +527,13 @@ def main() -> None:
         print(
             f"| {label} | {session['entries']} | {session['chars']:,} "
             f"| {sum(facts.values())} of {len(facts)}: {kept} |"
+        )
+        figure(
+            f"session_{'on' if capture != '[]' else 'off'}",
+            f"{session['chars']:,} characters, {sum(facts.values())} of {len(facts)} key facts",
+            unit="",
+            label=f"context of one 30-step LangGraph session run from a plain cell "
+            f"(a tool failing on step 17), capture {label}",
         )
     unload(shell)
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from figurelib import figure  # noqa: E402
+
 os.environ.setdefault("JUPYTER_RECAP_LOG", "0")
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "JUPYTER_RECAP_MODEL"):
     os.environ.pop(_name, None)
@@ -60,8 +62,9 @@ def recording_overhead(
     rounds: int,
     setup: Callable[[object], object] | None = None,
     teardown: Callable[[object], object] | None = None,
-) -> tuple[float, float]:
-    """Median seconds per trivial cell without and with the extension loaded.
+) -> tuple[float, float, list[float]]:
+    """Median seconds per trivial cell without and with the extension loaded, and each round's
+    ratio (their spread is the run's own noise).
 
     ``setup``/``teardown`` replace loading/unloading the extension, to measure a variant.
     """
@@ -82,7 +85,8 @@ def recording_overhead(
         from jupyter_recap.record import transcript
 
         transcript.current().clear()
-    return statistics.median(plain) / cells, statistics.median(loaded) / cells
+    ratios = [with_ / without for without, with_ in zip(plain, loaded, strict=True)]
+    return statistics.median(plain) / cells, statistics.median(loaded) / cells, ratios
 
 
 def _load(shell: Any) -> None:
@@ -300,51 +304,110 @@ def main() -> None:
     rounds = args.rounds or rounds
     sizes = [10, 1_000, 10_000] if args.quick else [10, 1_000, 100_000]
 
-    plain, loaded = recording_overhead(cells, rounds)
+    plain, loaded, spread = recording_overhead(cells, rounds)
+    ratio = loaded / plain
+    settings = f"{cells:,} trivial cells × {rounds} rounds"
     print("## Recording overhead (trivial cells through a real InteractiveShell)\n")
-    print("| cells × rounds | without | with extension | ratio (target ≤ 1.05) |")
-    print("|---|---|---|---|")
+    print("| cells × rounds | without | with extension | ratio (target ≤ 1.05) | rounds' ratios |")
+    print("|---|---|---|---|---|")
     print(
         f"| {cells} × {rounds} | {plain * 1e6:.1f} µs/cell | {loaded * 1e6:.1f} µs/cell "
-        f"| {loaded / plain:.3f} |\n"
+        f"| {ratio:.3f} | {min(spread):.3f}–{max(spread):.3f} |\n"
+    )
+    figure(
+        "overhead",
+        round(ratio, 3),
+        unit="",
+        label=f"recording overhead, ratio with / without the extension, {settings}",
+        target="≤ 1.05",
+        met=ratio <= 1.05,
+    )
+    figure(
+        "overhead_rounds",
+        f"{min(spread):.3f}–{max(spread):.3f}",
+        unit="",
+        label="… the same ratio in single rounds, lowest–highest (the run's own noise)",
+    )
+    figure(
+        "overhead_cells",
+        f"{plain * 1e6:.1f} → {loaded * 1e6:.1f}",
+        unit="µs per cell",
+        label="… a trivial cell without → with the extension",
     )
     print("Where it goes (ratios against the same shell without anything):\n")
     print("| variant | ratio or cost |")
     print("|---|---|")
-    base, quiet = recording_overhead(cells, rounds, _load_without_code_cells, _unload)
+    base, quiet, _ = recording_overhead(cells, rounds, _load_without_code_cells, _unload)
     print(f"| extension loaded, `record_code_cells = False` | {quiet / base:.3f} |")
-    base, noop = recording_overhead(cells, rounds, _noop_hooks, _remove_noop_hooks)
+    figure(
+        "overhead_quiet",
+        round(quiet / base, 3),
+        unit="",
+        label=f"… the same ratio with `record_code_cells = False`, {settings}",
+    )
+    base, noop, _ = recording_overhead(cells, rounds, _noop_hooks, _remove_noop_hooks)
     print(f"| two no-op `pre/post_run_cell` hooks, no extension | {noop / base:.3f} |")
-    print(
-        f"| our two hooks called alone, outside `run_cell` | {hooks_alone(20_000) * 1e6:.1f} µs |\n"
+    hooks = hooks_alone(20_000)
+    print(f"| our two hooks called alone, outside `run_cell` | {hooks * 1e6:.1f} µs |\n")
+    figure(
+        "hooks_alone",
+        round(hooks * 1e6, 1),
+        unit="µs per cell",
+        label="the recorder's two hooks called alone, outside `run_cell`",
     )
 
-    print("## Context building and characters sent per recap (tool-heavy session)\n")
-    print("| entries | build_context (median) | ours (chars) | last 30 raw | last 30 dialog |")
-    print("|---|---|---|---|---|")
-    for row in context_figures(sizes, rounds):
-        print(
-            f"| {row['entries']:,} | {row['build_ms']:.2f} ms | {row['ours']:,} "
-            f"| {row['raw30']:,} | {row['dialog30']:,} |"
+    for title, make, kind in (
+        ("Context building and characters sent per recap (tool-heavy session)", None, "tool-heavy"),
+        ("Characters sent per recap (long replies, no tools)", chatty_session, "long replies"),
+    ):
+        print(f"## {title}\n")
+        print("| entries | build_context (median) | ours (chars) | last 30 raw | last 30 dialog |")
+        print("|---|---|---|---|---|")
+        rows = context_figures(sizes, rounds, make or synthetic_session)
+        for row in rows:
+            print(
+                f"| {row['entries']:,} | {row['build_ms']:.2f} ms | {row['ours']:,} "
+                f"| {row['raw30']:,} | {row['dialog30']:,} |"
+            )
+            figure(
+                f"chars_{kind}_{row['entries']}",
+                f"{row['ours']:,} / {row['raw30']:,} / {row['dialog30']:,}",
+                unit="characters",
+                label=f"characters sent per recap, {kind} session of {row['entries']:,} entries: "
+                "ours / last 30 raw messages / last 30 dialog-only messages",
+            )
+        figure(
+            f"build_context_{kind}",
+            " / ".join(f"{row['build_ms']:.2f}" for row in rows),
+            unit="ms",
+            label=f"`build_context`, {kind} session of "
+            + " / ".join(f"{row['entries']:,}" for row in rows)
+            + " entries",
+            target="flat",
         )
+        print()
 
-    print("\n## Characters sent per recap (long replies, no tools)\n")
-    print("| entries | build_context (median) | ours (chars) | last 30 raw | last 30 dialog |")
-    print("|---|---|---|---|---|")
-    for row in context_figures(sizes, rounds, chatty_session):
-        print(
-            f"| {row['entries']:,} | {row['build_ms']:.2f} ms | {row['ours']:,} "
-            f"| {row['raw30']:,} | {row['dialog30']:,} |"
-        )
-
-    print("\n## Start-up (fresh interpreter, median)\n")
+    print("## Start-up (fresh interpreter, median)\n")
     print("| step | time |")
     print("|---|---|")
     cold = subprocess_seconds(IMPORT_CODE, rounds) * 1000
     warm = subprocess_seconds(IMPORT_IN_KERNEL_CODE, rounds) * 1000
+    load = subprocess_seconds(LOAD_CODE, rounds) * 1000
     print(f"| `import jupyter_recap` (bare interpreter) | {cold:.1f} ms |")
     print(f"| `import jupyter_recap` (IPython already loaded, as in a kernel) | {warm:.1f} ms |")
-    print(f"| `%load_ext jupyter_recap` | {subprocess_seconds(LOAD_CODE, rounds) * 1000:.1f} ms |")
+    print(f"| `%load_ext jupyter_recap` | {load:.1f} ms |")
+    figure(
+        "import",
+        f"{warm:.1f} / {cold:.1f}",
+        unit="ms",
+        label="`import jupyter_recap` in a kernel (IPython loaded) / a bare interpreter",
+    )
+    figure(
+        "load_ext",
+        round(load, 1),
+        unit="ms",
+        label="`%load_ext jupyter_recap` (checks and opens the session store; bytecode cached)",
+    )
 
 
 if __name__ == "__main__":

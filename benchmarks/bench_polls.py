@@ -43,6 +43,8 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from figurelib import figure  # noqa: E402
+
 FD_LIMIT = 1024
 
 
@@ -234,6 +236,24 @@ def main() -> None:
             result = asyncio.run(flood(url, token, pid, kernel_id, args.polls))
             latencies = asyncio.run(wake_up(url, token, kernel_id, max_polls, args.rounds))
         before, during, after = result["fds"]
+        refused = result["answered"].get(429, 0)
+        figure(
+            "flood",
+            f"{result['held']} held, {refused} answered 429, {during} descriptors, "
+            f"other requests answered: {result['other']}",
+            unit="",
+            label=f"{args.polls:,} long polls opened at once, server limited to {FD_LIMIT:,} "
+            f"descriptors (bound {max_polls})",
+            target=f"{max_polls} held, the rest 429",
+            met=result["held"] == max_polls and refused == args.polls - max_polls,
+        )
+        figure(
+            "wakeup",
+            f"{statistics.median(latencies):.1f} / {percentile(latencies, 0.95):.1f}",
+            unit="ms",
+            label=f"focus change → each of the {max_polls} waiting polls answered, p50 / p95 "
+            f"({args.rounds} rounds)",
+        )
         rows += [
             (
                 f"{args.polls} polls at once (max_polls={max_polls}): held",
@@ -267,6 +287,13 @@ def main() -> None:
                 kernel_id = start_kernel(url, token)
                 result = asyncio.run(flood(url, token, pid, kernel_id, args.polls))
             before, during, after = result["fds"]
+            figure(
+                "unbounded",
+                f"{result['held']} polls held open, {during} descriptors, other requests "
+                f"answered: {result['other']}",
+                unit="",
+                label=f"… the same flood without the bounds (limit {FD_LIMIT:,} descriptors)",
+            )
             rows += [
                 (
                     f"without bounds, {args.polls} polls at once: not answered",

@@ -42,6 +42,8 @@ os.environ["JUPYTER_RECAP_LOG"] = "0"
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "JUPYTER_RECAP_MODEL"):
     os.environ.pop(_name, None)
 
+from figurelib import figure  # noqa: E402
+
 import jupyter_recap as jr  # noqa: E402
 from jupyter_recap.focus.report import CellCounts, agent_report  # noqa: E402
 from jupyter_recap.pipeline.service import draft_recap  # noqa: E402
@@ -301,6 +303,16 @@ def rates(examples: int) -> None:
     print(
         f"| **all** | {totals[0]} | {100 * totals[1] / totals[0]:.1f} % "
         f"| {100 * totals[2] / totals[0]:.1f} % | {100 * totals[3] / totals[0]:.1f} % |\n"
+    )
+    shares = [100 * part / totals[0] for part in totals[1:]]
+    figure(
+        "redacted",
+        " / ".join(f"{share:.1f}" for share in shares),
+        unit="%",
+        label=f"secrets redacted, {len(KINDS)} kinds × {examples} generated examples: on the "
+        "wire / at rest / in a recap the model wrote holding the secret",
+        target="100 % on each path",
+        met=all(part == totals[0] for part in totals[1:]),
     )
 
 

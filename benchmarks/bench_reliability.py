@@ -34,6 +34,7 @@ os.environ["JUPYTER_RECAP_LOG"] = "0"
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JUPYTER_RECAP_MODEL", "JUPYTER_RECAP_AUTO"):
     os.environ.pop(_name, None)
 
+from figurelib import figure  # noqa: E402
 from kernelutil import execute, running_kernel, stream_text  # noqa: E402
 from test_load_cycles import cycling_kernel, measure  # noqa: E402
 
@@ -97,6 +98,38 @@ def cycle_figures(cycles: int) -> None:
     kept = (after["traced"] - before["traced"]) - (control[1]["traced"] - control[0]["traced"])
     print(f"\ntraced memory kept beyond the control: {kept / 1024:+.1f} KiB over {cycles} cycles")
     print()
+    counts = "; ".join(
+        f"{name} {size(before[key])} → {size(after[key])}"
+        for key, name in (
+            ("threads", "threads"),
+            ("fds", "descriptors"),
+            ("comms", "comms"),
+            ("widgets", "widgets"),
+        )
+    )
+    figure(
+        "cycles",
+        counts,
+        unit="",
+        label=f"{cycles} `%load_ext` / `%unload_ext` cycles in a real kernel, before → after",
+        target="equal (the same threads and descriptors)",
+        met=all(before[key] == after[key] for key in LEAK_KEYS),
+    )
+    figure(
+        "cycles_memory",
+        f"{kept / 1024:+.1f} KiB traced; RSS {(after['rss'] - before['rss']) / 2**20:+.1f} MiB",
+        unit="",
+        label=f"… Python memory kept beyond a control run of the same cells without the "
+        f"extension (tracemalloc), and the RSS growth over the {cycles} cycles",
+    )
+
+
+LEAK_KEYS = ("threads", "fds", "comms", "widgets")
+
+
+def size(value: Any) -> int:
+    """A measure's count: the length of a list of threads or descriptors, or a number."""
+    return len(value) if isinstance(value, (list, set, tuple, dict)) else int(value)
 
 
 # -- 2. cell latency with a stuck provider -----------------------------------------------------
@@ -227,6 +260,21 @@ def latency_figures(cells: int, rounds: int, gap: float) -> None:
     p50 = statistics.median(loaded) / statistics.median(without)
     p95 = percentile(loaded, 95) / percentile(without, 95)
     print(f"\nratio with / without: p50 {p50:.2f}×, p95 {p95:.2f}×")
+    figure(
+        "hanging_model",
+        f"{statistics.median(loaded) * 1000:.1f} / {percentile(loaded, 95) * 1000:.1f} against "
+        f"{statistics.median(without) * 1000:.1f} / {percentile(without, 95) * 1000:.1f} "
+        f"ms (ratio {p50:.2f} / {p95:.2f})",
+        unit="",
+        label=f"trivial cells while an automatic recap waits on a model server that never "
+        f"answers, p50 / p95, against no extension ({len(loaded)} cells each way)",
+    )
+    figure(
+        "hanging_in_flight",
+        f"{sum(flights)} of {len(flights)}",
+        unit="cells",
+        label="… cells that started with a draft in flight (each cancelled by the cell)",
+    )
     print(
         f"cells that started with a draft in flight: {share:.0f} % ({sum(flights)} of "
         f"{len(flights)}); drafts started {started}, cancelled {cancelled}; connections the "

@@ -38,6 +38,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from figurelib import figure  # noqa: E402
+
 CLIENT_IDS = 20
 
 
@@ -300,6 +302,33 @@ def main() -> None:
     print(
         f"| memory per tracked kernel, worst case (64 tabs, 100 events) "
         f"| {worst / 1024:.1f} KiB | |"
+    )
+    figure(
+        "post_rate",
+        f"{throughput['per_second']:,.0f} req/s (p50 {throughput['p50_ms']:.1f} ms, "
+        f"p95 {throughput['p95_ms']:.1f} ms, {throughput['errors']:.0f} errors)",
+        unit="",
+        label=f"sustained focus POSTs, {inflight} connections × {args.seconds:g} s, loopback",
+        target="≥ 1,000 req/s",
+        met=throughput["per_second"] >= 1000 and throughput["errors"] == 0,
+    )
+    figure(
+        "post_cpu",
+        round(cpu_ms, 2),
+        unit="ms",
+        label="server CPU per focus POST (the whole jupyter_server request path)",
+    )
+    figure(
+        "poll_wakeup",
+        f"{statistics.median(poll) * 1000:.1f} / {max(poll) * 1000:.1f}",
+        unit="ms",
+        label=f"focus POST → a waiting long poll answers, p50 / max of {len(poll)}",
+    )
+    figure(
+        "hub_memory",
+        f"{typical / 1024:.1f} / {worst / 1024:.1f}",
+        unit="KiB",
+        label="server memory per tracked kernel: 3 tabs and 10 events / 64 tabs and 100 events",
     )
 
 

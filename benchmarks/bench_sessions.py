@@ -29,6 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from figurelib import figure  # noqa: E402
+
 from jupyter_recap.record.transcript import Transcript  # noqa: E402
 from jupyter_recap.stores.sessions import SessionStore, SessionWriter  # noqa: E402
 
@@ -137,6 +139,28 @@ def main() -> None:
     print("|---|---:|---|")
     for name, value, target in rows:
         print(f"| {name} | {value:.3f} | {target} |")
+    for key, label, part in (
+        ("append", "", rows[:3]),
+        ("append_nosync", ", the fsyncs skipped (our own cost)", rows[3:6]),
+    ):
+        figure(
+            key,
+            " / ".join(f"{ms:.2f}" for _, ms, _ in part),
+            unit="ms",
+            label=f"append and flush one entry to a session of 10 / 1,000 / 10,000 entries{label}",
+            target="< 1 ms, flat" if not label else None,
+            met=max(ms for _, ms, _ in part) < 1 if not label else None,
+        )
+    listed = rows[6:]
+    figure(
+        "listing",
+        " / ".join(f"{ms:.0f}" for _, ms, _ in (listed[0], listed[2], listed[1])),
+        unit="ms",
+        label="list 1,000 stored sessions: in the store / `%recap sessions --all` / "
+        "the whole `jupyter recap --sessions --all` process",
+        target="< 200 ms",
+        met=max(ms for _, ms, _ in listed) < 200,
+    )
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_foundation import median_seconds  # noqa: E402
+from figurelib import figure  # noqa: E402
 
 from jupyter_recap.pipeline.context import build_context  # noqa: E402
 from jupyter_recap.record.transcript import Transcript  # noqa: E402
@@ -66,6 +67,7 @@ def main() -> None:
 
         write = median_seconds(lambda: state.todo_write(PLAN), samples)
         rows.append(("todo_write, 20 tasks", f"{write * 1e6:.0f} µs"))
+        figure("todo_write", round(write * 1e6), unit="µs", label="`todo_write` of a 20-task list")
 
         store = state.memory
         for i in range(299):
@@ -81,6 +83,19 @@ def main() -> None:
         recall = median_seconds(lambda: store.recall("loader stage"), samples)
         rows.append(("remember + forget, 299 notes stored", f"{pair * 1e3:.2f} ms"))
         rows.append(("recall one term over 300 notes (15 hits)", f"{recall * 1e3:.2f} ms"))
+        figure(
+            "remember_forget",
+            round(pair * 1e3, 1),
+            unit="ms",
+            label="`remember` + `forget` (two locked, fsynced rewrites of the memory file), "
+            "299 notes stored",
+        )
+        figure(
+            "recall",
+            round(recall * 1e3, 1),
+            unit="ms",
+            label="`recall` of one term over 300 notes (counting its hits rewrites the file)",
+        )
 
         cached = median_seconds(state.framing, samples)
         other = MemoryStore(store.project_dir)  # another kernel of the same project
@@ -94,6 +109,13 @@ def main() -> None:
         changed = statistics.median(after_change)
         rows.append(("framing, 300 notes, file unchanged", f"{cached * 1e3:.3f} ms"))
         rows.append(("framing, 300 notes, file just rewritten", f"{changed * 1e3:.2f} ms"))
+        figure(
+            "framing",
+            f"{cached * 1e3:.2f} / {changed * 1e3:.2f}",
+            unit="ms",
+            label="a recap's framing from 300 notes: file unchanged / just rewritten by another "
+            "kernel",
+        )
 
         t = long_session(100_000)
         extras = state.framing().extras
@@ -109,6 +131,12 @@ def main() -> None:
                 "build_context, 100,000 entries: bare / with framing",
                 f"{bare * 1e3:.2f} / {framed * 1e3:.2f} ms (ratio {framed / bare:.2f})",
             )
+        )
+        figure(
+            "framing_ratio",
+            f"{bare * 1e3:.2f} / {framed * 1e3:.2f} ms (ratio {framed / bare:.2f})",
+            unit="",
+            label="`build_context` of a 100,000-entry session: bare / with the framing lines",
         )
         rows.append(
             ("framing lines sent", f"{sum(len(e) for e in extras)} chars ({len(extras)} lines)")

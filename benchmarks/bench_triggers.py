@@ -27,6 +27,8 @@ os.environ["JUPYTER_RECAP_LOG"] = "0"
 for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JUPYTER_RECAP_MODEL", "JUPYTER_RECAP_AUTO"):
     os.environ.pop(_name, None)
 
+from figurelib import figure  # noqa: E402
+
 
 def loaded_shell(fake_url: str) -> tuple[Any, Any]:
     """A terminal-less InteractiveShell with the extension, one agent turn, a fake provider."""
@@ -143,6 +145,7 @@ def main() -> None:
         latencies = trigger_latency(ext, fake, rounds)
         ext.runner.stop()
 
+    median, worst = statistics.median(latencies) * 1000, max(latencies) * 1000
     print("## Automatic recaps\n")
     print("| measure | result | target |")
     print("|---|---|---|")
@@ -150,16 +153,40 @@ def main() -> None:
         f"| model calls over {cycles} away/return cycles, no new activity | {total} in total, "
         f"{after_first} after the first cycle | 0 after the first |"
     )
+    figure(
+        "dedupe",
+        f"{total} in total, {after_first} after the first cycle",
+        unit="",
+        label=f"model calls over {cycles} away/return cycles with no new activity",
+        target="0 after the first",
+        met=after_first == 0,
+    )
     print(
         f"| deadline → banner state sent, instant local provider ({len(latencies)} rounds) "
-        f"| median {statistics.median(latencies) * 1000:.1f} ms, "
-        f"max {max(latencies) * 1000:.1f} ms | < 50 ms |"
+        f"| median {median:.1f} ms, max {worst:.1f} ms | < 50 ms |"
+    )
+    figure(
+        "trigger_latency",
+        f"{median:.1f} / {worst:.1f}",
+        unit="ms",
+        label=f"timer deadline → banner state sent, instant local provider, median / max "
+        f"({len(latencies)} of {rounds} rounds)",
+        target="max < 50 ms, every round",
+        met=worst < 50 and len(latencies) == rounds,
     )
     without = kernel_cpu(idle, load=False)
     with_ext = kernel_cpu(idle, load=True)
     print(
         f"| idle kernel CPU over {idle:g} s | {with_ext:.2f} % of a core with the extension, "
         f"{without:.2f} % without | < 0.5 % |"
+    )
+    figure(
+        "idle_cpu",
+        f"{with_ext:.2f} / {without:.2f}",
+        unit="% of a core",
+        label=f"idle kernel CPU over {idle:g} s, with / without the extension",
+        target="< 0.5 %",
+        met=with_ext < 0.5,
     )
 
 
