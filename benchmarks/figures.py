@@ -110,6 +110,8 @@ QUALITY_NAMES = {
     "context": "the model's context",
     "context_filled": "the context by the former fill-the-room rule",
     "offline": "the offline recap",
+    "head_tail": "baseline: the raw transcript's first and last 6,000 characters",
+    "snippets": "baseline: three snippets in the offline recap's size",
     "last30_raw": "peer: the last 30 entries in full",
     "last30_dialog": "peer: the last 30 dialog messages",
     "context_min": "lowest context recall of any session",
