@@ -1105,3 +1105,9 @@ def test_the_same_words_still_on_screen_are_not_asked_for_again() -> None:
     h.run(["focus", "blur", ("wait", 90)])
     assert h.calls == 2
     assert h.schedule.counters.saved_by_dedupe == 1
+
+
+def test_every_cancelled_draft_is_counted() -> None:
+    h = Harness()
+    h.run(["focus", "turn", *AWAY_CYCLE, "input", "turn", *AWAY_CYCLE, "start"])
+    assert h.counters()["cancelled"] == 2
