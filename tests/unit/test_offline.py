@@ -578,3 +578,13 @@ def test_a_chinese_reply_that_proposes_a_step_gives_the_next_step() -> None:
     t.assistant("数据已经加载完毕。接下来需要按地区汇总销售额。然后画图。")
     t.outcome("ok")
     assert recap(t) == "任务：请把销售数据按地区汇总。下一步：接下来需要按地区汇总销售额。"
+
+
+def test_a_failed_cell_without_a_number_is_named_by_its_first_line() -> None:
+    t = jr.Transcript()
+    t.user("clean the sales data")
+    t.code("df.merge(rates)", error="KeyError: 'region'")
+    assert recap(t) == (
+        "Task: Clean the sales data. df.merge(rates) failed with KeyError: 'region'. "
+        "Next: Fix df.merge(rates) and run it again."
+    )

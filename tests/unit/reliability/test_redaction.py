@@ -805,3 +805,17 @@ def test_compact_memory_sends_notes_redacted(
 )
 def test_the_rules_at_their_edges(text: str, expected: str) -> None:
     assert Redactor({})(text) == expected
+
+
+def test_secret_environment_values_from_eight_characters() -> None:
+    # Shorter values are too likely to be ordinary words of the text.
+    assert Redactor({"MY_TOKEN": "x7Rk2pQz"})("the token is x7Rk2pQz") == "the token is [redacted]"
+    assert Redactor({"MY_TOKEN": "x7Rk2pQ"})("the token is x7Rk2pQ") == "the token is x7Rk2pQ"
+
+
+def test_a_letter_that_lowers_to_two_keeps_the_labels_after_it_in_place() -> None:
+    # "İ".lower() is two characters: the lower-cased copy the labels are found in must not
+    # shift the offsets of everything after it.
+    assert Redactor({})("İstanbul office: password=hunter22") == (
+        "İstanbul office: password=[redacted]"
+    )
