@@ -10,7 +10,16 @@ import tseslint from 'typescript-eslint';
 
 export default defineConfig([
   {
-    ignores: ['node_modules', 'lib', 'coverage', '.yarn', '**/*.js', '**/*.d.ts']
+    ignores: [
+      'node_modules',
+      'lib',
+      'coverage',
+      '.yarn',
+      '.stryker-tmp',
+      'reports',
+      '**/*.js',
+      '**/*.d.ts'
+    ]
   },
   js.configs.recommended,
   tseslint.configs.recommended,

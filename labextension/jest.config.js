@@ -28,5 +28,8 @@ module.exports = {
   // The console only: no junit.xml or coverage files left in the work tree.
   reporters: ['default'],
   testRegex: 'src/__tests__/.*\\.spec\\.ts$',
+  // A sandbox Stryker left behind (scripts/mutation, interrupted) holds copies of the specs.
+  testPathIgnorePatterns: ['/lib/', '/node_modules/', '<rootDir>/.stryker-tmp/'],
+  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
   transformIgnorePatterns: [`/node_modules/(?!${esModules}).+`]
 };

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 sys.path.insert(0, str(Path(__file__).parent))  # lets tests import fakellm and helpers
 
@@ -48,6 +48,16 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", settings.get_profile("ci"), max_examples=20)
+# scripts/mutation runs each mutant's tests: a twentieth of the "ci" examples (the context and
+# redaction modules are covered by 90 to 200 tests each), and no shrinking: a mutant a property
+# test catches fails all the same, and shrinking its counterexample (tens of seconds for the
+# stateful schedule test) would only make mutmut wait, then count it as a timeout.
+settings.register_profile(
+    "mutation",
+    settings.get_profile("ci"),
+    max_examples=5,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 

@@ -369,6 +369,38 @@ def test_set_path_gives_the_path_and_the_name(
     assert row(board, "k")["name"] == "top.ipynb"
 
 
+def test_a_notebook_reopened_in_a_new_kernel_replaces_its_dead_kernels_row(
+    board: AgentBoard, changes: list[tuple[str, str, int]]
+) -> None:
+    for kernel, path in (("dead", "a.ipynb"), ("dead-b", "b.ipynb"), ("live", "a.ipynb")):
+        board.report(kernel, running(100.0))
+        board.set_path(kernel, path)
+    board.kernel_event("dead", "died", state="dead")
+    board.kernel_event("dead-b", "died", state="dead")
+    assert (board.is_dead("dead"), board.is_dead("live"), board.is_dead("nobody")) == (
+        True,
+        False,
+        False,
+    )
+    board.report("new", Report())
+    changes.clear()
+    board.set_path("new", "a.ipynb")
+    # The dead kernel's row of that notebook goes (announced); a live kernel on the same
+    # notebook and the dead kernel of another notebook stay.
+    assert ("dead", "remove", board.version - 1) in changes
+    assert board.kernel_ids() == {"dead-b", "live", "new"}
+
+
+def test_rows_needing_the_person_put_the_latest_turn_end_first(
+    board: AgentBoard, facts: Facts
+) -> None:
+    for kernel in ("early", "late"):
+        facts.focused[kernel] = False
+    board.report("early", ended("ok", 120.0))
+    board.report("late", ended("errored", 150.0))
+    assert [r["kernel_id"] for r in board.rows()] == ["late", "early"]
+
+
 def test_a_row_carries_the_focus_facts(board: AgentBoard, facts: Facts) -> None:
     facts.focused["k"] = True
     facts.execution["k"] = "busy"

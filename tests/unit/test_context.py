@@ -348,3 +348,44 @@ def test_earlier_prompts_are_bounded_and_the_oldest_leave_first() -> None:
     assert len(framing) <= 3000
     assert f"- prompt {EARLIER_PROMPTS - 1:02d} " in framing and "- prompt 00 " not in framing
     assert text.endswith("User: " + latest)
+
+
+def test_each_kind_of_entry_reads_as_its_line_and_the_summary_frames_them() -> None:
+    t = jr.Transcript()
+    t.summary("Goal: migrate billing to v2. Done: customers, invoices.")
+    t.user("now the payments table")
+    t.code("import pandas as pd", count=1)
+    t.event("kernel restarted")
+    t.tool_call("read_file", {"path": "payments.ts"})
+    t.tool_result("read_file", "", error="FileNotFoundError: payments.ts")
+    t.assistant("payments.ts is missing.")
+    framing, recent = build_context(t).split("\n\nRecent activity (oldest first)\n")
+    assert framing == (
+        "Task framing\nLatest summary: Goal: migrate billing to v2. Done: customers, invoices."
+    )
+    assert recent.splitlines() == [
+        "User: now the payments table",
+        "In[1]: import pandas as pd → ok",
+        "Event: kernel restarted",
+        "Tool call: read_file(path='payments.ts')",
+        "Tool error (read_file): FileNotFoundError: payments.ts",
+        "Assistant: payments.ts is missing.",
+    ]
+
+
+def test_an_unresolved_tool_error_keeps_its_own_call_not_the_one_before() -> None:
+    t = jr.Transcript()
+    t.user("deploy the dashboard")
+    t.tool_call("deploy", {"env": "staging"})
+    t.tool_call("notify", {"channel": "ops"})  # another tool, called in between
+    t.tool_result("deploy", "403 Forbidden: token lacks scope", error=True)
+    for n in range(120):
+        t.tool_call("render", {"page": n})
+        t.tool_result("render", "ok " + "z" * 120)
+    recent = build_context(t, max_chars=3000).split("Recent activity (oldest first)\n")[1]
+    assert recent.splitlines()[:4] == [
+        "User: deploy the dashboard",
+        "Tool call: deploy(env='staging')",
+        "… (earlier steps omitted)",  # the other tool's call
+        "Tool error (deploy): 403 Forbidden: token lacks scope",
+    ]

@@ -487,3 +487,104 @@ def test_the_replies_tell_the_language_when_the_prompts_cannot() -> None:
 )
 def test_refers_back(prompt: str, points_back: bool) -> None:
     assert refers_back(prompt) is points_back
+
+
+# -- which reply a tool failure counts as told by ----------------------------------------------
+
+
+def failed_join(error: str, reply: str) -> str:
+    t = jr.Transcript()
+    t.user("Merge the region table into the sales data")
+    t.tool_call("join_tables", {"on": "region"})
+    t.tool_result("join_tables", "", error=error)
+    t.assistant(reply)
+    t.outcome("ok")
+    return recap(t)
+
+
+@pytest.mark.parametrize(
+    ("error", "reply"),
+    [
+        # The tool's name alone.
+        ("RuntimeError: refund service unavailable", "join_tables did not go through; I wait."),
+        # The exception's name, when the message has a colon of its own.
+        ("KeyError: 'region': not in columns", "A KeyError stopped the merge."),
+        # The exception's name when it is not CamelCase (the part after the module).
+        ("socket.timeout: timed out", "It hit a timeout."),
+        # A quoted key the error names.
+        ("KeyError: 'region'", "The column region is missing."),
+        # Two words of the message in a row ("timed out": eight letters, the shortest that count).
+        ("ReadTimeout: the read timed out", "The request timed out."),
+    ],
+)
+def test_a_reply_that_names_the_failure_in_any_way_is_quoted(error: str, reply: str) -> None:
+    assert failed_join(error, reply).endswith(f"Last reply: {reply}")
+
+
+def test_a_reply_that_names_nothing_of_the_failure_does_not_hide_it() -> None:
+    # 'id' is too short to count as named (it is in every other word: "midway").
+    assert failed_join("KeyError: 'id'", "The merge stopped midway.") == (
+        "Task: Merge the region table into the sales data. "
+        "The tool join_tables failed: KeyError: 'id'. "
+        "Next: Look at that error, then rerun the agent cell."
+    )
+
+
+@pytest.mark.parametrize("earlier_cells", [0, 250])
+def test_an_interrupted_round_quotes_the_reply_right_after_its_tool_failure(
+    earlier_cells: int,
+) -> None:
+    t = jr.Transcript()
+    for count in range(earlier_cells):  # a long session: the recap reads only its tail
+        t.code(f"orders.head({count})", count=count + 1)
+    t.user("Refund order A-1001 in full")
+    t.assistant("Looked up order A-1001: 548 EUR.")
+    t.outcome("ok")
+    t.user("go on with the refund")
+    t.assistant("Checking that the refund service answers.")
+    t.tool_call("issue_refund", {"order": "A-1001"})
+    t.tool_result("issue_refund", "", error="RuntimeError: refund service unavailable")
+    t.assistant("The refund service is unavailable, so I switched to the backup service.")
+    t.tool_call("backup_refund", {"order": "A-1001"})
+    t.assistant("Trying the backup now.")
+    t.outcome("aborted")
+    assert recap(t) == (
+        "Task: Refund order A-1001 in full. The last agent turn was interrupted; before that: "
+        "The refund service is unavailable, so I switched to the backup service."
+    )
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        "Just use the card on file.",  # narrows, but to no amount or count
+        "Then send the receipt for 548 EUR to the customer.",  # an amount, but adds a step
+    ],
+)
+def test_a_follow_up_that_neither_corrects_nor_narrows_to_an_amount_keeps_the_task(
+    follow_up: str,
+) -> None:
+    t = jr.Transcript()
+    t.user("Refund order A-1001 in full")
+    t.assistant("Refunded 548 EUR.")
+    t.outcome("ok")
+    t.user(follow_up)
+    assert recap(t) == f"Task: Refund order A-1001 in full. Latest ask: {follow_up}"
+
+
+def test_a_chinese_reply_that_proposes_a_step_gives_the_next_step() -> None:
+    t = jr.Transcript()
+    t.user("请把销售数据按地区汇总。")
+    t.assistant("数据已经加载完毕。接下来需要按地区汇总销售额。然后画图。")
+    t.outcome("ok")
+    assert recap(t) == "任务：请把销售数据按地区汇总。下一步：接下来需要按地区汇总销售额。"
+
+
+def test_a_failed_cell_without_a_number_is_named_by_its_first_line() -> None:
+    t = jr.Transcript()
+    t.user("clean the sales data")
+    t.code("df.merge(rates)", error="KeyError: 'region'")
+    assert recap(t) == (
+        "Task: Clean the sales data. df.merge(rates) failed with KeyError: 'region'. "
+        "Next: Fix df.merge(rates) and run it again."
+    )

@@ -1067,3 +1067,47 @@ def test_shutdown_drops_the_pending_bit() -> None:
     assert h.shutdown() == []
     assert not h.schedule.pending
     assert h.schedule.next_deadline() is None
+
+
+def test_every_stale_answer_is_counted() -> None:
+    # %recap status reports how many answers came too late to show: for a session that moved
+    # on while drafting, and one landing mid-turn after during_active was switched off (not
+    # shown while the agent works).
+    h = Harness(during_active=True)
+    h.run(["focus", "turn", "blur", "start", ("wait", 90)])
+    h.fingerprint("fp1+tool-call")
+    assert h.done(1, "A") == []
+    h.run([("wait", 3)])  # still away: tried again after the debounce
+    assert [d.reason for d in h.drafts()] == ["away", "post_turn"]
+    h.settings.during_active = False
+    assert h.done(2, "B") == []
+    h.run(["end", ("wait", 3), ("fingerprint", "fp2+tool-call")])
+    assert h.done(3, "C") == []
+    assert h.schedule.counters.discarded_stale == 3
+
+
+def test_the_recap_carries_its_note_and_notice_to_the_banner() -> None:
+    h = Harness()
+    h.run(["focus", "turn", *AWAY_CYCLE])
+    shown = h.schedule.draft_done(1, "A", MODEL, note="offline: no model", notice="new: x")
+    assert shown == [ShowRecap(1, "A", MODEL, "away", "offline: no model", "new: x")]
+
+
+def test_the_same_words_still_on_screen_are_not_asked_for_again() -> None:
+    # A background agent adds activity without clearing the banner; the next draft reads the
+    # same as what is on screen, so nothing is shown, and that state counts as covered: the
+    # next absence asks the model for nothing.
+    h = Harness()
+    h.run(["focus", "turn", *AWAY_CYCLE, ("done", 1, "A"), "focus"])
+    h.run([("fingerprint", "fp1+background"), "blur", ("wait", 90)])
+    assert h.done(2, "A") == []
+    assert h.schedule.banner_visible
+    h.run(["focus", "blur", ("wait", 90)])
+    assert h.calls == 2
+    assert h.schedule.counters.saved_by_dedupe == 1
+
+
+def test_every_cancelled_draft_is_counted() -> None:
+    h = Harness()
+    h.run(["focus", "turn", *AWAY_CYCLE, "input", "turn", *AWAY_CYCLE, "start"])
+    assert h.counters()["cancelled"] == 2

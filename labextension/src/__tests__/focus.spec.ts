@@ -218,12 +218,202 @@ describe('FocusReporter', () => {
     ]);
   });
 
-  it('skips notebooks without a kernel', async () => {
+  it('skips notebooks without a kernel, until their kernel starts', async () => {
     const noKernel = new FakePanel(null, 'c.ipynb');
+    const noKernelYet = new FakePanel(null, 'd.ipynb');
+    noKernelYet.sessionContext.session = { kernel: null } as unknown as { kernel: { id: string } };
     shell.currentWidget = noKernel;
     reporter.track(noKernel.asPanel);
+    reporter.track(noKernelYet.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    // The same wait brings the report of the notebook that has a kernel.
+    expect(server.takeReports()).toEqual([['b.ipynb', false]]);
+
+    noKernel.sessionContext.session = { kernel: { id: 'kernel-c' } };
+    noKernel.sessionContext.kernelChanged.emit(null);
+    await flush();
+    expect(server.takeReports()).toEqual([['c.ipynb', true]]);
+    noKernelYet.dispose();
+  });
+
+  it('reports a renamed notebook, or one with a new kernel, under its new identity', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    server.takeReports();
+
+    a.context.path = 'renamed.ipynb';
+    a.context.pathChanged.emit(null);
+    await flush();
+    expect(server.takeReports()).toEqual([
+      ['renamed.ipynb', true],
+      ['a.ipynb', false]
+    ]);
+
+    a.sessionContext.session = { kernel: { id: 'kernel-a2' } };
+    a.sessionContext.kernelChanged.emit(null);
+    await flush();
+    expect(server.focus.mock.calls.map(([r]) => [r.kernel_id, r.focused])).toEqual([
+      ['kernel-a2', true],
+      ['kernel-a', false]
+    ]);
+  });
+
+  it('sends nothing when a notebook that was not focused is closed', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    server.takeReports();
+    b.dispose();
+    a.dispose();
+    await flush();
+    // Only the focused one is told (as unfocused); the server already knew `b` was not.
+    expect(server.takeReports()).toEqual([['a.ipynb', false]]);
+  });
+
+  it('reports focused again when the window gets the focus back', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    page.focused = false;
+    setPage(page);
+    window.dispatchEvent(new Event('blur'));
+    jest.advanceTimersByTime(0);
+    await flush();
+    server.takeReports();
+
+    page.focused = true;
+    setPage(page);
+    window.dispatchEvent(new Event('focus'));
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', true]]);
+  });
+
+  it('tells the server every notebook is unfocused when the page goes away, and again when it is back', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    server.takeReports();
+
+    window.dispatchEvent(new Event('pagehide'));
+    await flush();
+    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused, r.client_id])).toEqual([
+      ['a.ipynb', false, 'client-1'],
+      ['b.ipynb', false, 'client-1']
+    ]);
+    // Restored from the back-forward cache: the current notebook is focused again.
+    window.dispatchEvent(new Event('pageshow'));
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', true]]);
+  });
+
+  it('sends the state queued behind a request in flight with keepalive when the page hid', async () => {
+    shell.currentWidget = a;
+    server.hold = true;
+    reporter.track(a.asPanel);
+    await flush();
+    server.takeReports();
+    page.visible = false;
+    document.dispatchEvent(new Event('visibilitychange'));
+    await flush();
+    expect(server.beacon).not.toHaveBeenCalled(); // queued behind the request in flight
+
+    server.held[0].resolve({ kernel_id: 'kernel-a', focused: true, banner_model_id: null });
+    await flush();
+    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused])).toEqual([
+      ['a.ipynb', false]
+    ]);
+    expect(server.takeReports()).toEqual([]);
+  });
+
+  it('sends a report again at the next look when it failed', async () => {
+    const debug = jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+    server.focus.mockImplementationOnce(() => Promise.reject(new Error('unknown kernel')));
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', true]]);
+    expect(debug).toHaveBeenCalledWith('jupyter_recap: focus report failed', expect.any(Error));
+
+    window.dispatchEvent(new Event('focus')); // nothing changed, but the server never got it
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', true]]);
+    window.dispatchEvent(new Event('focus')); // now it did: nothing to send
     await flush();
     expect(server.takeReports()).toEqual([]);
+  });
+
+  it('follows the given signal when the shell has none, and works without any', async () => {
+    const plain = { currentWidget: null as unknown }; // a shell without currentChanged
+    const changed = new Signal<unknown, unknown>({});
+    const own = new FocusReporter({
+      api: server.api,
+      clientId: 'client-2',
+      shell: plain as unknown as JupyterFrontEnd.IShell,
+      currentChanged: changed
+    });
+    own.track(a.asPanel);
+    await flush();
+    server.takeReports();
+    plain.currentWidget = a;
+    changed.emit(undefined);
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', true]]);
+    own.dispose();
+    server.beacon.mockClear();
+    plain.currentWidget = null;
+    changed.emit(undefined);
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+
+    const bare = new FocusReporter({
+      api: server.api,
+      clientId: 'client-3',
+      shell: { currentWidget: null } as unknown as JupyterFrontEnd.IShell
+    });
+    bare.dispose();
+  });
+
+  it('beats every 10 seconds unless told another period', async () => {
+    reporter.dispose();
+    for (const [heartbeatMs, period] of [
+      [undefined, 10_000],
+      [3_000, 3_000]
+    ] as const) {
+      const beating = new FocusReporter({
+        api: server.api,
+        clientId: 'client-2',
+        shell: shell as unknown as JupyterFrontEnd.IShell,
+        heartbeatMs
+      });
+      beating.track(a.asPanel);
+      await flush();
+      server.takeReports();
+      jest.advanceTimersByTime(period - 1);
+      await flush();
+      expect(server.takeReports()).toEqual([]);
+      jest.advanceTimersByTime(1);
+      await flush();
+      expect(server.takeReports()).toEqual([['a.ipynb', false]]);
+      beating.dispose();
+    }
+  });
+
+  it('does not tell listeners of a request that got no answer', async () => {
+    const answers: IFocusAnswer[] = [];
+    reporter.answered.connect((_, answer) => answers.push(answer));
+    server.beacon.mockImplementation(() => Promise.resolve(null));
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    page.visible = false;
+    document.dispatchEvent(new Event('visibilitychange'));
+    await flush();
+    expect(server.beacon).toHaveBeenCalledTimes(1);
+    expect(answers).toEqual([{ kernel_id: 'kernel-a', focused: true, banner_model_id: null }]);
   });
 
   it('keeps one request in flight per notebook and sends only the latest state after it', async () => {
@@ -268,6 +458,12 @@ describe('FocusReporter', () => {
     await flush();
     server.takeReports();
     reporter.dispose();
+    // Leaving, it told the server once that the notebook is no longer looked at.
+    reporter.dispose();
+    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused])).toEqual([
+      ['a.ipynb', false]
+    ]);
+    expect(reporter.isDisposed).toBe(true);
     server.beacon.mockClear();
     shell.activate(b);
     jest.advanceTimersByTime(60_000);

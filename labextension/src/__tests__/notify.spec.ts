@@ -5,10 +5,10 @@ import { Signal } from '@lumino/signaling';
 
 import type { AgentsModel } from '../agents';
 import type { IAgentRow } from '../api';
-import { Notifier, RECAP_WAIT_MS, SEEN_CLOSE_MS } from '../notify';
+import { desktopPermission, Notifier, RECAP_WAIT_MS, SEEN_CLOSE_MS, TitleCount } from '../notify';
 import type { NotebookOpener } from '../open';
 import type { RecapSettings } from '../settings';
-import { row, setPage, unsafeIn } from './helpers';
+import { flush, row, setPage, unsafeIn } from './helpers';
 
 jest.mock('@jupyterlab/apputils', () => ({
   Notification: { emit: jest.fn(), update: jest.fn(), dismiss: jest.fn() }
@@ -47,6 +47,12 @@ class FakeModel {
   set(rows: IAgentRow[]): void {
     this.rows = rows;
     this.changed.emit();
+  }
+
+  /** A load of the board, as AgentsModel.load() tells it: `changed`, then `loaded`. */
+  load(rows: IAgentRow[], first: boolean): void {
+    this.set(rows);
+    this.loaded.emit({ first });
   }
 }
 
@@ -136,11 +142,68 @@ describe('Notifier: waiting for the recap of a turn that ended while away', () =
   });
 
   it('says nothing when the person looked at the notebook during the wait', () => {
-    model.set([finished()]);
+    // Two notebooks end their turns together; the person looks at one of them during the wait.
+    const other = row(`${kernel}-b`, {
+      name: 'other.ipynb',
+      state: 'finished',
+      turn: 'ok',
+      needs_you: 'finished',
+      notice: 1,
+      turn_ended: 1_000
+    });
+    model.set([finished(), other]);
     jest.advanceTimersByTime(5_000);
-    model.set([finished({ needs_you: null })]);
+    model.set([finished({ needs_you: null }), other]);
     jest.advanceTimersByTime(RECAP_WAIT_MS);
+    // The same wait notified about the other one: only the looked-at notebook stayed quiet.
+    expect(emit.mock.calls.map(call => call[0])).toEqual(['other.ipynb: the agent finished']);
+  });
+
+  it('neither repeats nor postpones the notification when the board changes during the wait', () => {
+    const other = row(`${kernel}-b`, { state: 'running', turn: 'running' });
+    model.set([finished()]);
+    // Other rows change meanwhile (a running notebook's progress, its last activity).
+    jest.advanceTimersByTime(5_000);
+    model.set([finished(), other]);
+    jest.advanceTimersByTime(10_000);
+    model.set([finished(), { ...other, last_activity: 1_010 }]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS - 15_000);
+    expect(emit).toHaveBeenCalledTimes(1);
+    // Later changes of the board do not notify the same turn again.
+    model.set([finished(), { ...other, last_activity: 1_020 }]);
+    model.set([finished({ updated: 5 })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).toHaveBeenCalledTimes(1);
+    expect(update).not.toHaveBeenCalled();
+  });
+
+  it('waits for the recap of a later turn that ended during the wait', () => {
+    model.set([finished()]);
+    jest.advanceTimersByTime(15_000);
+    // A second turn ended (and failed) before the first one's recap came.
+    model.set([finished({ notice: 2, turn_ended: 1_015, needs_you: 'errored', error: 'E' })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS - 1);
+    expect(emit).not.toHaveBeenCalled(); // the first turn's wait is over, but it is not the news
+    jest.advanceTimersByTime(1);
+    expect(emit.mock.calls.map(call => call[0])).toEqual(['train.ipynb: the agent failed — E']);
+  });
+
+  it('takes a blank recap, or one of an earlier turn, as no recap', () => {
+    const blank = { text: ' \n ', model: 'm', at: 1_005, links: [] };
+    model.set([finished({ recap: blank })]);
     expect(emit).not.toHaveBeenCalled();
+    // A recap written the very moment the turn ended is about that turn.
+    const recap = { text: 'Done.', model: 'm', at: 1_000, links: [] };
+    model.set([finished({ recap })]);
+    expect(emit.mock.calls.map(call => call[0])).toEqual([
+      'train.ipynb: the agent finished — Done.'
+    ]);
+  });
+
+  it('says only that the agent failed when there is neither a recap nor an error', () => {
+    model.set([finished({ needs_you: 'errored', error: null })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit.mock.calls[0].slice(0, 2)).toEqual(['train.ipynb: the agent failed', 'error']);
   });
 
   it('reports a failed turn as an error, with the first line of the error', () => {
@@ -257,6 +320,12 @@ describe('Notifier: a notification made while the person is away', () => {
     expect(update).not.toHaveBeenCalled();
     expect(dismiss).not.toHaveBeenCalled();
     expect(live.size).toBe(1);
+    // The person's return is what sets its close timer (the mocks do see that).
+    comeBack();
+    expect(update).toHaveBeenCalledWith({
+      id: emit.mock.results[0].value,
+      autoClose: SEEN_CLOSE_MS
+    });
   });
 
   it('starts closing only once the person is back and can see it', () => {
@@ -349,5 +418,459 @@ describe('Notifier: a notification made while the person is away', () => {
     model.set([ended({ notice: 2, turn_ended: 1_100, recap: { ...recap, at: 1_105 } })]);
     expect(emit).toHaveBeenCalledTimes(2);
     expect(live.size).toBe(1);
+  });
+});
+
+describe('Notifier: later absences, reloads, other tabs and the desktop', () => {
+  let model: FakeModel;
+  let notifier: Notifier | null;
+  let kernel: string;
+  let count = 0;
+  let settings: { notifications: boolean; desktopNotifications: boolean; titleCount: boolean };
+  const opener = { open: jest.fn() };
+  const panels: unknown[] = [];
+  const shell = {
+    currentWidget: null as unknown,
+    currentChanged: new Signal<unknown, unknown>({})
+  };
+  const tracker = {
+    find: (test: (panel: unknown) => boolean) => panels.find(test),
+    currentChanged: new Signal<unknown, unknown>({})
+  };
+
+  /** A notifier on a page that just loaded `rows` (nothing loaded yet when `rows` is null). */
+  const open = (rows: IAgentRow[] | null = []): Notifier => {
+    const made = new Notifier({
+      model: model as unknown as AgentsModel,
+      settings: { current: settings } as unknown as RecapSettings,
+      opener: opener as unknown as NotebookOpener,
+      shell: shell as unknown as JupyterFrontEnd.IShell,
+      tracker: tracker as unknown as INotebookTracker,
+      clientId: 'page-1'
+    });
+    if (rows !== null) {
+      model.load(rows, true);
+    }
+    return made;
+  };
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    resetNotifications();
+    opener.open.mockReset();
+    window.localStorage.clear();
+    setPage({ visible: false, focused: false });
+    kernel = `later${++count}`;
+    settings = { notifications: true, desktopNotifications: false, titleCount: true };
+    panels.length = 0;
+    panels.push(fakePanel(kernel), fakePanel('other'));
+    shell.currentWidget = panels[1];
+    model = new FakeModel();
+    notifier = null;
+  });
+
+  afterEach(() => {
+    notifier?.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  const recap = { text: 'Refunded order A-1001.', model: 'offline', at: 1_005, links: [] };
+  const ended = (fields: Partial<IAgentRow> = {}): IAgentRow =>
+    row(kernel, {
+      state: 'finished',
+      turn: 'ok',
+      needs_you: 'finished',
+      notice: 1,
+      turn_ended: 1_000,
+      recap,
+      ...fields
+    });
+  /** The same notebook, its next turn ended (and its recap written) `n` turns later. */
+  const later = (n: number, fields: Partial<IAgentRow> = {}): IAgentRow =>
+    ended({
+      notice: 1 + n,
+      turn_ended: 1_000 + 100 * n,
+      recap: { ...recap, text: `Turn ${1 + n} done.`, at: 1_005 + 100 * n },
+      ...fields
+    });
+  const messages = (): string[] => emit.mock.calls.map(call => call[0] as string);
+
+  it('notifies again in a later absence, after the first notice was dealt with', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    expect(messages()).toEqual([`${kernel}.ipynb: the agent finished — Refunded order A-1001.`]);
+
+    // The person comes back to that notebook (the server clears its mark), then leaves again.
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = panels[0];
+    window.dispatchEvent(new Event('focus'));
+    model.set([ended({ needs_you: null })]);
+    expect(live.size).toBe(0);
+    setPage({ visible: false, focused: false });
+    model.set([ended({ state: 'running', turn: 'running', needs_you: null })]);
+
+    model.set([later(1)]);
+    expect(messages()).toEqual([
+      `${kernel}.ipynb: the agent finished — Refunded order A-1001.`,
+      `${kernel}.ipynb: the agent finished — Turn 2 done.`
+    ]);
+    expect(live.size).toBe(1);
+  });
+
+  it('does not repeat, on a reload, what the board already showed; notifies what comes after', () => {
+    // The page opens on a board where the notebook already waits for the person (notice 3).
+    notifier = open([later(2)]);
+    model.set([later(2, { updated: 7 })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).not.toHaveBeenCalled();
+    model.set([later(3)]);
+    expect(messages()).toEqual([`${kernel}.ipynb: the agent finished — Turn 4 done.`]);
+  });
+
+  it('does not notify from rows fetched before the page took its baseline', () => {
+    notifier = open(null);
+    model.set([later(2)]); // a change the model tells before its first load completes
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).not.toHaveBeenCalled();
+    model.loaded.emit({ first: true });
+    model.set([later(3)]);
+    expect(emit).toHaveBeenCalledTimes(1);
+  });
+
+  it('leaves the notice to another tab of this browser that claimed it after this one', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended({ recap: null })]);
+    // Another tab of the same browser saw the same turn end and claimed it (the last writer
+    // notifies).
+    const key = `jupyter-recap:notified:${kernel}`;
+    window.localStorage.setItem(key, JSON.stringify({ notice: 1, by: 'page-2' }));
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).not.toHaveBeenCalled();
+
+    // The next turn: this tab claims it last, so this tab notifies.
+    model.set([later(1, { recap: null })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(messages()).toEqual([`${kernel}.ipynb: the agent finished`]);
+    expect(JSON.parse(window.localStorage.getItem(key) ?? 'null')).toEqual({
+      notice: 2,
+      by: 'page-1'
+    });
+  });
+
+  it('reads what an earlier version stored (a bare number) as already notified', () => {
+    // An older page notified notice 3 and stored just the number; this page's board says 2.
+    window.localStorage.setItem(`jupyter-recap:notified:${kernel}`, '3');
+    notifier = open([later(1)]);
+    model.set([later(2)]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).not.toHaveBeenCalled();
+    model.set([later(3)]);
+    expect(emit).toHaveBeenCalledTimes(1);
+  });
+
+  it('takes a stored value it cannot read as never notified', () => {
+    window.localStorage.setItem(`jupyter-recap:notified:${kernel}`, '{"notice": "3"}');
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    expect(emit).toHaveBeenCalledTimes(1);
+  });
+
+  it('forgets the notices of kernels gone from the board, and nothing else in storage', () => {
+    window.localStorage.setItem('jupyter-recap:notified:gone', JSON.stringify({ notice: 4 }));
+    window.localStorage.setItem('jupyter-recap:notified:gone-too', '2');
+    window.localStorage.setItem('another-extension:state', 'kept');
+    notifier = open([later(1)]);
+    const keys = Object.keys(window.localStorage).sort();
+    expect(keys).toEqual(['another-extension:state', `jupyter-recap:notified:${kernel}`]);
+  });
+
+  it('notifies nothing while notifications are switched off', () => {
+    settings.notifications = false;
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    model.set([later(1, { recap: null })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).not.toHaveBeenCalled();
+    // Switched on again: the next turn is notified.
+    settings.notifications = true;
+    model.set([later(2)]);
+    expect(emit).toHaveBeenCalledTimes(1);
+  });
+
+  it('does not notify a turn that ended while the person was looking at its notebook', () => {
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = panels[0];
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]); // the server has not cleared the mark yet
+    model.set([later(1, { recap: null })]);
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).not.toHaveBeenCalled();
+    // On another notebook of the same page, the next turn is notified (and closes once read).
+    shell.currentWidget = panels[1];
+    model.set([later(2)]);
+    expect(emit).toHaveBeenCalledTimes(1);
+    expect(emit.mock.calls[0][2]).toEqual(expect.objectContaining({ autoClose: SEEN_CLOSE_MS }));
+  });
+
+  it('does not notify when the person turns to the notebook during the wait', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended({ recap: null })]);
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = panels[0];
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    expect(emit).not.toHaveBeenCalled();
+  });
+
+  it('notifies when the page was left on that very notebook', () => {
+    shell.currentWidget = panels[0]; // the notebook is current, but the page is hidden
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    expect(emit).toHaveBeenCalledTimes(1);
+  });
+
+  it('knows the notebook by its kernel after a rename, and by its path before its kernel started', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    const renamed = {
+      sessionContext: { session: { kernel: { id: kernel } } },
+      context: { path: 'renamed.ipynb' }
+    };
+    panels.push(renamed);
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = renamed;
+    shell.currentChanged.emit(null);
+    expect(live.size).toBe(0);
+
+    // A view of the same file whose kernel is not up yet (no session, or no kernel in it).
+    model.set([ended({ needs_you: null, state: 'running', turn: 'running' })]);
+    setPage({ visible: false, focused: false });
+    model.set([later(1)]);
+    expect(live.size).toBe(1);
+    for (const session of [null, { kernel: null }]) {
+      const starting = { sessionContext: { session }, context: { path: `${kernel}.ipynb` } };
+      panels.push(starting);
+      setPage({ visible: true, focused: true });
+      shell.currentWidget = starting;
+      shell.currentChanged.emit(null);
+      expect(live.size).toBe(0);
+      setPage({ visible: false, focused: false });
+      model.set([later(2 + (session === null ? 0 : 1))]);
+      expect(live.size).toBe(1);
+    }
+  });
+
+  it('sees the return from either event: the page shown, or its window focused', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    const id = emit.mock.results[0].value as string;
+    // The window had the focus all along; the tab becomes visible.
+    setPage({ visible: true, focused: true });
+    document.dispatchEvent(new Event('visibilitychange'));
+    expect(update).toHaveBeenCalledWith({ id, autoClose: SEEN_CLOSE_MS });
+
+    setPage({ visible: false, focused: false });
+    model.set([later(1)]);
+    update.mockClear();
+    // The tab was visible all along; its window gets the focus.
+    setPage({ visible: true, focused: true });
+    window.dispatchEvent(new Event('focus'));
+    expect(update).toHaveBeenCalledWith({ id, autoClose: SEEN_CLOSE_MS });
+  });
+
+  it('forgets a notification closed by hand before the person came back', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    Notification.dismiss(emit.mock.results[0].value as string);
+    setPage({ visible: true, focused: true });
+    window.dispatchEvent(new Event('focus'));
+    // The next notice makes a new notification, without trying to update the closed one first.
+    setPage({ visible: false, focused: false });
+    update.mockClear();
+    model.set([later(1)]);
+    expect(update).not.toHaveBeenCalled();
+    expect(emit).toHaveBeenCalledTimes(2);
+  });
+
+  it('opens the notebook at the cell where the agent stopped', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended({ stop_cell: { cell_id: 'c-7', label: 'In[7]', failed: true } })]);
+    emit.mock.calls[0][2].actions[0].callback();
+    expect(opener.open).toHaveBeenCalledWith(`${kernel}.ipynb`, 'c-7');
+    model.set([later(1)]);
+    update.mock.calls[0][0].actions[0].callback();
+    expect(opener.open).toHaveBeenLastCalledWith(`${kernel}.ipynb`, null);
+  });
+
+  it('stops doing anything once disposed', () => {
+    notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+    model.set([ended()]);
+    model.set([later(1, { recap: null })]); // waiting for its recap
+    notifier.dispose();
+    notifier.dispose(); // twice is harmless
+    jest.advanceTimersByTime(RECAP_WAIT_MS);
+    model.set([later(2)]);
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = panels[0];
+    document.dispatchEvent(new Event('visibilitychange'));
+    window.dispatchEvent(new Event('focus'));
+    shell.currentChanged.emit(null);
+    tracker.currentChanged.emit(null);
+    expect(emit).toHaveBeenCalledTimes(1);
+    expect(update).not.toHaveBeenCalled();
+    expect(dismiss).not.toHaveBeenCalled();
+    expect(notifier.isDisposed).toBe(true);
+  });
+
+  describe('desktop notifications', () => {
+    const made: { title: string; options: NotificationOptions; close: jest.Mock }[] = [];
+    let permission: NotificationPermission;
+    const focus = jest.fn();
+
+    class FakeDesktop {
+      static get permission(): NotificationPermission {
+        return permission;
+      }
+      onclick: (() => void) | null = null;
+      close = jest.fn();
+      constructor(title: string, options: NotificationOptions) {
+        made.push({ title, options, close: this.close });
+        desktops.push(this);
+      }
+    }
+    const desktops: FakeDesktop[] = [];
+
+    beforeEach(() => {
+      made.length = 0;
+      desktops.length = 0;
+      permission = 'granted';
+      settings.desktopNotifications = true;
+      Object.defineProperty(window, 'Notification', { configurable: true, value: FakeDesktop });
+      jest.spyOn(window, 'focus').mockImplementation(focus);
+      focus.mockReset();
+    });
+
+    afterEach(() => {
+      delete (window as { Notification?: unknown }).Notification;
+    });
+
+    it('shows one, tagged per notebook, while the page is hidden; a click opens the notebook', () => {
+      notifier = open([row(kernel, { state: 'running', turn: 'running', name: 'x\x07.ipynb' })]);
+      model.set([ended({ name: 'x\x07.ipynb' })]);
+      expect(made.map(({ title, options }) => [title, options])).toEqual([
+        [
+          'x.ipynb',
+          { body: 'the agent finished — Refunded order A-1001.', tag: `jupyter-recap:${kernel}` }
+        ]
+      ]);
+      desktops[0].onclick?.();
+      expect(focus).toHaveBeenCalled();
+      expect(made[0].close).toHaveBeenCalled();
+      expect(opener.open).toHaveBeenCalledWith(`${kernel}.ipynb`, null);
+    });
+
+    it('shows none while the page is visible, without permission, or switched off', () => {
+      setPage({ visible: true, focused: false });
+      notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+      model.set([ended()]);
+      setPage({ visible: false, focused: false });
+      permission = 'denied';
+      model.set([later(1)]);
+      permission = 'granted';
+      settings.desktopNotifications = false;
+      model.set([later(2)]);
+      expect(emit).toHaveBeenCalledTimes(1);
+      expect(update).toHaveBeenCalledTimes(2); // the page's notification, each time
+      expect(made).toEqual([]);
+      // All three allowing it: one.
+      settings.desktopNotifications = true;
+      model.set([later(3)]);
+      expect(made).toHaveLength(1);
+    });
+
+    it('still notifies in the page when the browser refuses a desktop notification', () => {
+      const debug = jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+      class Refusing {
+        static permission = 'granted';
+        constructor() {
+          throw new TypeError('use a service worker');
+        }
+      }
+      Object.defineProperty(window, 'Notification', { configurable: true, value: Refusing });
+      notifier = open([row(kernel, { state: 'running', turn: 'running' })]);
+      model.set([ended()]);
+      expect(emit).toHaveBeenCalledTimes(1);
+      expect(debug).toHaveBeenCalledWith(
+        'jupyter_recap: desktop notification failed',
+        expect.any(TypeError)
+      );
+    });
+
+    it('tells the permission, or that there is no such API', () => {
+      permission = 'default';
+      expect(desktopPermission()).toBe('default');
+      delete (window as { Notification?: unknown }).Notification;
+      expect(desktopPermission()).toBe('unsupported');
+    });
+  });
+});
+
+describe('TitleCount', () => {
+  let model: FakeModel;
+  let settings: { current: { titleCount: boolean }; changed: Signal<unknown, unknown> };
+  let counter: TitleCount;
+
+  const needing = (id: string): IAgentRow => row(id, { needs_you: 'finished', notice: 1 });
+
+  beforeEach(() => {
+    document.title = 'JupyterLab';
+    model = new FakeModel();
+    settings = { current: { titleCount: true }, changed: new Signal<unknown, unknown>({}) };
+    counter = new TitleCount(model as unknown as AgentsModel, settings as unknown as RecapSettings);
+  });
+
+  afterEach(() => {
+    counter.dispose();
+  });
+
+  it('puts the number of notebooks that need the person in front of the title', () => {
+    expect(document.title).toBe('JupyterLab');
+    model.set([needing('a'), row('b', { state: 'running' }), needing('c')]);
+    expect(document.title).toBe('(2) JupyterLab');
+    model.set([needing('a')]);
+    expect(document.title).toBe('(1) JupyterLab');
+    model.set([row('a')]);
+    expect(document.title).toBe('JupyterLab');
+  });
+
+  it('puts the number back when JupyterLab sets a new title', async () => {
+    model.set([needing('a')]);
+    document.title = 'train.ipynb - JupyterLab';
+    await flush();
+    expect(document.title).toBe('(1) train.ipynb - JupyterLab');
+  });
+
+  it('leaves a title that begins with its own "(3) " alone', async () => {
+    document.title = '(3) unread - Mail';
+    await flush();
+    model.set([needing('a')]);
+    expect(document.title).toBe('(1) (3) unread - Mail');
+    model.set([]);
+    expect(document.title).toBe('(3) unread - Mail');
+  });
+
+  it('follows the setting, and takes the number away when disposed', () => {
+    model.set([needing('a')]);
+    settings.current = { titleCount: false };
+    settings.changed.emit(null);
+    expect(document.title).toBe('JupyterLab');
+    settings.current = { titleCount: true };
+    settings.changed.emit(null);
+    expect(document.title).toBe('(1) JupyterLab');
+    counter.dispose();
+    expect(counter.isDisposed).toBe(true);
+    expect(document.title).toBe('JupyterLab');
+    model.set([needing('a'), needing('b')]);
+    expect(document.title).toBe('JupyterLab');
   });
 });

@@ -337,6 +337,32 @@ class SessionMachine(RuleBasedStateMachine):
                 return
         raise AssertionError(f"new work while away, yet its recap {text!r} was not shown")
 
+    @precondition(
+        lambda self: (
+            not self.lab
+            and not self.fast
+            and self.settings.auto
+            and not self.session.turn_running
+            and not self.session.outstanding
+        )
+    )
+    @rule(same=st.booleans(), outcome=st.sampled_from(["ok", "errored", "aborted"]))
+    def a_round_of_work_without_focus_reports(self, same: bool, outcome: str) -> None:
+        """A bare kernel (no labextension, so no focus reports): the person runs the agent
+        again and leaves it be; once the kernel was idle long enough, the idle fallback shows
+        the round's recap, every round, also when it reads like the one shown before."""
+        self.user_input(recorded=True)
+        self.turn(outcome, 1.0)
+        self.cell_ended()
+        s = self.session
+        text = (s.last_shown_text or "A") if same else "D"
+        self.advance(self.settings.idle_seconds + 1)
+        assert s.outstanding, "new work and an idle kernel, yet no recap drafted"
+        actions = self.answer(next(iter(s.outstanding)), text)
+        assert any(isinstance(a, ShowRecap) for a in actions), (
+            f"new work and an idle kernel, yet its recap {text!r} was not shown"
+        )
+
     # -- time ----------------------------------------------------------------------------------
 
     @rule(

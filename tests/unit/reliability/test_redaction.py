@@ -727,3 +727,95 @@ def test_compact_memory_sends_notes_redacted(
     assert "tr0ub4dor" not in sent and "more words" not in sent
     assert "the gateway passphrase is [redacted]" in sent
     assert result.changed  # the merge itself still works
+
+
+# -- the rules at their edges (what mutation testing found untested) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A weak "key" whose label says credential: 8 characters are a secret, 7 are not.
+        ("storage_account_key=abcdefgh", "storage_account_key=[redacted]"),
+        ("storage_account_key=abcdefg", "storage_account_key=abcdefg"),
+        ("aws_secret_key=abcdefgh", "aws_secret_key=[redacted]"),
+        ("gpg_private_key=abcdefgh", "gpg_private_key=[redacted]"),
+        ("s3_access_key=abcdefgh", "s3_access_key=[redacted]"),
+        ("openai_api_key=abcdefgh", "openai_api_key=[redacted]"),
+        ("sort_key=abcdefgh", "sort_key=abcdefgh"),
+        # A strong label: 8 characters likewise.
+        ("token=abcdefgh", "token=[redacted]"),
+        ("token=abcdefg", "token=abcdefg"),
+        # A variable named like a credential is code, not the credential; other names are not.
+        ("password=db_passwd", "password=db_passwd"),
+        ("password=user_pwd", "password=user_pwd"),
+        ("password=db_pass", "password=db_pass"),
+        ("password=api_token", "password=api_token"),
+        ("password=client_secret", "password=client_secret"),
+        ("password=api_key", "password=api_key"),
+        ("password=aws_credentials", "password=aws_credentials"),
+        ("password=my_account", "password=[redacted]"),
+        ("token=cfg.db.token", "token=cfg.db.token"),
+        ("token=a9f3e1c0.Then", "token=[redacted]"),
+        # Random-looking, for weak labels: letters and digits from 8 characters, mixed case or
+        # base64 punctuation from 16.
+        ("sort_key=ab12cd34", "sort_key=[redacted]"),
+        ("sort_key=ab12cd3", "sort_key=ab12cd3"),
+        ("sort_key=AbcdefghIjklmnop", "sort_key=[redacted]"),
+        ("sort_key=AbcdefghIjklmno", "sort_key=AbcdefghIjklmno"),
+        ("sort_key=abcdefghijklmno+", "sort_key=[redacted]"),
+        # An escaped line break, tab or return in JSON text ends the word before a label.
+        ('{"log": "ok\\npass=x7!pq"}', '{"log": "ok\\npass=[redacted]"}'),
+        ('{"log": "ok\\tpass=x7!pq"}', '{"log": "ok\\tpass=[redacted]"}'),
+        ('{"log": "ok\\rpass=x7!pq"}', '{"log": "ok\\rpass=[redacted]"}'),
+        # Weak keywords need a hump or a separator after a word; short password words a
+        # boundary; sig a query separator.
+        ("connectionKey=ab12cd34ef", "connectionKey=[redacted]"),
+        ("db.key=ab12cd34ef", "db.key=[redacted]"),
+        ("db-key=ab12cd34ef", "db-key=[redacted]"),
+        ("monkey=ab12cd34ef", "monkey=ab12cd34ef"),
+        ("db_pwd=x7", "db_pwd=[redacted]"),
+        ("pw=x7", "pw=[redacted]"),
+        ("bypass=x7", "bypass=x7"),
+        ("/etc/passwd: No such file", "/etc/passwd: No such file"),
+        ("?x=1&sig=ab12cd34ef", "?x=1&sig=[redacted]"),
+        ("c?sig=ab12cd34ef&sv=1", "c?sig=[redacted]&sv=1"),
+        ("a;sig=ab12cd34ef", "a;sig=[redacted]"),
+        ("mysig=ab12cd34ef", "mysig=ab12cd34ef"),
+        # A placeholder is whole: <…>, not one bracket.
+        ('api_key="<your-key>"', 'api_key="<your-key>"'),
+        ('api_key="<your-key"', 'api_key="[redacted]"'),
+        ('api_key="your-key>"', 'api_key="[redacted]"'),
+        # sk-, rk-, pk- tokens: random ones go, words (a package's name) stay.
+        ("sk-learn-compatible-estimators", "sk-learn-compatible-estimators"),
+        ("rk-learn-compatible-estimators", "rk-learn-compatible-estimators"),
+        ("pk-learn-compatible-estimators", "pk-learn-compatible-estimators"),
+        ("rk-AbCdEf1234567890XyZ", REDACTED),
+        ("pk-AbCdEf1234567890XyZ", REDACTED),
+        # A PEM block keeps its BEGIN and END lines, one space from the mark.
+        (
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY----- [redacted] -----END RSA PRIVATE KEY-----",
+        ),
+        ("-----BEGIN PRIVATE KEY-----\nMIIEow", "-----BEGIN PRIVATE KEY----- [redacted]"),
+        # "Bearer" in prose stays; a bearer token goes.
+        ("Use bearer authentication everywhere.", "Use bearer authentication everywhere."),
+        ("Bearer Ab12Cd34Ef56", "Bearer [redacted]"),
+    ],
+)
+def test_the_rules_at_their_edges(text: str, expected: str) -> None:
+    assert Redactor({})(text) == expected
+
+
+def test_secret_environment_values_from_eight_characters() -> None:
+    # Shorter values are too likely to be ordinary words of the text.
+    assert Redactor({"MY_TOKEN": "x7Rk2pQz"})("the token is x7Rk2pQz") == "the token is [redacted]"
+    assert Redactor({"MY_TOKEN": "x7Rk2pQ"})("the token is x7Rk2pQ") == "the token is x7Rk2pQ"
+
+
+def test_a_letter_that_lowers_to_two_keeps_the_labels_after_it_in_place() -> None:
+    # "İ".lower() is two characters: the lower-cased copy the labels are found in must not
+    # shift the offsets of everything after it.
+    assert Redactor({})("İstanbul office: password=hunter22") == (
+        "İstanbul office: password=[redacted]"
+    )
