@@ -35,7 +35,14 @@ def kernel_proof(key: bytes, kernel_id: str) -> str:
 
 
 TurnState = Literal["running", "ok", "errored", "aborted"]
-RowState = Literal["running", "finished", "errored", "idle", "restarting", "dead"]
+RowState = Literal["running", "waiting", "finished", "errored", "idle", "restarting", "dead"]
+"""``waiting``: a chat's agent waits for the person to approve a tool call."""
+RowKind = Literal["notebook", "chat"]
+NeedsYou = Literal["approval", "finished", "errored"]
+"""Why a row needs the person, most pressing first."""
+
+CHAT_ROW_PREFIX = "chat:"
+"""A chat row's id is this and the chat's path (a notebook row's id is its kernel id)."""
 
 
 class Capabilities(TypedDict):
@@ -131,14 +138,36 @@ class AgentReport(TypedDict):
     stop_cell: StopCell | None
 
 
-class AgentRow(AgentReport):
-    """One row of the agents panel: the report plus what the server knows."""
+class OutsideActivity(TypedDict):
+    """What agents outside the kernel (a chat's persona) did in a notebook while the person
+    was away from it: one line of plain text, its cell links, and when the latest step was."""
 
-    kernel_id: str
+    text: str
+    links: list[Link]
+    at: float
+
+
+class AgentRow(AgentReport):
+    """One row of the agents panel: the report plus what the server knows.
+
+    ``id`` is the row's key: the kernel id of a notebook row, ``chat:`` and the path of a
+    chat row (whose ``kernel_id`` is None). ``agent``, ``model`` and ``approval`` are a chat's:
+    the persona's name, its model when known, and the tool call waiting for the person's
+    approval. ``outside`` is a notebook's: what a chat's agent did there while the person was
+    away.
+    """
+
+    id: str
+    kind: RowKind
+    kernel_id: str | None
     path: str
     name: str
     state: RowState
-    needs_you: Literal["finished", "errored"] | None
+    needs_you: NeedsYou | None
+    agent: str | None
+    model: str | None
+    approval: str | None
+    outside: OutsideActivity | None
     notice: int
     focused: bool | None
     execution_state: str
@@ -147,11 +176,13 @@ class AgentRow(AgentReport):
 
 
 class AgentList(TypedDict):
-    """``GET agents``."""
+    """``GET agents``. ``outside`` maps a notebook's path to what chats' agents did there
+    while the person was away, for notebooks with or without a row."""
 
     now: float
     version: int
     agents: list[AgentRow]
+    outside: dict[str, OutsideActivity]
 
 
 class AgentAnswer(TypedDict):

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..wire import AgentRow, RowState
+from ..wire import CHAT_ROW_PREFIX, AgentRow, NeedsYou, OutsideActivity, RowKind, RowState
 from .validate import Report
 
 MAX_AGENTS = 64
@@ -36,13 +36,31 @@ Facts = Callable[[str], tuple[bool | None, str]]
 """A kernel's (aggregate focus, execution state), from the focus hub."""
 
 
+@dataclass(frozen=True, slots=True)
+class ChatFacts:
+    """What a chat row shows beside its report: the persona, its model, what waits."""
+
+    agent: str
+    model: str | None = None
+    approval: str | None = None
+    """The tool call waiting for the person's approval (plain, redacted, one line)."""
+
+
+def chat_row_id(path: str) -> str:
+    """The row id of the chat at ``path``."""
+    return CHAT_ROW_PREFIX + path
+
+
 @dataclass(slots=True)
 class _Row:
     kernel_id: str
+    """The row's id: a kernel id, or :func:`chat_row_id` of a chat."""
     updated: float
     report: Report = field(default_factory=Report)
     path: str = ""
-    needs_you: Literal["finished", "errored"] | None = None
+    kind: RowKind = "notebook"
+    chat: ChatFacts | None = None
+    needs_you: NeedsYou | None = None
     notice: int = 0
     noticed: bool = False
     """A notice was given in the current absence (reset when the person looks)."""
@@ -67,6 +85,8 @@ class AgentBoard:
         self.max_agents = max(1, max_agents)
         self._clock = clock
         self._rows: dict[str, _Row] = {}
+        self.outside: dict[str, OutsideActivity] = {}
+        """Notebook path → what chats' agents did there while the person was away."""
         self.version = 0
         """One counter for the whole board, +1 on every change (pages detect gaps with it)."""
 
@@ -78,6 +98,31 @@ class AgentBoard:
         if row is None:
             row = self._rows[kernel_id] = _Row(kernel_id, self._clock())
             self._evict()
+        self._apply(row, report)
+
+    def chat(self, path: str, report: Report, facts: ChatFacts) -> None:
+        """A chat's new state (its latest turn as a report, and its persona's facts).
+
+        A tool call waiting for approval while the person looks elsewhere needs them more than
+        anything else; a turn that ended while away needs them as a kernel's does.
+        """
+        row_id = chat_row_id(path)
+        row = self._rows.get(row_id)
+        if row is None:
+            row = self._rows[row_id] = _Row(row_id, self._clock(), path=path, kind="chat")
+            self._evict()
+        before = row.chat
+        row.chat = facts
+        if facts.approval and (before is None or before.approval != facts.approval):
+            focused, _ = self._facts(row_id)
+            if focused is not True:
+                row.needs_you = "approval"
+                self._notice(row)
+        elif not facts.approval and row.needs_you == "approval":
+            row.needs_you = None  # answered (in another tab, or the agent went on)
+        self._apply(row, report)
+
+    def _apply(self, row: _Row, report: Report) -> None:
         before = row.report
         row.report = report
         ended = (
@@ -85,16 +130,37 @@ class AgentBoard:
             and report.turn_ended is not None
             and report.turn_ended != before.turn_ended
         )
-        if ended:
-            focused, _ = self._facts(kernel_id)
+        if ended and row.needs_you != "approval":
+            focused, _ = self._facts(row.kernel_id)
             if focused is not True:
                 row.needs_you = "errored" if report.turn == "errored" else "finished"
-                if not row.noticed:
-                    row.notice += 1
-                    row.noticed = True
+                self._notice(row)
         if row.kernel_state == "restarting":
             row.kernel_state = None  # the kernel reports again: it is up
         self._changed(row)
+
+    def _notice(self, row: _Row) -> None:
+        """One notice per absence (the page notifies once per notice)."""
+        if not row.noticed:
+            row.notice += 1
+            row.noticed = True
+
+    def set_outside(self, outside: dict[str, OutsideActivity]) -> None:
+        """What chats' agents did in notebooks while the person was away from them.
+
+        The rows of those notebooks are announced; a notebook without a row is read by the
+        page with the whole board, which the raised version tells it to do.
+        """
+        if outside == self.outside:
+            return
+        paths = {*outside, *self.outside}
+        changed = {path for path in paths if outside.get(path) != self.outside.get(path)}
+        self.outside = dict(outside)
+        rows = [r for r in self._rows.values() if r.kind == "notebook" and r.path in changed]
+        for row in rows:
+            self._changed(row)
+        if not rows:
+            self.version += 1
 
     def set_path(self, kernel_id: str, path: str) -> None:
         """The notebook the kernel serves (from the browser or the server's sessions).
@@ -195,12 +261,19 @@ class AgentBoard:
     def _to_json(self, row: _Row) -> AgentRow:
         focused, execution = self._facts(row.kernel_id)
         report = row.report
+        chat = row.chat
         return {
-            "kernel_id": row.kernel_id,
+            "id": row.kernel_id,
+            "kind": row.kind,
+            "kernel_id": row.kernel_id if row.kind == "notebook" else None,
             "path": row.path,
             "name": posixpath.basename(row.path) if row.path else "",
             "state": _state(row),
             "needs_you": row.needs_you,
+            "agent": chat.agent if chat is not None else None,
+            "model": chat.model if chat is not None else None,
+            "approval": chat.approval if chat is not None else None,
+            "outside": self.outside.get(row.path) if row.kind == "notebook" else None,
             "notice": row.notice,
             "turn": report.turn,
             "turn_started": report.turn_started,
@@ -235,15 +308,20 @@ class AgentBoard:
 def _state(row: _Row) -> RowState:
     if row.kernel_state is not None:
         return row.kernel_state
+    if row.chat is not None and row.chat.approval:
+        return "waiting"
     if row.report.turn == "running":
         return "running"
-    if row.needs_you is not None:
-        return row.needs_you
+    if row.needs_you in ("finished", "errored"):
+        return "finished" if row.needs_you == "finished" else "errored"
     return "errored" if row.report.turn == "errored" else "idle"
 
 
 def _order(row: AgentRow) -> tuple[int, float]:
-    """Needing the person (latest turn end first), then running turns, then by activity."""
+    """Waiting for the person's approval, then needing them (latest turn end first), then
+    running turns, then by activity."""
+    if row["state"] == "waiting":
+        return -1, -(row["last_activity"] or row["updated"])
     if row["needs_you"] is not None:
         return 0, -(row["turn_ended"] or 0.0)
     latest = row["last_activity"] or row["updated"]

@@ -18,7 +18,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..wire import FeedAnswer, FeedEvent, KernelState
+from ..wire import CHAT_ROW_PREFIX, FeedAnswer, FeedEvent, KernelState
 
 HEARTBEAT_SECONDS = 10.0
 """How often a browser tab re-reports each open notebook (the server tells the labextension in
@@ -234,6 +234,17 @@ class FocusHub:
     def kernel_ids(self) -> set[str]:
         """Kernels with state."""
         return set(self._kernels)
+
+    def chat_paths(self) -> list[str]:
+        """The chats pages report focus for (their paths)."""
+        prefix = CHAT_ROW_PREFIX
+        return [key[len(prefix) :] for key in self._kernels if key.startswith(prefix)]
+
+    def forget_silent_chats(self) -> None:
+        """Drop chats no tab reports any more (a chat has no kernel whose end would do it)."""
+        for key in [k for k, kernel in self._kernels.items() if k.startswith(CHAT_ROW_PREFIX)]:
+            if not self._kernels[key].clients:
+                del self._kernels[key]
 
     def has_kernel(self, kernel_id: str) -> bool:
         return kernel_id in self._kernels

@@ -35,6 +35,8 @@ class Glue:
     last_cell: str
     reply: str
     progress: str
+    waiting: str
+    """A tool call waiting for the person's approval (a chat's agent), as the last sentence."""
     stop: str = "."
     """What ends a sentence (``。`` in Chinese and Japanese)."""
     space: str = " "
@@ -56,6 +58,7 @@ GLUE: dict[str, Glue] = {
         last_cell="Last cell run: {}",
         reply="Last reply: {}",
         progress="({done} of {total} tasks done)",
+        waiting="Waiting for your approval: {}",
     ),
     "de": Glue(
         task="Aufgabe: {}",
@@ -71,6 +74,7 @@ GLUE: dict[str, Glue] = {
         last_cell="Zuletzt ausgeführte Zelle: {}",
         reply="Letzte Antwort: {}",
         progress="({done} von {total} Aufgaben erledigt)",
+        waiting="Wartet auf deine Freigabe: {}",
     ),
     "fr": Glue(
         task="Tâche : {}",
@@ -86,6 +90,7 @@ GLUE: dict[str, Glue] = {
         last_cell="Dernière cellule exécutée : {}",
         reply="Dernière réponse : {}",
         progress="({done} tâches sur {total} faites)",
+        waiting="En attente de votre accord : {}",
     ),
     "es": Glue(
         task="Tarea: {}",
@@ -101,6 +106,7 @@ GLUE: dict[str, Glue] = {
         last_cell="Última celda ejecutada: {}",
         reply="Última respuesta: {}",
         progress="({done} de {total} tareas hechas)",
+        waiting="Esperando tu aprobación: {}",
     ),
     "pt": Glue(
         task="Tarefa: {}",
@@ -116,6 +122,7 @@ GLUE: dict[str, Glue] = {
         last_cell="Última célula executada: {}",
         reply="Última resposta: {}",
         progress="({done} de {total} tarefas feitas)",
+        waiting="Aguardando sua aprovação: {}",
     ),
     "it": Glue(
         task="Compito: {}",
@@ -131,6 +138,7 @@ GLUE: dict[str, Glue] = {
         last_cell="Ultima cella eseguita: {}",
         reply="Ultima risposta: {}",
         progress="({done} di {total} attività fatte)",
+        waiting="In attesa della tua approvazione: {}",
     ),
     "nl": Glue(
         task="Taak: {}",
@@ -146,6 +154,7 @@ GLUE: dict[str, Glue] = {
         last_cell="Laatst uitgevoerde cel: {}",
         reply="Laatste antwoord: {}",
         progress="({done} van {total} taken klaar)",
+        waiting="Wacht op je goedkeuring: {}",
     ),
     "zh": Glue(
         task="任务：{}",
@@ -161,6 +170,7 @@ GLUE: dict[str, Glue] = {
         last_cell="最后运行的单元格：{}",
         reply="最新回复：{}",
         progress="（已完成 {done}/{total} 项任务）",
+        waiting="等待你的批准：{}",
         stop="。",
         space="",
     ),
@@ -178,6 +188,7 @@ GLUE: dict[str, Glue] = {
         last_cell="最後に実行したセル：{}",
         reply="最新の返答：{}",
         progress="（タスク {done}/{total} 完了）",
+        waiting="承認待ち：{}",
         stop="。",
         space="",
     ),
@@ -198,6 +209,7 @@ NO_GLUE = Glue(
     last_cell="{}",
     reply="{}",
     progress="({done}/{total})",
+    waiting="⏸ {}",
 )
 
 

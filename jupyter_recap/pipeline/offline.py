@@ -269,10 +269,13 @@ def offline_recap(
     *,
     open_task: str | None = None,
     progress: tuple[int, int] | None = None,
+    waiting: str | None = None,
 ) -> str | None:
     """A 1–3 sentence recap of ``transcript``, or None when there is nothing to say.
 
     ``open_task`` is the task list's next open task and ``progress`` its ``(done, total)``.
+    ``waiting`` is a tool call the agent waits for the person to approve: nothing else can
+    happen before that, so it is the last sentence instead of a next step.
     """
     clean = Redactor()
     with transcript.locked() as entries:
@@ -343,6 +346,9 @@ def offline_recap(
             nxt = shorten(clean(open_task), STEP_CHARS)
             if progress is not None:
                 nxt += " " + glue.progress.format(done=progress[0], total=progress[1])
+    if waiting:
+        asks = glue.waiting.format(shorten(waiting, STEP_CHARS))
+        return _written(glue, task, state, "", last=asks)
     return _written(glue, task, state, nxt)
 
 
@@ -417,13 +423,14 @@ def _step_after(tail: list[Entry], replies: list[int], after: int, clean: Redact
     return next(filter(None, (_next_step(tail[i], clean) for i in chosen)), None)
 
 
-def _written(glue: Glue, task: str, state: str, nxt: str) -> str | None:
+def _written(glue: Glue, task: str, state: str, nxt: str, last: str = "") -> str | None:
     """The recap's sentences in ``glue``, within the cap: the task gives way first, then the
-    state, so that the next step (the sentence people act on) stays whole."""
+    state, so that the next step (the sentence people act on) stays whole. ``last`` is a
+    closing sentence given whole, in place of the next step."""
     parts = [
         glue.task.format(task) if task else "",
         state,
-        glue.next.format(sentence_case(nxt)) if nxt else "",
+        last or (glue.next.format(sentence_case(nxt)) if nxt else ""),
     ]
     parts = [_ended(sentence_case(part), glue) for part in parts if part]
     over = len(glue.space.join(parts)) - MAX_RECAP_CHARS

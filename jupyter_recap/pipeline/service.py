@@ -450,7 +450,12 @@ def _draft(
         # says why, next to the engine's name in the banner).
         if answer.held:
             log.info("recap (%s): %s; written offline", trigger, answer.held)
-        text = offline_recap(transcript, open_task=framing.open_task, progress=framing.progress)
+        text = offline_recap(
+            transcript,
+            open_task=framing.open_task,
+            progress=framing.progress,
+            waiting=framing.waiting,
+        )
         if text is None:
             return RecapResult(None, "nothing to recap yet", OFFLINE.id, digest, len(context))
         recap = WrittenRecap(text, OFFLINE.id, trigger, digest, note=answer.held)

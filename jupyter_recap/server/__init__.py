@@ -33,6 +33,8 @@ from ..focus.board import MAX_AGENTS, AgentBoard, RowChange
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
 from ..pipeline.providers.base import CancelToken
 from ..settings import LONG_CELL_SECONDS
+from ..wire import CHAT_ROW_PREFIX
+from .chats import ChatSource
 from .handlers import ShuttingDown
 from .polls import LongPolls
 from .routes import routes
@@ -51,13 +53,17 @@ _AGENTS_EVENT = {
     "title": "jupyter_recap agents board change",
     "description": (
         "A row of the agents panel changed or went away. Only which row: the page reads the "
-        "row itself from jupyter-recap/api/agents/{kernel_id}, behind that route's "
+        "row itself from jupyter-recap/api/agents/{id}, behind that route's "
         "authorization, so nothing a notebook holds is broadcast or written to an event log."
     ),
     "type": "object",
-    "required": ["kernel_id", "action", "version"],
+    "required": ["id", "action", "version"],
     "properties": {
-        "kernel_id": {"title": "kernel id", "description": "The row's kernel.", "type": "string"},
+        "id": {
+            "title": "row id",
+            "description": "The row's kernel id, or chat: and the chat's path.",
+            "type": "string",
+        },
         "action": {
             "title": "action",
             "description": "update: read the row again; remove: drop it.",
@@ -183,6 +189,8 @@ class RecapServer(LoggingConfigurable):
         self.stopped = False
         self.url = ""
         self._periodic: PeriodicCallback | None = None
+        self.chats = ChatSource(self)
+        """Jupyter AI chats (started once every extension is loaded: see RecapExtension)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -213,6 +221,7 @@ class RecapServer(LoggingConfigurable):
         if event_logger is not None:
             event_logger.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
         self.watcher.close()
+        self.chats.stop()
         for token in list(self._drafts_cancel):
             token.cancel()
         self.drafts.shutdown(wait=False, cancel_futures=True)
@@ -273,9 +282,10 @@ class RecapServer(LoggingConfigurable):
         """Expire silent tabs; watch new kernels; forget kernels that are gone."""
         try:
             running = set(self.kernel_manager.list_kernel_ids())
-            for kernel_id in self.hub.kernel_ids() - running:
+            for kernel_id in _kernels_only(self.hub.kernel_ids()) - running:
                 self.hub.forget(kernel_id)
-            for kernel_id in self.board.kernel_ids() - running:
+            self.hub.forget_silent_chats()
+            for kernel_id in _kernels_only(self.board.kernel_ids()) - running:
                 # A dead kernel's row stays (bounded like every row) to say it died, until the
                 # notebook's next kernel reports.
                 if not self.board.is_dead(kernel_id):
@@ -314,9 +324,14 @@ class RecapServer(LoggingConfigurable):
     # -- the agents board --------------------------------------------------------------------
 
     def _hub_changed(self, kernel_id: str) -> None:
-        """A kernel's feed has news: wake its polls; looking at a notebook ends its absence."""
-        self.polls.notify(kernel_id)
-        self.board.focus(kernel_id, self.hub.focused(kernel_id))
+        """A kernel's feed has news: wake its polls; looking at a notebook ends its absence.
+        A chat's focus goes to its recap schedule too."""
+        focused = self.hub.focused(kernel_id)
+        if kernel_id.startswith(CHAT_ROW_PREFIX):
+            self.chats.focus(kernel_id[len(CHAT_ROW_PREFIX) :], focused)
+        else:
+            self.polls.notify(kernel_id)
+        self.board.focus(kernel_id, focused)
 
     def _board_changed(self, kernel_id: str, action: RowChange, version: int) -> None:
         """Push which row changed on the event bus (the page then reads the row)."""
@@ -326,7 +341,7 @@ class RecapServer(LoggingConfigurable):
         try:
             event_logger.emit(
                 schema_id=AGENTS_SCHEMA,
-                data={"kernel_id": kernel_id, "action": action, "version": version},
+                data={"id": kernel_id, "action": action, "version": version},
             )
         except Exception:  # a push that fails is caught up by the next focus heartbeat
             log.warning("jupyter_recap: could not push an agents change", exc_info=True)
@@ -348,6 +363,11 @@ class RecapServer(LoggingConfigurable):
             self.hub.set_execution(kernel_id, "restarting")
             self.hub.kernel_event(kernel_id, "crashed")
             self.board.kernel_event(kernel_id, "restarted", state="restarting", crashed=True)
+
+
+def _kernels_only(ids: set[str]) -> set[str]:
+    """The kernel ids among row or hub ids (chats have none)."""
+    return {key for key in ids if not key.startswith(CHAT_ROW_PREFIX)}
 
 
 def kernel_facing_url(serverapp: Any) -> str:
@@ -404,6 +424,10 @@ class RecapExtension(ExtensionApp):
         if self.recap is not None:
             self.recap.export_environment()
             serverapp.log.info("jupyter_recap: kernels reach this server at %s", self.recap.url)
+            # Now: jupyterlab-chat's ChatManager exists once every extension has loaded.
+            self.recap.chats.start()
+            if self.recap.chats.enabled:
+                serverapp.log.info("jupyter_recap: following Jupyter AI chats")
 
     async def stop_extension(self) -> None:
         """The server shuts down: stop everything :class:`RecapServer` runs."""

@@ -34,12 +34,20 @@ from tornado import web
 from .._version import __version__
 from ..errors import StoreError
 from ..focus import fields
+from ..focus.board import chat_row_id
 from ..focus.fields import FieldError
 from ..focus.hub import HEARTBEAT_SECONDS
 from ..focus.validate import ID_CHARS, ReportError, parse_report
 from ..stores.usage import UsageLedger
 from ..textutil import format_cost, printable, shorten
-from ..wire import KERNEL_HEADER, DayUsageJSON, UsageJSON, kernel_proof, strict_json
+from ..wire import (
+    CHAT_ROW_PREFIX,
+    KERNEL_HEADER,
+    DayUsageJSON,
+    UsageJSON,
+    kernel_proof,
+    strict_json,
+)
 from .polls import Poll, PollsFull
 
 if TYPE_CHECKING:
@@ -50,6 +58,7 @@ if TYPE_CHECKING:
     from ..focus.board import AgentBoard
     from ..focus.hub import FocusHub
     from ..pipeline.providers.base import CancelToken
+    from .chats import ChatSource
     from .polls import LongPolls
 
 _T = TypeVar("_T")
@@ -62,6 +71,7 @@ class RunningRecap(Protocol):
     hub: FocusHub
     board: AgentBoard
     polls: LongPolls
+    chats: ChatSource
     max_body_bytes: int
     max_poll_timeout: float
     max_recap_drafts: int
@@ -179,6 +189,8 @@ DEFAULT_POLL_TIMEOUT = 25.0
 PATH_CHARS = 4096
 
 _KERNEL_ID = r"(?P<kernel_id>[^/]+)"
+_ROW_ID = r"((?:chat(?::|%3[Aa])[^/?#]{1,4096})|[0-9a-zA-Z_.-]{1,128})"
+"""A row id in a URL: a kernel id, or a chat's (``chat:`` and its path, the path encoded)."""
 
 log = logging.getLogger(__name__)
 
@@ -269,6 +281,9 @@ class FocusHandler(RecapHandler):
     @authorized
     def post(self) -> None:
         body = self.json_body()
+        if "chat" in body:
+            self._chat(body)
+            return
         with reading_fields():
             fields.require(body, "kernel_id", "path", "focused", "client_id")
             kernel_id = fields.string(body, "kernel_id", ID_CHARS)
@@ -277,6 +292,8 @@ class FocusHandler(RecapHandler):
             client_id = fields.string(body, "client_id", ID_CHARS)
         self.require_kernel(kernel_id)
         self.hub.report(kernel_id, client_id, path, focused)
+        if focused:
+            self.recap.chats.looked_at(path)
         board = self.recap.board
         board.set_path(kernel_id, path)
         snapshot = self.hub.snapshot(kernel_id)
@@ -289,6 +306,28 @@ class FocusHandler(RecapHandler):
                 "agents_version": board.version,
             }
         )
+
+    def _chat(self, body: dict[str, Any]) -> None:
+        """A chat's focus in one tab: ``{chat: path, focused, client_id}``."""
+        with reading_fields():
+            fields.require(body, "chat", "focused", "client_id")
+            path = fields.string(body, "chat", PATH_CHARS)
+            focused = fields.flag(body, "focused")
+            client_id = fields.string(body, "client_id", ID_CHARS)
+        if not path.endswith(".chat"):
+            raise web.HTTPError(400, "%s", "chat: not the path of a .chat file")
+        row_id = chat_row_id(path)
+        if not self.hub.has_kernel(row_id) and len(self.hub.chat_paths()) >= MAX_FOCUSED_CHATS:
+            raise web.HTTPError(429, "%s", f"more than {MAX_FOCUSED_CHATS} chats reported")
+        self.hub.report(row_id, client_id, path, focused)
+        snapshot = self.hub.snapshot(row_id)
+        self.reply(
+            {"id": row_id, "focused": snapshot.focused, "agents_version": self.recap.board.version}
+        )
+
+
+MAX_FOCUSED_CHATS = 256
+"""Chats whose focus the server follows at once (every open chat tab of every page)."""
 
 
 class InputHandler(RecapHandler):
@@ -375,7 +414,14 @@ class AgentsHandler(RecapHandler):
     @authorized
     def get(self) -> None:
         board = self.recap.board
-        self.reply({"now": _now(), "version": board.version, "agents": board.rows()})
+        self.reply(
+            {
+                "now": _now(),
+                "version": board.version,
+                "agents": board.rows(),
+                "outside": board.outside,
+            }
+        )
 
 
 class AgentHandler(RecapHandler):
@@ -385,11 +431,16 @@ class AgentHandler(RecapHandler):
     @authorized
     def get(self, kernel_id: str) -> None:
         board = self.recap.board
-        if not board.is_dead(kernel_id):  # a dead kernel is no longer the server's, its row is
+        chat = kernel_id.startswith(CHAT_ROW_PREFIX)
+        if not chat and not board.is_dead(kernel_id):  # a dead kernel's row is still the server's
             self.require_kernel(kernel_id)
         row = board.row(kernel_id)
         if row is None:
-            message = f"kernel {shown(kernel_id)} has no agents row (jupyter_recap not loaded)"
+            message = (
+                f"no agents row for {shown(kernel_id)}"
+                if chat
+                else f"kernel {shown(kernel_id)} has no agents row (jupyter_recap not loaded)"
+            )
             raise web.HTTPError(404, "%s", message)
         self.reply({"now": _now(), "version": board.version, "agent": row})
 
@@ -499,6 +550,6 @@ def focus_routes(api: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "kernels", _KERNEL_ID, "events"), EventsHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "agent"), AgentReportHandler),
         (url_path_join(api, "agents"), AgentsHandler),
-        (url_path_join(api, "agents", _KERNEL_ID), AgentHandler),
+        (url_path_join(api, "agents", _ROW_ID), AgentHandler),
         (url_path_join(api, "usage"), UsageHandler),
     ]

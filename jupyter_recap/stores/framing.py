@@ -27,11 +27,15 @@ NOTES_LABEL = "Project notes: "
 @dataclass(frozen=True)
 class Framing:
     """``extras``: framing lines for the model; ``open_task``: the offline engine's next step,
-    and ``progress``: how many of how many tasks are done (the engine words it)."""
+    ``progress``: how many of how many tasks are done (the engine words it), and
+    ``waiting``: a tool call waiting for approval."""
 
     extras: tuple[str, ...] = ()
     open_task: str | None = None
     progress: tuple[int, int] | None = None
+    waiting: str | None = None
+    """What an agent waits for the person to approve (a chat's tool call): the offline
+    engine's last sentence."""
 
 
 NO_FRAMING = Framing()

@@ -56,6 +56,7 @@ RANKS: dict[str, int] = {
     # 3: what lasts (stores) and what records agent SDK runs (capture); not each other
     "stores": 3,
     "capture": 3,
+    "chats": 3,
     # 4: writing a recap, and every other model call
     "pipeline": 4,
     # 5: the pure state the adapters drive, and the HTTP client

@@ -1,0 +1,539 @@
+"""The chat source: Jupyter AI chats of this server, as rows of the agents panel and recaps.
+
+jupyterlab-chat (0.25 and later) keeps each open chat as a model in its ``ChatManager``
+(``web_app.settings["chat_manager"]``), announces chats opened and closed on the event bus and
+reports every message change to observers. This module observes them: each message goes into
+a small bounded log per chat; shortly after a change (coalesced, so a streaming reply costs one
+read per :data:`SETTLE_SECONDS`) the log is read as turns (:mod:`..chats.document`), the chat's
+row is updated and its recap schedule hears whether a turn started, ended or waits for approval.
+The persona manager's ``persona_state`` events say when a persona starts and stops processing
+(the turn's real end) and which model it uses.
+
+With real-time collaboration on, jupyterlab-chat reports new messages but not their updates (a
+tool call that completes, a reply that streams): while a persona is processing, the chat is
+re-read from its model every :data:`RTC_REREAD_SECONDS`, and once more when it stops. Without a
+ChatManager (an older jupyterlab-chat) the ``.chat`` files the page reports as open are read
+when they change on disk. Without jupyterlab-chat nothing here runs.
+
+Recaps of chats are drafted by the kernel's own schedule (:class:`~jupyter_recap.schedule.Schedule`)
+driven here: focus comes from the page's reports for the chat, turns from the chat; drafts run
+on the server's drafts pool with the same pipeline, settings (``c.Recap.*``), budget and
+consent as a kernel's. Nothing leaves the server except inside a recap request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from ..chats.document import MAX_MESSAGES, ChatView, chat_name, read_chat
+from ..chats.notebooks import outside_activity
+from ..chats.recap import approval_text, chat_transcript
+from ..focus.board import ChatFacts, chat_row_id
+from ..focus.validate import Report
+from ..pipeline.context import build_context, fingerprint
+from ..pipeline.providers.base import CancelToken
+from ..schedule import CancelDraft, Schedule, ShowRecap, StartDraft
+from ..stores.framing import Framing
+from ..wire import OutsideActivity, RecapInfo
+
+log = logging.getLogger(__name__)
+
+CHAT_EVENTS = "https://schema.jupyter.org/jupyterlab_chat/room/v1"
+PERSONA_STATE = "https://schema.jupyter.org/jupyter_ai_persona_manager/persona_state/v1"
+SETTLE_SECONDS = 0.05
+"""A chat is read this long after its first unread change (later changes join that read)."""
+RTC_REREAD_SECONDS = 1.0
+FILE_POLL_SECONDS = 2.0
+MAX_CHATS = 64
+"""Chats tracked at once; beyond it the one changed least recently is dropped."""
+_KEEP_CHARS = 8000
+"""Text of one message field kept in a chat's log (the reader cuts it again)."""
+
+
+class ChatLog:
+    """The latest messages of one chat, bounded, as the reader takes them."""
+
+    def __init__(self) -> None:
+        self.messages: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self.users: dict[str, dict[str, Any]] = {}
+        self.chat_id = ""
+
+    def put(self, message: dict[str, Any]) -> None:
+        key = str(message.get("id", ""))[:128] or str(len(self.messages))
+        self.messages[key] = _kept(message)
+        while len(self.messages) > MAX_MESSAGES:
+            self.messages.popitem(last=False)
+
+    def replace(self, messages: list[dict[str, Any]]) -> None:
+        self.messages.clear()
+        for message in messages[-MAX_MESSAGES:]:
+            self.put(message)
+
+    def document(self) -> dict[str, Any]:
+        messages = sorted(self.messages.values(), key=lambda m: _time(m.get("time")))
+        return {"messages": messages, "users": self.users, "metadata": {"id": self.chat_id}}
+
+
+class TrackedChat:
+    """One chat: its log, where its latest turn stands, its recap schedule and draft."""
+
+    def __init__(self, path: str, settings: Any) -> None:
+        self.path = path
+        self.log = ChatLog()
+        self.view: ChatView | None = None
+        self.processing = False
+        self.model: str | None = None
+        self.schedule = Schedule(
+            settings,
+            clock=time.time,
+            fingerprint=lambda: self.digest,
+            completed_turns=lambda: self.ended_turns,
+        )
+        self.transcript_text = ""
+        self.digest = ""
+        self.ended_turns = 0
+        self.recap: RecapInfo | None = None
+        self.drafting: CancelToken | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.read_pending = False
+        self.observer: Any = None
+        self.model_ref: Any = None
+        self.state = "idle"
+        self.mtime = 0.0
+        self.touched = time.time()
+
+
+class ChatSource:
+    """Observes this server's chats and keeps their rows, recaps and notebook lines."""
+
+    def __init__(self, recap: Any) -> None:
+        self.recap = recap
+        self.serverapp = recap.serverapp
+        self.chats: dict[str, TrackedChat] = {}
+        """Path → tracked chat."""
+        self._ids: dict[str, str] = {}
+        """Chat id → path."""
+        self._last_seen: dict[str, float] = {}
+        """Notebook path → when the person last looked at it."""
+        self.manager: Any = None
+        self.enabled = False
+        self._poller: Any = None
+        self._recap_settings: Any = None
+        self._tasks: set[asyncio.Future[None]] = set()
+        self.messages_seen = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Observe the chat manager, or fall back to the chat files; off without either."""
+        settings = self.serverapp.web_app.settings
+        self.manager = settings.get("chat_manager")
+        events = getattr(self.serverapp, "event_logger", None)
+        if self.manager is not None:
+            self.enabled = True
+            self.manager.observe_chats(self._on_chat_event)
+            for chat_id, model in list(settings.get("chats_by_id", {}).items()):
+                self._attach(chat_id, model)
+        elif _has_jupyterlab_chat():
+            self.enabled = True  # an older jupyterlab-chat: read the files the page opens
+            from tornado.ioloop import PeriodicCallback
+
+            self._poller = PeriodicCallback(self._poll_files, FILE_POLL_SECONDS * 1000)
+            self._poller.start()
+        if self.enabled and events is not None:
+            events.add_listener(schema_id=PERSONA_STATE, listener=self._on_persona_state)
+
+    def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.stop()
+        for chat in self.chats.values():
+            self._detach(chat)
+        events = getattr(self.serverapp, "event_logger", None)
+        if self.enabled and events is not None:
+            events.remove_listener(schema_id=PERSONA_STATE, listener=self._on_persona_state)
+            if self.manager is not None:
+                events.remove_listener(schema_id=CHAT_EVENTS, listener=self._on_chat_event)
+
+    # -- inputs ------------------------------------------------------------------------------
+
+    async def _on_chat_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        chat_id, path, action = data.get("chat_id"), data.get("path"), data.get("action")
+        if not isinstance(chat_id, str) or not isinstance(path, str):
+            return
+        if action in ("opened", "client_connected") and self.manager is not None:
+            model = self.manager.get(chat_id)
+            if model is not None:
+                self._attach(chat_id, model)
+        elif action in ("closed", "deleted"):
+            known = self._ids.get(chat_id)
+            if known in self.chats:
+                self._detach(self.chats[known])  # its row stays: it says how the chat ended
+                if action == "deleted":
+                    self._forget(known)
+
+    async def _on_persona_state(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        path = self._ids.get(str(data.get("chat_id", "")))
+        chat = self.chats.get(path or "")
+        if chat is None:
+            return
+        model = data.get("model")
+        current = model.get("current") if isinstance(model, dict) else None
+        if isinstance(current, str) and current:
+            chat.model = current[:128]
+        processing = data.get("processing")
+        if isinstance(processing, bool) and processing != chat.processing:
+            chat.processing = processing
+            if not processing and chat.model_ref is not None:
+                self._reread(chat)  # the turn's end: every update is in the model now
+            self._read_soon(chat)
+
+    def focus(self, path: str, focused: bool | None) -> None:
+        """The page's focus on the chat at ``path`` changed."""
+        chat = self.chats.get(path)
+        if chat is not None and focused is not None:
+            self._act(chat, chat.schedule.focus(focused))
+
+    def looked_at(self, notebook: str) -> None:
+        """The person looks at ``notebook`` now (a focus report of its kernel)."""
+        self._last_seen[notebook] = time.time()
+        if len(self._last_seen) > 4 * MAX_CHATS:
+            oldest = min(self._last_seen, key=self._last_seen.__getitem__)
+            del self._last_seen[oldest]
+
+    # -- following a chat --------------------------------------------------------------------
+
+    def _attach(self, chat_id: str, model: Any) -> None:
+        try:
+            path = str(model.get_path())
+        except Exception:  # noqa: BLE001 - a model that cannot say its path is not followed
+            return
+        chat = self._track(path)
+        self._ids[chat_id] = path
+        chat.log.chat_id = chat_id
+        if chat.model_ref is model:
+            return
+        self._detach(chat)
+        chat.model_ref = model
+        chat.observer = model.observe_messages(functools.partial(self._on_message, chat))
+        self._reread(chat)
+        self._read_soon(chat)
+
+    def _detach(self, chat: TrackedChat) -> None:
+        if chat.model_ref is not None and chat.observer is not None:
+            # A disposed model has nothing to unobserve.
+            with contextlib.suppress(Exception):
+                chat.model_ref.unobserve_messages(chat.observer)
+        chat.model_ref = chat.observer = None
+
+    def _on_message(self, chat: TrackedChat, event: Any) -> None:
+        """One message change (sync, from the chat model): log it, read the chat soon."""
+        self.messages_seen += 1
+        message = getattr(event, "message", None)
+        if message is None:
+            return
+        chat.log.put(_as_dict(message))
+        if chat.model_ref is not None and getattr(message, "sender", "") not in chat.log.users:
+            chat.log.users = _users(chat.model_ref)
+        self._read_soon(chat)
+
+    def _reread(self, chat: TrackedChat) -> None:
+        """Everything from the model (attaching, a turn's end, collaboration's missed updates)."""
+        model = chat.model_ref
+        try:
+            messages = [_as_dict(m) for m in model.get_messages()[-MAX_MESSAGES:]]
+        except Exception:  # noqa: BLE001 - a model being disposed: keep what the log has
+            return
+        chat.log.replace(messages)
+        chat.log.users = _users(model)
+
+    def _read_soon(self, chat: TrackedChat) -> None:
+        if chat.read_pending:
+            return
+        chat.read_pending = True
+        asyncio.get_event_loop().call_later(SETTLE_SECONDS, self._read, chat)
+
+    def _read(self, chat: TrackedChat) -> None:
+        chat.read_pending = False
+        if self.chats.get(chat.path) is not chat:
+            return
+        try:
+            view = read_chat(chat.log.document())
+        except ValueError:
+            return
+        self._update(chat, view)
+
+    def _poll_files(self) -> None:
+        """The fallback: read the chat files the page reports, when they changed."""
+        root = Path(self.serverapp.root_dir)
+        for path in list(self.recap.hub.chat_paths()):
+            try:
+                file = root / path
+                mtime = file.stat().st_mtime
+                chat = self._track(path)
+                if mtime == chat.mtime:
+                    continue
+                chat.mtime = mtime
+                with file.open(encoding="utf-8") as handle:
+                    data = json.loads(handle.read(16 << 20))
+                chat.log.replace([m for m in data.get("messages", []) if isinstance(m, dict)])
+                users = data.get("users")
+                chat.log.users = users if isinstance(users, dict) else {}
+                self._read(chat)
+            except (OSError, ValueError, AttributeError):
+                continue
+
+    # -- what a read changes -----------------------------------------------------------------
+
+    def _update(self, chat: TrackedChat, view: ChatView) -> None:
+        chat.view = view
+        chat.touched = time.time()
+        if not view.has_persona:
+            return  # a chat between people: no row
+        state = view.state(chat.processing)
+        transcript = chat_transcript(view)
+        chat.transcript_text = build_context(transcript)
+        chat.digest = fingerprint(chat.transcript_text) if chat.transcript_text else ""
+        before, chat.state = chat.state, state
+        if state in ("running",) and before not in ("running",):
+            self._act(chat, chat.schedule.turn_started())
+        elif state in ("finished", "errored", "waiting") and before in ("running", "idle"):
+            chat.ended_turns += 1
+            outcome = "errored" if state == "errored" else "ok"
+            self._act(chat, chat.schedule.turn_ended(outcome))
+        self._publish(chat)
+        self._publish_outside()
+
+    def _publish(self, chat: TrackedChat) -> None:
+        view = chat.view
+        if view is None:
+            return
+        turn = view.latest
+        waiting = turn.waiting if turn is not None else None
+        state = chat.state
+        failed = turn.failed if turn is not None else None
+        report = Report(
+            turn="running"
+            if state in ("running", "waiting")
+            else ("errored" if state == "errored" else "ok"),
+            turn_started=turn.at if turn is not None else None,
+            turn_ended=turn.last_at if state in ("finished", "errored") and turn else None,
+            error=failed.error if failed is not None and state == "errored" else None,
+            last_activity=turn.last_at if turn is not None else None,
+            recap=chat.recap,
+            drafting=chat.drafting is not None,
+        )
+        facts = ChatFacts(
+            agent=view.persona_name(),
+            model=chat.model,
+            approval=approval_text(waiting) if waiting is not None else None,
+        )
+        self.recap.board.chat(chat.path, report, facts)
+
+    def _publish_outside(self) -> None:
+        root = str(self.serverapp.root_dir)
+        lines: dict[str, OutsideActivity] = {}
+        for chat in self.chats.values():
+            if chat.view is None:
+                continue
+            found = outside_activity(
+                chat.view,
+                chat_name(chat.path),
+                root=root,
+                since=lambda path: self._last_seen.get(path, 0.0),
+                label=functools.partial(_cell_label, root),
+            )
+            for path, line in found.items():
+                if path not in lines or line["at"] > lines[path]["at"]:
+                    lines[path] = line
+        self.recap.board.set_outside(lines)
+
+    # -- recaps ------------------------------------------------------------------------------
+
+    def _act(self, chat: TrackedChat, actions: list[Any]) -> None:
+        for action in actions:
+            if isinstance(action, StartDraft):
+                self._start_draft(chat, action)
+            elif isinstance(action, CancelDraft) and chat.drafting is not None:
+                chat.drafting.cancel()
+            elif isinstance(action, ShowRecap):
+                chat.recap = {
+                    "text": action.text,
+                    "model": action.model,
+                    "at": round(time.time(), 3),
+                    "links": [],
+                }
+                self._publish(chat)
+        self._arm(chat)
+
+    def _arm(self, chat: TrackedChat) -> None:
+        if chat.timer is not None:
+            chat.timer.cancel()
+            chat.timer = None
+        deadline = chat.schedule.next_deadline()
+        if deadline is not None:
+            delay = max(0.0, deadline - time.time())
+            chat.timer = asyncio.get_event_loop().call_later(delay, self._tick, chat)
+
+    def _tick(self, chat: TrackedChat) -> None:
+        chat.timer = None
+        if self.chats.get(chat.path) is chat:
+            self._act(chat, chat.schedule.tick())
+
+    def _start_draft(self, chat: TrackedChat, draft: StartDraft) -> None:
+        from ..pipeline.service import draft_recap
+        from ..stores.usage import UsageLedger
+
+        view = chat.view
+        if view is None or self.recap.stopped:
+            return
+        token = self.recap.open_draft()
+        chat.drafting = token
+        turn = view.latest
+        waiting = turn.waiting if turn is not None else None
+        job = functools.partial(
+            draft_recap,
+            chat_transcript(view),
+            model=draft.model,
+            settings=self._settings(),
+            trigger=draft.reason,
+            cancel=token,
+            framing=Framing(waiting=approval_text(waiting) if waiting is not None else None),
+            usage=UsageLedger(),
+        )
+
+        async def run() -> None:
+            try:
+                result = await self.recap.in_pool(job)
+            except Exception:  # a draft that fails shows nothing; the log says why
+                log.warning("jupyter_recap: a chat recap failed", exc_info=True)
+                result = None
+            finally:
+                self.recap.close_draft(token)
+                chat.drafting = None
+            written = result.recap if result is not None else None
+            self._act(
+                chat,
+                chat.schedule.draft_done(
+                    draft.id,
+                    written.text if written is not None else None,
+                    written.model if written is not None else "",
+                ),
+            )
+            self._publish(chat)
+
+        task = asyncio.ensure_future(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._publish(chat)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _track(self, path: str) -> TrackedChat:
+        chat = self.chats.get(path)
+        if chat is None:
+            chat = self.chats[path] = TrackedChat(path, self._settings())
+            focused = self.recap.hub.focused(chat_row_id(path))
+            if focused is not None:
+                chat.schedule.focus(focused)
+            while len(self.chats) > MAX_CHATS:
+                oldest = min(self.chats.values(), key=lambda c: c.touched)
+                self._detach(oldest)
+                self._forget(oldest.path)
+        return chat
+
+    def _settings(self) -> Any:
+        """``c.Recap.*`` of the server's configuration (read once)."""
+        if self._recap_settings is None:
+            from ..settings import Recap
+
+            self._recap_settings = Recap(parent=self.recap)
+        return self._recap_settings
+
+    def _forget(self, path: str) -> None:
+        chat = self.chats.pop(path, None)
+        if chat is not None:
+            if chat.timer is not None:
+                chat.timer.cancel()
+            self._ids = {k: v for k, v in self._ids.items() if v != path}
+            self.recap.board.forget(chat_row_id(path))
+
+
+def _users(model: Any) -> dict[str, dict[str, Any]]:
+    try:
+        users = model.get_users()
+        return {str(name): _as_dict(user) for name, user in list(users.items())[:256]}
+    except Exception:  # noqa: BLE001 - no users: every sender counts by its id
+        return {}
+
+
+def _as_dict(value: object) -> dict[str, Any]:
+    """A chat's message or user (dataclasses of jupyterlab-chat) as plain data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value if isinstance(value, dict) else {}
+
+
+def _kept(message: dict[str, Any]) -> dict[str, Any]:
+    """A message with its long texts cut (a 2 MB tool output is not kept whole)."""
+    kept = {
+        key: message.get(key) for key in ("id", "time", "sender", "mentions", "deleted", "metadata")
+    }
+    body = message.get("body")
+    kept["body"] = body[:_KEEP_CHARS] if isinstance(body, str) else ""
+    metadata = kept.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("tool_calls"), list):
+        kept["metadata"] = {"tool_calls": [_cut(call) for call in metadata["tool_calls"][:64]]}
+    else:
+        kept["metadata"] = None
+    return kept
+
+
+def _cut(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return value[:_KEEP_CHARS]
+    if depth > 5:
+        return None
+    if isinstance(value, dict):
+        return {str(k)[:128]: _cut(v, depth + 1) for k, v in list(value.items())[:32]}
+    if isinstance(value, list):
+        return [_cut(item, depth + 1) for item in value[:32]]
+    return value
+
+
+def _time(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+@functools.lru_cache(maxsize=1)
+def _has_jupyterlab_chat() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("jupyterlab_chat") is not None
+
+
+def _cell_label(root: str, notebook: str, cell_id: str) -> str | None:
+    """``In[7]`` for a cell that ran, ``cell 3`` for one that did not (by its place)."""
+    try:
+        path = Path(root) / notebook
+        if path.stat().st_size > 32 << 20:
+            return None
+        with path.open(encoding="utf-8") as handle:
+            cells = json.load(handle).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return None
+    for index, cell in enumerate(cells if isinstance(cells, list) else []):
+        if isinstance(cell, dict) and cell.get("id") == cell_id:
+            count = cell.get("execution_count")
+            if isinstance(count, int) and not isinstance(count, bool):
+                return f"In[{count}]"
+            return f"cell {index + 1}"
+    return None
