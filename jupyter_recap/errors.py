@@ -42,7 +42,7 @@ class InputError(RecapError, ValueError):
 
 
 class NotebookError(RecapError):
-    """A notebook file that does not exist or cannot be read as a notebook."""
+    """A notebook (or chat) file that does not exist or cannot be read as one."""
 
 
 class Cancelled(RecapError):

@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Print a 1–3 sentence recap of the agent session of a notebook (its "
-        "newest stored session, else what the file holds), or of a stored session: the task, "
+        "newest stored session, else what the file holds), of a Jupyter AI chat, or of a "
+        "stored session: the task, "
         "then the next step. With --sessions, list the stored sessions instead.",
         epilog="Exit status: 0 a recap (or listing) was printed, 1 there is nothing to recap, "
         "2 bad usage.",
@@ -74,9 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "target",
         nargs="?",
-        metavar="NOTEBOOK|ID",
+        metavar="NOTEBOOK|CHAT|ID",
         help="the .ipynb notebook whose agent session to recap (its newest stored session, "
-        "else its %%%%ai or other agent magic cells), or the id "
+        "else its %%%%ai or other agent magic cells), a Jupyter AI .chat file (its agent "
+        "persona's turns; the offline engine unless --model says otherwise), or the id "
         "(any unique prefix of 4 or more hex digits) of a stored session; with --sessions, "
         "the notebook whose sessions to list",
     )
@@ -157,8 +159,10 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError(
                 "no notebook given: jupyter recap NOTEBOOK.ipynb (or a session ID, or --sessions)"
             )
-        session_id = _session_id(args.target)
         options = Options(model=args.model, as_json=args.json, dry_run=args.dry_run)
+        if args.target.endswith(".chat"):
+            return _recap_chat(args.target, options)
+        session_id = _session_id(args.target)
         if session_id is not None:
             return _recap_session(session_id, options)
         return _recap_notebook(args.target, options)
@@ -235,6 +239,19 @@ def _recap_notebook(path: str, options: Options) -> int:
         return _no_recap(reason, options.as_json)
     framing = notebook_framing(path, enabled=bool(settings.memory))
     return _recap(transcript, settings, framing, options, extra={})
+
+
+def _recap_chat(path: str, options: Options) -> int:
+    from ..settings import Recap
+    from .chat import chat_story, read_chat_file
+
+    view = read_chat_file(path)
+    if not view.has_persona:
+        return _no_recap(f"no agent persona took part in {path}", options.as_json)
+    transcript, framing, extra = chat_story(view)
+    # Offline unless asked: reading where a chat's agent stands costs nothing, sends nothing.
+    chosen = Options(options.model or "offline", options.as_json, options.dry_run)
+    return _recap(transcript, Recap(), framing, chosen, extra=extra)
 
 
 def _recap_session(id_or_prefix: str, options: Options) -> int:

@@ -1,0 +1,57 @@
+"""``jupyter recap PATH.chat``: a Jupyter AI chat file read for a recap.
+
+The chat's turns with a persona become a transcript (:mod:`..chats.recap`); a tool call waiting
+for approval goes into the framing, so the offline engine ends with it. The offline engine
+writes the recap unless ``--model`` names another: a chat is often read to see where an agent
+stands, and that should cost nothing and send nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ..chats.document import ChatView, read_chat
+from ..chats.recap import approval_text, chat_transcript
+from ..errors import NotebookError
+from ..record.transcript import Transcript
+from ..stores.framing import Framing
+from ..textutil import SHOWN_CHARS, shorten
+
+MAX_CHAT_BYTES = 64 << 20
+"""Larger chat files are refused (a chat of that size is not one a person wrote)."""
+
+
+def read_chat_file(path: str) -> ChatView:
+    """The chat at ``path``; NotebookError (one line) when it cannot be read as one."""
+    shown = shorten(path, SHOWN_CHARS)
+    try:
+        if os.path.getsize(path) > MAX_CHAT_BYTES:
+            raise NotebookError(f"{shown}: larger than {MAX_CHAT_BYTES >> 20} MB, not read")
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise NotebookError(f"no such chat file: {shown}") from None
+    except IsADirectoryError:
+        raise NotebookError(f"{shown} is a directory, not a chat file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise NotebookError(f"cannot read {shown}: {error.__class__.__name__}") from None
+    except ValueError as error:
+        raise NotebookError(f"{shown} is not a chat file: not JSON ({error})") from None
+    try:
+        return read_chat(data)
+    except ValueError as error:
+        raise NotebookError(f"{shown} is not a chat file: {error}") from None
+
+
+def chat_story(view: ChatView) -> tuple[Transcript, Framing, dict[str, str | None]]:
+    """The transcript, framing and JSON extras of a chat's recap."""
+    turn = view.latest
+    waiting = turn.waiting if turn is not None else None
+    approval = approval_text(waiting) if waiting is not None else None
+    extra: dict[str, str | None] = {
+        "agent": view.persona_name() if view.has_persona else None,
+        "state": view.state(),
+        "approval": approval,
+    }
+    return chat_transcript(view), Framing(waiting=approval), extra
