@@ -148,6 +148,8 @@ class ChatView:
             return "waiting"
         if processing or turn.running:
             return "running"
+        if not turn.items:
+            return "idle"  # asked, and no answer yet: nothing to say about it
         if turn.failed is not None and not turn.replies:
             return "errored"
         return "finished"
@@ -357,7 +359,8 @@ def _bounded(value: object, depth: int = 0) -> object:
     if depth > 4:
         return "…"
     if isinstance(value, str):
-        return value[: FIELD_CHARS * 2]
+        # Cleaned before it is quoted: JSON would keep an escape as the letters "\u001b".
+        return printable(value[: FIELD_CHARS * 2])
     if isinstance(value, dict):
         items = list(value.items())[:16]
         return {str(k)[:NAME_CHARS]: _bounded(v, depth + 1) for k, v in items}
