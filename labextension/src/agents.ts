@@ -1,5 +1,6 @@
 /**
- * The agents board as this page knows it: one row per kernel with jupyter_recap loaded.
+ * The agents board as this page knows it: one row per kernel with jupyter_recap loaded, and one
+ * per Jupyter AI chat. Rows are keyed by their `id` (a kernel id, or `chat:<path>`).
  *
  * The server pushes only *which* row changed (on jupyter_server's event bus); the model then
  * GETs that row. The board's version counter lets the page notice a missed push: the focus
@@ -11,9 +12,16 @@ import { ServerConnection } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
-import { AGENTS_SCHEMA, type IAgentRow, type IUsage, type RecapApi } from './api';
+import {
+  AGENTS_SCHEMA,
+  rowId,
+  type IAgentRow,
+  type IOutsideActivity,
+  type IUsage,
+  type RecapApi
+} from './api';
 
-/** The per-kernel bookkeeping of single-row requests. */
+/** The per-row bookkeeping of single-row requests. */
 interface IRowFetch {
   /** A GET of this row is in flight. */
   busy: boolean;
@@ -85,8 +93,24 @@ export class AgentsModel implements IDisposable {
     return this._rows;
   }
 
-  get(kernelId: string): IAgentRow | undefined {
-    return this._rows.find(row => row.kernel_id === kernelId);
+  /** The row with this id (a kernel id, or `chat:<path>`). */
+  get(id: string): IAgentRow | undefined {
+    return this._rows.find(row => rowId(row) === id);
+  }
+
+  /**
+   * What chats' agents did in the notebook at `path` while the person was away: the newer of
+   * its row's `outside` and the last full list's entry for that path; null when neither has one.
+   */
+  outsideFor(path: string): IOutsideActivity | null {
+    let newest: IOutsideActivity | null = validOutside(this._outside.get(path));
+    for (const row of this._rows) {
+      const outside = row.kind !== 'chat' && row.path === path ? validOutside(row.outside) : null;
+      if (outside !== null && (newest === null || outside.at > newest.at)) {
+        newest = outside;
+      }
+    }
+    return newest;
   }
 
   get isDisposed(): boolean {
@@ -167,33 +191,36 @@ export class AgentsModel implements IDisposable {
     }
     this._setClock(answer.now);
     // A row that a newer single answer (or a removal push) already settled keeps that state.
-    const fresh = new Map(answer.agents.map(row => [row.kernel_id, row]));
+    const fresh = new Map(answer.agents.map(row => [rowId(row), row]));
     const rows: IAgentRow[] = [];
     let mixed = false;
     for (const row of answer.agents) {
-      if ((this._rowSeq.get(row.kernel_id) ?? 0) < seq) {
-        this._rowSeq.set(row.kernel_id, seq);
+      const id = rowId(row);
+      if ((this._rowSeq.get(id) ?? 0) < seq) {
+        this._rowSeq.set(id, seq);
         rows.push(row);
       } else {
         mixed = true;
-        const kept = this.get(row.kernel_id);
+        const kept = this.get(id);
         if (kept !== undefined) {
           rows.push(kept);
         }
       }
     }
     for (const row of this._rows) {
-      if (!fresh.has(row.kernel_id) && (this._rowSeq.get(row.kernel_id) ?? 0) > seq) {
+      const id = rowId(row);
+      if (!fresh.has(id) && (this._rowSeq.get(id) ?? 0) > seq) {
         mixed = true;
         rows.push(row); // arrived by push after this list was taken
       }
     }
-    for (const [kernelId, rowSeq] of this._rowSeq) {
-      if (!fresh.has(kernelId) && rowSeq < seq) {
-        this._rowSeq.set(kernelId, seq); // gone from the board
+    for (const [id, rowSeq] of this._rowSeq) {
+      if (!fresh.has(id) && rowSeq < seq) {
+        this._rowSeq.set(id, seq); // gone from the board
       }
     }
     this._rows = mixed ? sortRows(rows) : rows;
+    this._outside = outsideMap(answer.outside);
     // After a reset (the server restarted and counts from 0 again) the server's number wins.
     this._version = reset ? answer.version : Math.max(this._version, answer.version);
     this._advance();
@@ -208,8 +235,8 @@ export class AgentsModel implements IDisposable {
     if (event.schema_id !== AGENTS_SCHEMA || this._disposed) {
       return;
     }
-    const kernelId = event.kernel_id;
-    if (typeof kernelId !== 'string' || !kernelId) {
+    const id = pushedId(event);
+    if (id === null) {
       return;
     }
     if (typeof event.version === 'number') {
@@ -217,9 +244,9 @@ export class AgentsModel implements IDisposable {
       this._advance();
     }
     if (event.action === 'remove') {
-      this._remove(kernelId, ++this._seq);
+      this._remove(id, ++this._seq);
     } else {
-      this._fetch(kernelId);
+      this._fetch(id);
       this._pushed.emit();
     }
     // Pushes arrive in order, so versions left unseen below this one were missed.
@@ -228,12 +255,12 @@ export class AgentsModel implements IDisposable {
     }
   }
 
-  /** GET one row; at most one request per kernel in flight, plus one more if pushed meanwhile. */
-  private _fetch(kernelId: string): void {
-    let fetch = this._fetches.get(kernelId);
+  /** GET one row; at most one request per row in flight, plus one more if pushed meanwhile. */
+  private _fetch(id: string): void {
+    let fetch = this._fetches.get(id);
     if (fetch === undefined) {
       fetch = { busy: false, again: false };
-      this._fetches.set(kernelId, fetch);
+      this._fetches.set(id, fetch);
     }
     if (fetch.busy) {
       fetch.again = true;
@@ -243,14 +270,14 @@ export class AgentsModel implements IDisposable {
     const state = fetch;
     const seq = ++this._seq;
     this._api
-      .agent(kernelId)
+      .agent(id)
       .then(
         answer => {
           if (this._disposed) {
             return;
           }
           this._setClock(answer.now);
-          if ((this._rowSeq.get(kernelId) ?? 0) < seq) {
+          if ((this._rowSeq.get(id) ?? 0) < seq) {
             this._put(answer.agent, seq);
           }
         },
@@ -261,8 +288,8 @@ export class AgentsModel implements IDisposable {
           const notFound =
             error instanceof ServerConnection.ResponseError && error.response.status === 404;
           if (notFound) {
-            if ((this._rowSeq.get(kernelId) ?? 0) < seq) {
-              this._remove(kernelId, seq);
+            if ((this._rowSeq.get(id) ?? 0) < seq) {
+              this._remove(id, seq);
             }
           } else {
             console.debug('jupyter_recap: loading an agent row failed', error);
@@ -273,24 +300,25 @@ export class AgentsModel implements IDisposable {
         state.busy = false;
         if (state.again && !this._disposed) {
           state.again = false;
-          this._fetch(kernelId);
-        } else if (this._fetches.get(kernelId) === state) {
-          this._fetches.delete(kernelId);
+          this._fetch(id);
+        } else if (this._fetches.get(id) === state) {
+          this._fetches.delete(id);
         }
       });
   }
 
   private _put(row: IAgentRow, seq: number): void {
-    this._rowSeq.set(row.kernel_id, seq);
-    const rows = this._rows.filter(other => other.kernel_id !== row.kernel_id);
+    const id = rowId(row);
+    this._rowSeq.set(id, seq);
+    const rows = this._rows.filter(other => rowId(other) !== id);
     rows.push(row);
     this._rows = sortRows(rows);
     this._changed.emit();
   }
 
-  private _remove(kernelId: string, seq: number): void {
-    this._rowSeq.set(kernelId, seq);
-    const rows = this._rows.filter(row => row.kernel_id !== kernelId);
+  private _remove(id: string, seq: number): void {
+    this._rowSeq.set(id, seq);
+    const rows = this._rows.filter(row => rowId(row) !== id);
     if (rows.length !== this._rows.length) {
       this._rows = rows;
       this._changed.emit();
@@ -324,11 +352,13 @@ export class AgentsModel implements IDisposable {
   private readonly _pushed = new Signal<this, void>(this);
   private readonly _loaded = new Signal<this, { first: boolean }>(this);
   private readonly _fetches = new Map<string, IRowFetch>();
-  /** Which request last settled each kernel's row (requests are numbered as they start). */
+  /** Which request last settled each row (requests are numbered as they start). */
   private readonly _rowSeq = new Map<string, number>();
   /** Pushed versions above `_version` (waiting for the ones in between). */
   private readonly _seen = new Set<number>();
   private _rows: IAgentRow[] = [];
+  /** The last full list's `outside` entries, by notebook path. */
+  private _outside = new Map<string, IOutsideActivity>();
   private _version = 0;
   private _offset = 0;
   private _seq = 0;
@@ -467,26 +497,67 @@ export class UsageModel implements IDisposable {
 }
 
 /**
- * The server's documented order, for rows that changed between full loads: needing the person
- * first (latest `turn_ended` first), then running turns, then the rest by `last_activity`,
- * newest first. The sort is stable, so ties keep the order the server gave.
+ * The server's documented order, for rows that changed between full loads: a chat waiting for
+ * the person's approval first (latest activity first), then the other rows needing the person
+ * (latest `turn_ended` first), then running turns, then the rest by `last_activity`, newest
+ * first. The sort is stable, so ties keep the order the server gave.
  */
 export function sortRows(rows: IAgentRow[]): IAgentRow[] {
-  const group = (row: IAgentRow): number =>
-    row.needs_you !== null ? 0 : row.turn === 'running' || row.state === 'running' ? 1 : 2;
-  const time = (row: IAgentRow): number => {
-    const value = group(row) === 0 ? row.turn_ended : group(row) === 2 ? row.last_activity : 0;
-    return value ?? -Infinity;
-  };
   return rows
-    .map((row, index) => ({ row, index }))
+    .map((row, index) => ({ row, index, group: sortGroup(row) }))
     .sort((a, b) => {
-      const byGroup = group(a.row) - group(b.row);
+      const byGroup = a.group - b.group;
       if (byGroup !== 0) {
         return byGroup;
       }
-      const byTime = time(b.row) - time(a.row);
+      const byTime = sortTime(b.row, b.group) - sortTime(a.row, a.group);
       return byTime !== 0 && !Number.isNaN(byTime) ? byTime : a.index - b.index;
     })
     .map(item => item.row);
+}
+
+/** 0 waiting for approval, 1 needing the person otherwise, 2 running, 3 the rest. */
+export function sortGroup(row: IAgentRow): number {
+  if (row.needs_you === 'approval' || row.state === 'waiting') {
+    return 0;
+  }
+  if (row.needs_you !== null) {
+    return 1;
+  }
+  return row.turn === 'running' || row.state === 'running' ? 2 : 3;
+}
+
+/** The time a row sorts by within its group (newest first); running rows keep their order. */
+function sortTime(row: IAgentRow, group: number): number {
+  const value = group === 1 ? row.turn_ended : group === 2 ? 0 : row.last_activity;
+  return value ?? -Infinity;
+}
+
+/** The row id an event of the bus names (`kernel_id` from a server older than chat rows). */
+function pushedId(event: Event.Emission): string | null {
+  const id = event.id ?? event.kernel_id;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
+/** An outside entry that can be shown: text, a finite time, links as a list. */
+function validOutside(value: IOutsideActivity | null | undefined): IOutsideActivity | null {
+  if (value === null || typeof value !== 'object') {
+    return null;
+  }
+  const usable =
+    typeof value.text === 'string' && value.text.trim() !== '' && Number.isFinite(value.at);
+  return usable ? value : null;
+}
+
+/** The list's `outside` object as a map (an older server sends none). */
+function outsideMap(
+  outside: Record<string, IOutsideActivity> | undefined
+): Map<string, IOutsideActivity> {
+  const map = new Map<string, IOutsideActivity>();
+  if (outside !== null && typeof outside === 'object') {
+    for (const [path, entry] of Object.entries(outside)) {
+      map.set(path, entry);
+    }
+  }
+  return map;
 }

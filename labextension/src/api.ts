@@ -17,20 +17,49 @@ export interface ICapabilities {
 }
 
 /** The body of `POST jupyter-recap/api/focus`: one notebook's focus in this browser tab. */
-export interface IFocusReport {
+export interface INotebookFocusReport {
   kernel_id: string;
   path: string;
   focused: boolean;
   client_id: string;
 }
 
-/** The answer to a focus report. */
-export interface IFocusAnswer {
+/** The body of `POST jupyter-recap/api/focus` for a chat document (a `.chat` file). */
+export interface IChatFocusReport {
+  /** The chat file's path, as JupyterLab opened it. */
+  chat: string;
+  focused: boolean;
+  client_id: string;
+}
+
+export type IFocusReport = INotebookFocusReport | IChatFocusReport;
+
+/** The answer to a notebook's focus report. */
+export interface INotebookFocusAnswer {
   kernel_id: string;
   focused: boolean | null;
   banner_model_id: string | null;
   /** The agents board's version (servers with the `agents` feature): gap detection. */
   agents_version?: number;
+}
+
+/** The answer to a chat's focus report: `id` is the chat's row id (`chat:<path>`). */
+export interface IChatFocusAnswer {
+  id: string;
+  focused: boolean | null;
+  agents_version?: number;
+}
+
+export type IFocusAnswer = INotebookFocusAnswer | IChatFocusAnswer;
+
+/** Whether a focus report is about a chat document. */
+export function isChatReport(report: IFocusReport): report is IChatFocusReport {
+  return 'chat' in report;
+}
+
+/** Whether a focus answer is about a notebook's kernel (it then carries the banner's id). */
+export function isNotebookAnswer(answer: IFocusAnswer): answer is INotebookFocusAnswer {
+  return typeof (answer as Partial<INotebookFocusAnswer>).kernel_id === 'string';
 }
 
 /** `GET jupyter-recap/api/kernels/{kernel_id}`. */
@@ -42,7 +71,7 @@ export interface IKernelState {
   idle_seconds: number | null;
 }
 
-/** A span of a recap's text that names a cell (UTF-16 code unit offsets, `start` ≤ `end`). */
+/** A span of a recap's (or an outside line's) text that names a cell (UTF-16 code unit offsets). */
 export interface IAgentLink {
   start: number;
   end: number;
@@ -78,12 +107,37 @@ export type AgentEvent =
   | { type: 'died'; at: number }
   | { type: 'long_cell'; at: number; seconds: number; failed: boolean };
 
-export type AgentState = 'running' | 'finished' | 'errored' | 'idle' | 'restarting' | 'dead';
-export type AgentTurn = 'running' | 'ok' | 'errored' | 'aborted';
+/**
+ * What agents outside the kernel (a chat's persona) did in a notebook while the person was away:
+ * one line of text with links to the cells it names. `at` (UNIX seconds) is the latest step.
+ */
+export interface IOutsideActivity {
+  text: string;
+  links: IAgentLink[];
+  at: number;
+}
 
-/** One row of the agents board: one kernel with jupyter_recap loaded. Times are UNIX seconds. */
+/** `waiting`: a chat's agent waits for the person to approve a tool call. */
+export type AgentState =
+  'running' | 'waiting' | 'finished' | 'errored' | 'idle' | 'restarting' | 'dead';
+export type AgentTurn = 'running' | 'ok' | 'errored' | 'aborted';
+/** Why a row needs the person, the most pressing first. */
+export type NeedsYou = 'approval' | 'finished' | 'errored';
+export type AgentKind = 'notebook' | 'chat';
+
+/** A chat row's id is this prefix and the chat's path; a notebook row's id is its kernel id. */
+export const CHAT_ROW_PREFIX = 'chat:';
+
+/**
+ * One row of the agents board: a kernel with jupyter_recap loaded, or a Jupyter AI chat. Times
+ * are UNIX seconds.
+ */
 export interface IAgentRow {
-  kernel_id: string;
+  /** The row's key: the kernel id of a notebook row, `chat:<path>` for a chat row. */
+  id: string;
+  kind: AgentKind;
+  /** Null for a chat row. */
+  kernel_id: string | null;
   /**
    * Relative to the server root, as JupyterLab opens it; `''` for a kernel with no notebook (one
    * started on its own).
@@ -91,8 +145,16 @@ export interface IAgentRow {
   path: string;
   name: string;
   state: AgentState;
-  /** Set when a turn ended while the person was away and they have not looked since. */
-  needs_you: 'finished' | 'errored' | null;
+  /** Set when a turn ended while the person was away (or a chat waits for approval). */
+  needs_you: NeedsYou | null;
+  /** A chat's persona, as it names itself (`Claude`); null for a notebook row. */
+  agent: string | null;
+  /** The chat agent's model, when known. */
+  model: string | null;
+  /** The tool call a chat's agent waits to have approved: plain text, at most 200 characters. */
+  approval: string | null;
+  /** A notebook's: what a chat's agent did in it while the person was away. */
+  outside: IOutsideActivity | null;
   /** +1 at most once per absence, when a turn ends while away. */
   notice: number;
   turn: AgentTurn | null;
@@ -111,15 +173,30 @@ export interface IAgentRow {
   updated: number;
 }
 
+/**
+ * A row's key: its `id`, or for a server older than chat rows (no `id`) its kernel id, which
+ * the id of a notebook row is anyway.
+ */
+export function rowId(row: Pick<IAgentRow, 'id' | 'kernel_id'>): string {
+  return typeof row.id === 'string' && row.id !== '' ? row.id : (row.kernel_id ?? '');
+}
+
+/** Whether a row is a Jupyter AI chat's (its path is a `.chat` file, it has no kernel). */
+export function isChat(row: Pick<IAgentRow, 'kind'>): boolean {
+  return row.kind === 'chat';
+}
+
 /** `GET jupyter-recap/api/agents`: every row, in the server's order (needing the person first). */
 export interface IAgentList {
   /** The server's UNIX time. */
   now: number;
   version: number;
   agents: IAgentRow[];
+  /** Per notebook path, with or without a row: what chats' agents did there while away. */
+  outside?: Record<string, IOutsideActivity>;
 }
 
-/** `GET jupyter-recap/api/agents/{kernel_id}`. */
+/** `GET jupyter-recap/api/agents/{id}`. */
 export interface IAgentAnswer {
   now: number;
   version: number;
@@ -129,7 +206,8 @@ export interface IAgentAnswer {
 /** What the server pushes on the event bus when a row changes (no content, only which row). */
 export interface IAgentPush {
   schema_id: typeof AGENTS_SCHEMA;
-  kernel_id: string;
+  /** The row's id (a kernel id, or `chat:<path>`). */
+  id: string;
   action: 'update' | 'remove';
   version: number;
 }
@@ -197,8 +275,9 @@ export class RecapApi {
     return this.request<IAgentList>('GET', 'agents');
   }
 
-  agent(kernelId: string): Promise<IAgentAnswer> {
-    return this.request<IAgentAnswer>('GET', 'agents', encodeURIComponent(kernelId));
+  /** One row by its id: a kernel id, or `chat:<path>` (encoded whole: a path has slashes). */
+  agent(rowId: string): Promise<IAgentAnswer> {
+    return this.request<IAgentAnswer>('GET', 'agents', encodeURIComponent(rowId));
   }
 
   usage(): Promise<IUsage> {

@@ -97,6 +97,16 @@ export class BannerMount implements IDisposable {
     return this._live ? (this._mount?.node ?? null) : null;
   }
 
+  /** The banner's root element while the live view shows something, else null. */
+  get shownRoot(): HTMLElement | null {
+    return this._shownRoot();
+  }
+
+  /** Emitted when what the view shows may have changed, or the view went away. */
+  get viewChanged(): ISignal<this, void> {
+    return this._viewChanged;
+  }
+
   /** Render, re-render, move or remove the view to match the kernel's banner id. */
   sync(): void {
     if (this._disposed) {
@@ -132,6 +142,7 @@ export class BannerMount implements IDisposable {
     MessageLoop.removeMessageHook(this._panel, this._onPanelMessage);
     this._panel.content.node.removeEventListener('keydown', this._onKeydown, true);
     Signal.disconnectReceiver(this);
+    Signal.clearData(this);
   }
 
   private get _kernelId(): string | null {
@@ -249,6 +260,9 @@ export class BannerMount implements IDisposable {
       mount.disposed.disconnect(this._onMountDisposed, this);
       mount.dispose();
     }
+    if (mount !== null) {
+      this._viewChanged.emit();
+    }
   }
 
   /** The cell holding the mount was deleted (and took the view with it): render anew. */
@@ -257,6 +271,7 @@ export class BannerMount implements IDisposable {
     this._live = false;
     this._stopObserving();
     this._panel.content.node.classList.remove(HOST_CLASS);
+    this._viewChanged.emit();
     window.setTimeout(() => this.sync(), 0);
   }
 
@@ -297,6 +312,7 @@ export class BannerMount implements IDisposable {
       this._shownText = text;
     }
     this._maybeReveal();
+    this._viewChanged.emit();
   }
 
   /** Page visibility or window focus changed: a return when it makes the notebook looked at. */
@@ -470,6 +486,7 @@ export class BannerMount implements IDisposable {
   }
 
   private _disposed = false;
+  private readonly _viewChanged = new Signal<this, void>(this);
   private _mount: Panel | null = null;
   private _live = false;
   private _modelId: string | null = null;

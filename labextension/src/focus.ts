@@ -1,14 +1,39 @@
 /**
- * Per-notebook focus: a notebook is *focused* when the page is visible, the browser window has
- * focus, and the notebook is the current document. Every change is reported to the server
- * (`POST jupyter-recap/api/focus`), and a heartbeat re-reports every open notebook.
+ * Per-document focus: a notebook (or a Jupyter AI chat) is *focused* when the page is visible,
+ * the browser window has focus, and it is the current document. Every change is reported to
+ * the server (`POST jupyter-recap/api/focus`), and a heartbeat re-reports every open notebook
+ * and chat.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
-import type { IFocusAnswer, IFocusReport, RecapApi } from './api';
+import { isChatReport, type IFocusAnswer, type IFocusReport, type RecapApi } from './api';
+
+/** The file name ending of a Jupyter AI chat document. */
+export const CHAT_SUFFIX = '.chat';
+
+/**
+ * A chat document as this plugin sees one: any document widget whose context's path ends in
+ * `.chat` (Jupyter AI's chat panel is one). Nothing of Jupyter AI's packages is needed for it.
+ */
+export interface IChatDocument {
+  readonly context: { readonly path: string; readonly pathChanged?: ISignal<unknown, unknown> };
+  readonly disposed: ISignal<unknown, unknown>;
+  readonly isDisposed: boolean;
+}
+
+/** The chat path of `widget` when it is a chat document, else null. */
+export function chatPath(widget: unknown): string | null {
+  const path = (widget as { context?: { path?: unknown } } | null | undefined)?.context?.path;
+  return typeof path === 'string' && path.endsWith(CHAT_SUFFIX) ? path : null;
+}
+
+/** Whether `widget` is a live chat document. */
+export function isChatDocument(widget: unknown): widget is IChatDocument {
+  return chatPath(widget) !== null && !(widget as IChatDocument).isDisposed;
+}
 
 /**
  * Whether the person is on this page: it is visible and its window has the focus. The one rule
@@ -28,16 +53,22 @@ export interface IFocusReporterOptions {
   heartbeatMs?: number;
 }
 
-/** One report queue per (kernel, path): requests never overtake each other. */
+/** One report queue per (kernel, path) or chat: requests never overtake each other. */
 interface IQueue {
   busy: boolean;
   next: IFocusReport | null;
   keepalive: boolean;
 }
 
-const key = (kernelId: string, path: string): string => `${kernelId}\n${path}`;
+/** The key of what a report is about: its kernel and notebook, or its chat. */
+function reportKey(report: IFocusReport): string {
+  return isChatReport(report) ? `chat\n${report.chat}` : `${report.kernel_id}\n${report.path}`;
+}
 
-/** Reports the focus of every tracked notebook panel, on each change and as a heartbeat. */
+/**
+ * Reports the focus of every tracked notebook panel and of every chat document the shell holds,
+ * on each change and as a heartbeat.
+ */
 export class FocusReporter implements IDisposable {
   constructor(options: IFocusReporterOptions) {
     this._api = options.api;
@@ -57,7 +88,7 @@ export class FocusReporter implements IDisposable {
     );
   }
 
-  /** Every answer of the server (it carries the kernel's banner model id). */
+  /** Every answer of the server (a notebook's carries the kernel's banner model id). */
   get answered(): ISignal<this, IFocusAnswer> {
     return this._answered;
   }
@@ -89,28 +120,35 @@ export class FocusReporter implements IDisposable {
     this.update();
   }
 
+  /** Start reporting for a chat document until it is disposed. */
+  trackChat(chat: IChatDocument): void {
+    if (this._addChat(chat)) {
+      this.update();
+    }
+  }
+
   /**
-   * Compare each notebook's focus with what was last sent and report the differences
-   * (`all`: report every notebook, the heartbeat). Notebooks that are gone, or whose kernel
-   * or path changed, are reported once as not focused under their old identity.
+   * Compare each notebook's and chat's focus with what was last sent and report the
+   * differences (`all`: report every one, the heartbeat). Notebooks and chats that are gone, or
+   * whose kernel or path changed, are reported once as not focused under their old identity.
    */
   update(options: { all?: boolean; keepalive?: boolean } = {}): void {
     if (this._disposed) {
       return;
     }
+    this._findChats();
     const desired = this._desired();
     for (const [id, report] of desired) {
-      if (options.all || this._sent.get(id) !== report.focused) {
-        this._sent.set(id, report.focused);
+      if (options.all || this._sent.get(id)?.focused !== report.focused) {
+        this._sent.set(id, report);
         this._enqueue(report, options.keepalive ?? false);
       }
     }
-    for (const [id, focused] of this._sent) {
+    for (const [id, sent] of this._sent) {
       if (!desired.has(id)) {
         this._sent.delete(id);
-        if (focused) {
-          const [kernelId, path] = id.split('\n');
-          this._enqueue(this._report(kernelId, path, false), options.keepalive ?? false);
+        if (sent.focused) {
+          this._enqueue({ ...sent, focused: false }, options.keepalive ?? false);
         }
       }
     }
@@ -149,14 +187,48 @@ export class FocusReporter implements IDisposable {
     window.removeEventListener('pagehide', this);
     window.removeEventListener('pageshow', this);
     this._panels.clear();
+    this._chats.clear();
     Signal.clearData(this);
   }
 
-  /** The page is going away: every notebook is away now, sent with keepalive. */
+  /** The page is going away: every notebook and chat is away now, sent with keepalive. */
   private _leave(): void {
     for (const [id, report] of this._desired()) {
-      this._sent.set(id, false);
-      void this._api.beacon({ ...report, focused: false });
+      const away = { ...report, focused: false };
+      this._sent.set(id, away);
+      void this._api.beacon(away);
+    }
+  }
+
+  /** Track `chat` (once); whether it was new. */
+  private _addChat(chat: IChatDocument): boolean {
+    if (this._chats.has(chat) || chat.isDisposed) {
+      return false;
+    }
+    this._chats.add(chat);
+    const update = () => this.update();
+    chat.context.pathChanged?.connect(update);
+    chat.disposed.connect(() => {
+      this._chats.delete(chat);
+      chat.context.pathChanged?.disconnect(update);
+      this.update();
+    });
+    return true;
+  }
+
+  /**
+   * Pick up the chat documents of the shell: the current widget, and every widget of the main
+   * area (a chat open in a tab not shown counts as not focused, like a notebook).
+   */
+  private _findChats(): void {
+    const candidates: unknown[] = [this._shell.currentWidget];
+    if (typeof this._shell.widgets === 'function') {
+      candidates.push(...this._shell.widgets('main'));
+    }
+    for (const widget of candidates) {
+      if (isChatDocument(widget)) {
+        this._addChat(widget);
+      }
     }
   }
 
@@ -164,32 +236,39 @@ export class FocusReporter implements IDisposable {
     this.update();
   }
 
-  /** What each (kernel, path) should be reported as now; any focused view of it wins. */
+  /**
+   * What each (kernel, path) and each chat should be reported as now; any focused view of it
+   * wins.
+   */
   private _desired(): Map<string, IFocusReport> {
     const page = this.pageFocused;
-    const current = this._shell.currentWidget;
+    const current: unknown = this._shell.currentWidget;
     const desired = new Map<string, IFocusReport>();
+    const want = (report: IFocusReport): void => {
+      const id = reportKey(report);
+      if (!desired.get(id)?.focused) {
+        desired.set(id, report);
+      }
+    };
     for (const panel of this._panels) {
       const kernelId = panel.sessionContext.session?.kernel?.id;
       if (!kernelId || panel.isDisposed) {
         continue;
       }
-      const path = panel.context.path;
       const focused = page && current === panel;
-      const id = key(kernelId, path);
-      if (!desired.get(id)?.focused) {
-        desired.set(id, this._report(kernelId, path, focused));
+      want({ kernel_id: kernelId, path: panel.context.path, focused, client_id: this._clientId });
+    }
+    for (const chat of this._chats) {
+      const path = chatPath(chat);
+      if (path !== null && !chat.isDisposed) {
+        want({ chat: path, focused: page && current === chat, client_id: this._clientId });
       }
     }
     return desired;
   }
 
-  private _report(kernelId: string, path: string, focused: boolean): IFocusReport {
-    return { kernel_id: kernelId, path, focused, client_id: this._clientId };
-  }
-
   private _enqueue(report: IFocusReport, keepalive: boolean): void {
-    const id = key(report.kernel_id, report.path);
+    const id = reportKey(report);
     let queue = this._queues.get(id);
     if (queue === undefined) {
       queue = { busy: false, next: null, keepalive: false };
@@ -218,7 +297,7 @@ export class FocusReporter implements IDisposable {
       }
     } catch (error) {
       // Unknown kernel (shut down meanwhile) or server gone: the heartbeat tries again.
-      if (this._sent.get(id) === report.focused) {
+      if (this._sent.get(id)?.focused === report.focused) {
         this._sent.delete(id);
       }
       console.debug('jupyter_recap: focus report failed', error);
@@ -242,7 +321,9 @@ export class FocusReporter implements IDisposable {
   private readonly _changed: ISignal<unknown, unknown> | null;
   private readonly _heartbeat: number;
   private readonly _panels = new Set<NotebookPanel>();
-  private readonly _sent = new Map<string, boolean>();
+  private readonly _chats = new Set<IChatDocument>();
+  /** The last report sent for each key. */
+  private readonly _sent = new Map<string, IFocusReport>();
   private readonly _queues = new Map<string, IQueue>();
   private readonly _answered = new Signal<this, IFocusAnswer>(this);
   private _disposed = false;

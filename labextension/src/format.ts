@@ -3,8 +3,15 @@
  * DOM nodes with textContent: no server or model text is ever parsed as HTML. Server and model
  * text is shown through `plainText` (text.ts), which the callers apply where they show it.
  */
-import type { AgentEvent, IAgentLink, IAgentProgress, IAgentRow, IUsage } from './api';
-import { plainSpans } from './text';
+import {
+  isChat,
+  type AgentEvent,
+  type IAgentLink,
+  type IAgentProgress,
+  type IAgentRow,
+  type IUsage
+} from './api';
+import { plainSpans, plainText } from './text';
 
 /**
  * The largest count shown as it is; a larger one shows as `9,999+`. The task list's progress,
@@ -107,13 +114,44 @@ export function firstSentence(text: string): string {
   return sentence.length > 200 ? `${sentence.slice(0, 199).trimEnd()}…` : sentence;
 }
 
-/** The state line of a row; `now` is the server's time. */
+/** The most of an approval or a name a line shows; the rest is in its tooltip. */
+export const SHOWN_LINE_LIMIT = 200;
+
+/** `text` cut to `limit` characters, with an ellipsis when cut. */
+export function clip(text: string, limit = SHOWN_LINE_LIMIT): string {
+  return text.length > limit ? `${text.slice(0, limit - 1).trimEnd()}…` : text;
+}
+
+/** A chat's agent, as its rows and notifications name it: `Claude`, else `the agent`. */
+export function agentName(row: IAgentRow): string {
+  return clip(firstLine(plainText(row.agent))) || 'the agent';
+}
+
+/** A chat row's second line: the agent and its model, `Claude · claude-sonnet-4`. */
+export function agentLine(row: IAgentRow): string {
+  const model = clip(firstLine(plainText(row.model)));
+  return model ? `${agentName(row)} · ${model}` : agentName(row);
+}
+
+/** The tool call a chat waits to have approved, plain and on one line ('' when none). */
+export function approvalText(row: IAgentRow): string {
+  return clip(plainText(row.approval).trim().replace(/\s+/g, ' '));
+}
+
+/** How long the current turn has run, ` · 2 min 3 s`, or '' when the start is unknown. */
+function runningFor(row: IAgentRow, now: number): string {
+  return row.turn_started !== null ? ` · ${duration(now - row.turn_started)}` : '';
+}
+
+/** The state line of a row; `now` is the server's time. Server text in it is made plain. */
 export function stateText(row: IAgentRow, now: number): string {
   switch (row.state) {
     case 'running':
-      return row.turn_started !== null
-        ? `turn running · ${duration(now - row.turn_started)}`
-        : 'turn running';
+      return `${isChat(row) ? 'running tools' : 'turn running'}${runningFor(row, now)}`;
+    case 'waiting': {
+      const approval = approvalText(row);
+      return approval ? `waiting for your approval: ${approval}` : 'waiting for your approval';
+    }
     case 'finished':
       return 'finished while you were away';
     case 'errored':

@@ -14,12 +14,13 @@ import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { UUID } from '@lumino/coreutils';
 
 import { AgentsModel } from './agents';
-import { RecapApi, type ICapabilities } from './api';
+import { isNotebookAnswer, RecapApi, type ICapabilities } from './api';
 import { BannerIds, BannerMount } from './banner';
 import { FocusReporter } from './focus';
 import { InputReporter } from './input';
 import { Notifier, TitleCount } from './notify';
 import { NotebookOpener } from './open';
+import { OutsideLine, OutsideSeen } from './outside';
 import { AgentsPanel } from './panel';
 import { RecapSettings } from './settings';
 
@@ -80,9 +81,18 @@ export async function startClient(
       heartbeatMs: (capabilities.heartbeat_seconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000
     });
     focus.answered.connect((_, answer) => {
-      banners.set(answer.kernel_id, answer.banner_model_id ?? null);
+      // A chat's answer has no kernel, and so no banner.
+      if (isNotebookAnswer(answer)) {
+        banners.set(answer.kernel_id, answer.banner_model_id ?? null);
+      }
     });
   }
+
+  // Made before the notebooks are tracked: each notebook's outside line reads the board.
+  const agents = features.has('agents')
+    ? new AgentsModel(api, app.serviceManager.events ?? null, features.has('usage'))
+    : null;
+  const seen = new OutsideSeen();
 
   const track = (panel: NotebookPanel): void => {
     if (panel.isDisposed || tracked.has(panel)) {
@@ -97,9 +107,15 @@ export async function startClient(
     if (mount !== null) {
       mounts.set(panel, mount);
     }
+    const outside =
+      agents !== null
+        ? // eslint-disable-next-line jupyter/require-disposable-ownership -- disposed with the panel
+          new OutsideLine({ panel, source: agents, seen, shell: app.shell, banner: mount })
+        : null;
     focus?.track(panel);
     panel.disposed.connect(() => {
       input?.dispose();
+      outside?.dispose();
       mount?.dispose();
       mounts.delete(panel);
     });
@@ -107,10 +123,8 @@ export async function startClient(
   tracker.forEach(track);
   tracker.widgetAdded.connect((_, panel) => track(panel));
 
-  let agents: AgentsModel | null = null;
   let panel: AgentsPanel | null = null;
-  if (features.has('agents')) {
-    agents = new AgentsModel(api, app.serviceManager.events ?? null, features.has('usage'));
+  if (agents !== null) {
     const model = agents;
     focus?.answered.connect((_, answer) => model.noteServerVersion(answer.agents_version));
     const opener = new NotebookOpener(app, tracker);

@@ -14,9 +14,9 @@ import type { INotebookTracker } from '@jupyterlab/notebook';
 import type { IDisposable } from '@lumino/disposable';
 
 import type { AgentsModel } from './agents';
-import type { IAgentRow } from './api';
-import { pageLookedAt } from './focus';
-import { firstLine, firstSentence } from './format';
+import { isChat, rowId, type IAgentRow } from './api';
+import { chatPath, pageLookedAt } from './focus';
+import { agentName, approvalText, firstLine, firstSentence } from './format';
 import { hasNotebook, type NotebookOpener } from './open';
 import type { RecapSettings } from './settings';
 import { plainText } from './text';
@@ -31,7 +31,10 @@ export const RECAP_WAIT_MS = 20_000;
 export const SEEN_CLOSE_MS = 15_000;
 const STORAGE_PREFIX = 'jupyter-recap:notified:';
 
-/** What one page last notified for a kernel (shared by the tabs of this browser). */
+/**
+ * What one page last notified for a row (shared by the tabs of this browser), stored under the
+ * row's id: a kernel id, or `chat:<path>`.
+ */
 interface INotified {
   notice: number;
   /** The page that claimed it: when two tabs race, the last writer notifies. */
@@ -44,9 +47,9 @@ interface IPending {
   timer: number;
 }
 
-/** The notification shown for a kernel. */
+/** The notification shown for a row. */
 interface IShown {
-  /** JupyterLab's notification id: a later notice of the kernel updates it, never stacks. */
+  /** JupyterLab's notification id: a later notice of the row updates it, never stacks. */
   id: string;
   /** Whether the person was on the page since it appeared (its close timer is running). */
   seen: boolean;
@@ -62,7 +65,10 @@ export interface INotifierOptions {
   clientId: string;
 }
 
-/** Notifies once per notebook per absence when a turn ended while the person was away. */
+/**
+ * Notifies once per notebook or chat per absence when a turn ended while the person was away,
+ * or a chat's agent started waiting for the person's approval.
+ */
 export class Notifier implements IDisposable {
   constructor(options: INotifierOptions) {
     this._options = options;
@@ -104,10 +110,11 @@ export class Notifier implements IDisposable {
     }
     const present = new Set<string>();
     for (const row of model.rows) {
-      present.add(row.kernel_id);
-      const stored = readNotified(row.kernel_id);
+      const id = rowId(row);
+      present.add(id);
+      const stored = readNotified(id);
       if (stored === null || stored.notice < row.notice) {
-        writeNotified(row.kernel_id, { notice: row.notice, by: this._options.clientId });
+        writeNotified(id, { notice: row.notice, by: this._options.clientId });
       }
     }
     forgetOthers(present);
@@ -119,16 +126,14 @@ export class Notifier implements IDisposable {
       return;
     }
     for (const row of model.rows) {
-      const stored = readNotified(row.kernel_id);
-      if (
-        row.notice > (stored?.notice ?? 0) &&
-        this._pending.get(row.kernel_id)?.notice !== row.notice
-      ) {
+      const id = rowId(row);
+      const stored = readNotified(id);
+      if (row.notice > (stored?.notice ?? 0) && this._pending.get(id)?.notice !== row.notice) {
         this._claim(row);
       }
     }
-    for (const kernelId of [...this._pending.keys()]) {
-      this._check(kernelId, false);
+    for (const id of [...this._pending.keys()]) {
+      this._check(id, false);
     }
     this._sweep();
   }
@@ -138,71 +143,71 @@ export class Notifier implements IDisposable {
     if (this._disposed || !pageLookedAt()) {
       return;
     }
-    for (const [kernelId, shown] of this._shown) {
+    for (const [id, shown] of this._shown) {
       if (shown.seen) {
         continue;
       }
       shown.seen = true;
       // On screen now, with the person there to read it: from here on it may close by itself.
       if (!Notification.update({ id: shown.id, autoClose: SEEN_CLOSE_MS })) {
-        this._shown.delete(kernelId); // closed by hand meanwhile
+        this._shown.delete(id); // closed by hand meanwhile
       }
     }
     this._sweep();
   };
 
   /**
-   * Dismiss the notifications whose notebook no longer needs the person: looked at here, or
-   * (the row's `needs_you` cleared) in another tab; or whose kernel left the board.
+   * Dismiss the notifications whose notebook or chat no longer needs the person: looked at
+   * here, or (the row's `needs_you` cleared) in another tab; or whose row left the board.
    */
   private _sweep(): void {
     if (this._disposed) {
       return;
     }
-    for (const [kernelId, shown] of [...this._shown]) {
-      const row = this._options.model.get(kernelId);
+    for (const [id, shown] of [...this._shown]) {
+      const row = this._options.model.get(id);
       if (row === undefined || row.needs_you === null || this._lookingAt(row)) {
-        this._shown.delete(kernelId);
+        this._shown.delete(id);
         Notification.dismiss(shown.id);
       }
     }
   }
 
-  /** Record the new notice as this page's, then notify once the recap is there. */
+  /**
+   * Record the new notice as this page's, then notify once the recap is there (an approval
+   * waits for no recap: it is notified on the next check, at once).
+   */
   private _claim(row: IAgentRow): void {
-    writeNotified(row.kernel_id, { notice: row.notice, by: this._options.clientId });
-    const old = this._pending.get(row.kernel_id);
-    if (old !== undefined) {
-      window.clearTimeout(old.timer);
-      this._pending.delete(row.kernel_id);
-    }
+    const id = rowId(row);
+    writeNotified(id, { notice: row.notice, by: this._options.clientId });
+    this._drop(id);
     if (!this._options.settings.current.notifications || row.needs_you === null) {
       return;
     }
     if (this._lookingAt(row)) {
       return;
     }
-    const timer = window.setTimeout(() => this._check(row.kernel_id, true), RECAP_WAIT_MS);
-    this._pending.set(row.kernel_id, { notice: row.notice, timer });
+    const timer = window.setTimeout(() => this._check(id, true), RECAP_WAIT_MS);
+    this._pending.set(id, { notice: row.notice, timer });
   }
 
   /** Notify when the recap of the ended turn arrived (or `timedOut`); drop when not needed. */
-  private _check(kernelId: string, timedOut: boolean): void {
-    const pending = this._pending.get(kernelId);
+  private _check(id: string, timedOut: boolean): void {
+    const pending = this._pending.get(id);
     if (pending === undefined) {
       return;
     }
-    const row = this._options.model.get(kernelId);
+    const row = this._options.model.get(id);
     if (row === undefined || row.needs_you === null) {
       // Gone, or the person looked at it meanwhile (in this tab or another).
-      this._drop(kernelId);
+      this._drop(id);
       return;
     }
-    if (!timedOut && freshRecap(row) === null) {
+    if (!timedOut && !readyToNotify(row)) {
       return;
     }
-    this._drop(kernelId);
-    const stored = readNotified(kernelId);
+    this._drop(id);
+    const stored = readNotified(id);
     if (
       stored !== null &&
       stored.by !== this._options.clientId &&
@@ -216,22 +221,23 @@ export class Notifier implements IDisposable {
     this._notify(row);
   }
 
-  private _drop(kernelId: string): void {
-    const pending = this._pending.get(kernelId);
+  private _drop(id: string): void {
+    const pending = this._pending.get(id);
     if (pending !== undefined) {
       window.clearTimeout(pending.timer);
-      this._pending.delete(kernelId);
+      this._pending.delete(id);
     }
   }
 
   private _notify(row: IAgentRow): void {
     const { opener, settings } = this._options;
-    const open = (): void => void opener.open(row.path, row.stop_cell?.cell_id ?? null);
+    const id = rowId(row);
+    const open = (): void => void opener.openRow(row);
     // The notebook's name is the title of a desktop notification: as plain as the body.
     const name = plainText(row.name);
     const body = noticeBody(row);
     const message = `${name}: ${body}`;
-    const type = row.needs_you === 'errored' ? 'error' : 'success';
+    const type = noticeType(row);
     // Away: it stays until the person is back (see _onPresence); here: it is being seen.
     const seen = pageLookedAt();
     const options = {
@@ -239,7 +245,7 @@ export class Notifier implements IDisposable {
       // A kernel with no notebook has nothing to open: no button that does nothing.
       actions: hasNotebook(row.path) ? [{ label: 'Open', callback: open }] : []
     };
-    const earlier = this._shown.get(row.kernel_id);
+    const earlier = this._shown.get(id);
     // A later notice of the same notebook replaces the earlier notification, unless the person
     // closed that one (update answers false): then it is a new one.
     if (
@@ -248,8 +254,7 @@ export class Notifier implements IDisposable {
     ) {
       earlier.seen = seen;
     } else {
-      const id = Notification.emit(message, type, options);
-      this._shown.set(row.kernel_id, { id, seen });
+      this._shown.set(id, { id: Notification.emit(message, type, options), seen });
     }
     if (
       settings.current.desktopNotifications &&
@@ -259,7 +264,7 @@ export class Notifier implements IDisposable {
       try {
         const desktop = new window.Notification(name, {
           body,
-          tag: `jupyter-recap:${row.kernel_id}`
+          tag: `jupyter-recap:${id}`
         });
         desktop.onclick = () => {
           window.focus();
@@ -273,12 +278,18 @@ export class Notifier implements IDisposable {
     }
   }
 
-  /** Whether the person is looking at this notebook: the current widget of a focused page. */
+  /**
+   * Whether the person is looking at this notebook or chat: the current widget of a focused
+   * page.
+   */
   private _lookingAt(row: IAgentRow): boolean {
     if (!pageLookedAt()) {
       return false;
     }
     const current = this._options.shell.currentWidget;
+    if (isChat(row)) {
+      return chatPath(current) === row.path;
+    }
     const panel = this._options.tracker.find(candidate => candidate === current);
     if (panel === undefined) {
       return false;
@@ -289,7 +300,7 @@ export class Notifier implements IDisposable {
 
   private readonly _options: INotifierOptions;
   private readonly _pending = new Map<string, IPending>();
-  /** The notification shown for each kernel, until its notebook is looked at. */
+  /** The notification shown for each row, until its notebook or chat is looked at. */
   private readonly _shown = new Map<string, IShown>();
   private _baselined = false;
   private _disposed = false;
@@ -304,19 +315,50 @@ function freshRecap(row: IAgentRow): string | null {
   return row.turn_ended === null || recap.at >= row.turn_ended ? recap.text : null;
 }
 
+/** Whether a pending notice can go out now: an approval at once, an ended turn with its recap. */
+function readyToNotify(row: IAgentRow): boolean {
+  return row.needs_you === 'approval' || freshRecap(row) !== null;
+}
+
+/** JupyterLab's notification type for a row's notice. */
+export function noticeType(row: IAgentRow): 'warning' | 'error' | 'success' {
+  if (row.needs_you === 'approval') {
+    return 'warning';
+  }
+  return row.needs_you === 'errored' ? 'error' : 'success';
+}
+
+/** `what — detail`, or `what` alone when there is no detail. */
+function withDetail(what: string, detail: string): string {
+  return detail ? `${what} — ${detail}` : what;
+}
+
 /**
- * `the agent finished — <first sentence>` / `the agent failed — <first sentence or error>`. The
- * recap and the error are made plain (text.ts) before their first sentence or line is taken.
+ * What a notice says after the row's name. A notebook: `the agent finished — <first sentence>` /
+ * `the agent failed — <first sentence or error>`. A chat: `Claude is waiting for your approval —
+ * <tool call>`, `Claude finished while you were away — <first sentence>`, `Claude errored while
+ * you were away — <first sentence or error>`. Server and model text is made plain (text.ts)
+ * before its first sentence or line is taken.
  */
 export function noticeBody(row: IAgentRow): string {
+  if (row.needs_you === 'approval') {
+    return withDetail(`${agentName(row)} is waiting for your approval`, approvalText(row));
+  }
   const recap = freshRecap(row);
   const sentence = recap !== null ? firstSentence(plainText(recap)) : '';
+  const chat = isChat(row);
   if (row.needs_you === 'errored') {
     const error = plainText(row.error);
     const detail = sentence || (error ? firstLine(error) : '');
-    return detail ? `the agent failed — ${detail}` : 'the agent failed';
+    return withDetail(
+      chat ? `${agentName(row)} errored while you were away` : 'the agent failed',
+      detail
+    );
   }
-  return sentence ? `the agent finished — ${sentence}` : 'the agent finished';
+  return withDetail(
+    chat ? `${agentName(row)} finished while you were away` : 'the agent finished',
+    sentence
+  );
 }
 
 /** The browser's desktop notification permission, or 'unsupported' without the API. */
@@ -325,15 +367,15 @@ export function desktopPermission(): NotificationPermission | 'unsupported' {
   return typeof window.Notification === 'function' ? window.Notification.permission : 'unsupported';
 }
 
-function readNotified(kernelId: string): INotified | null {
+function readNotified(id: string): INotified | null {
   let raw: string | null;
   try {
-    raw = window.localStorage.getItem(STORAGE_PREFIX + kernelId);
+    raw = window.localStorage.getItem(STORAGE_PREFIX + id);
   } catch {
     raw = null;
   }
   if (raw === null) {
-    return memory.get(kernelId) ?? null;
+    return memory.get(id) ?? null;
   }
   try {
     const value = JSON.parse(raw) as Partial<INotified> | number;
@@ -349,16 +391,16 @@ function readNotified(kernelId: string): INotified | null {
   return null;
 }
 
-function writeNotified(kernelId: string, value: INotified): void {
-  memory.set(kernelId, value);
+function writeNotified(id: string, value: INotified): void {
+  memory.set(id, value);
   try {
-    window.localStorage.setItem(STORAGE_PREFIX + kernelId, JSON.stringify(value));
+    window.localStorage.setItem(STORAGE_PREFIX + id, JSON.stringify(value));
   } catch {
     // Storage full or disabled: this page still remembers (memory).
   }
 }
 
-/** Forget the kernels no longer on the board, so storage does not grow without end. */
+/** Forget the rows no longer on the board, so storage does not grow without end. */
 function forgetOthers(present: Set<string>): void {
   try {
     const storage = window.localStorage;
@@ -379,7 +421,8 @@ function forgetOthers(present: Set<string>): void {
 const memory = new Map<string, INotified>();
 
 /**
- * `(N) ` in front of the page title while N > 0 rows need the person. JupyterLab rewrites the
+ * `(N) ` in front of the page title while N > 0 rows (notebooks and chats) need the person.
+ * JupyterLab rewrites the
  * title whenever the current widget changes, so the `<title>` is watched and the prefix put back.
  */
 export class TitleCount implements IDisposable {

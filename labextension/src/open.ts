@@ -1,9 +1,11 @@
 /**
- * Open a notebook at a cell: the agents panel's rows and links, the notifications' "Open"
- * action and the banner's cell links all end here.
+ * Open a notebook at a cell, or a chat: the agents panel's rows and links, the notifications'
+ * "Open" action and the banner's cell links all end here.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+
+import { isChat, type IAgentRow } from './api';
 
 /**
  * Whether a row's path names a notebook to open. A kernel started on its own (no session) has
@@ -27,6 +29,32 @@ export class NotebookOpener {
       return current;
     }
     return this._tracker.find(panel => !panel.isDisposed && panel.context.path === path) ?? null;
+  }
+
+  /**
+   * Open what a row is about: a chat row's chat, else its notebook at `cellId` (a link's cell),
+   * or where the agent stopped when no cell is given.
+   */
+  openRow(row: IAgentRow, cellId: string | null = null): Promise<void> {
+    if (isChat(row)) {
+      return this.openChat(row.path);
+    }
+    return this.open(row.path, cellId ?? row.stop_cell?.cell_id ?? null);
+  }
+
+  /**
+   * Open (or show again) the chat document at `path`. The document manager knows which widget
+   * a `.chat` file opens in (Jupyter AI's chat), so this plugin needs nothing of Jupyter AI.
+   */
+  async openChat(path: string): Promise<void> {
+    if (!hasNotebook(path)) {
+      return;
+    }
+    try {
+      await this._app.commands.execute('docmanager:open', { path });
+    } catch (error) {
+      console.warn(`jupyter_recap: could not open ${path}`, error);
+    }
   }
 
   /**

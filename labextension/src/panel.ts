@@ -1,5 +1,6 @@
 /**
- * The "Agents" side panel: which agent notebooks finished, failed, or need the person.
+ * The "Agents" side panel: which agent notebooks and Jupyter AI chats finished, failed, or need
+ * the person (a chat waiting for the approval of a tool call first).
  *
  * One `<li>` per row of the board, in the server's order, and at the bottom one line of what
  * recaps cost today. Every string from the server or the model is written with textContent or
@@ -11,10 +12,12 @@ import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import type { AgentsModel } from './agents';
-import type { IAgentRow } from './api';
+import { isChat, rowId, type IAgentLink, type IAgentRow } from './api';
 import {
+  agentLine,
   ago,
   appendLinked,
+  approvalText,
   eventText,
   firstLine,
   NO_NOTEBOOK,
@@ -77,7 +80,7 @@ export class AgentsPanel extends Widget {
     this._desktop = part('div', 'jp-RecapAgents-desktop', this.node);
     this._message = part('div', 'jp-RecapAgents-empty', this.node);
     this._list = part('ul', 'jp-RecapAgents-list', this.node) as HTMLUListElement;
-    this._list.setAttribute('aria-label', 'Agent notebooks');
+    this._list.setAttribute('aria-label', 'Agent notebooks and chats');
     this._list.addEventListener('click', this);
     this._list.addEventListener('keydown', this);
     this._usage = part('div', 'jp-RecapAgents-usage', this.node);
@@ -104,12 +107,12 @@ export class AgentsPanel extends Widget {
         return;
       }
       event.preventDefault();
-      const row = this._views.get(li.dataset.kernelId ?? '')?.row;
+      const row = this._views.get(li.dataset.rowId ?? '')?.row;
       if (row === undefined) {
         return;
       }
       if (hasNotebook(row.path)) {
-        void this._opener.open(row.path, link?.dataset.cellId ?? row.stop_cell?.cell_id ?? null);
+        void this._opener.openRow(row, link?.dataset.cellId ?? null);
       } else {
         // Opening "" would open an empty, broken tab: say why nothing opens instead.
         const note = li.querySelector<HTMLElement>('.jp-RecapAgents-note');
@@ -204,18 +207,19 @@ export class AgentsPanel extends Widget {
     this._renderMessage();
     const now = this._model.serverNow();
     const rows = this._model.rows;
-    const keep = new Set(rows.map(row => row.kernel_id));
-    for (const [kernelId, view] of this._views) {
-      if (!keep.has(kernelId)) {
+    const keep = new Set(rows.map(rowId));
+    for (const [id, view] of this._views) {
+      if (!keep.has(id)) {
         view.li.remove();
-        this._views.delete(kernelId);
+        this._views.delete(id);
       }
     }
     rows.forEach((row, index) => {
-      let view = this._views.get(row.kernel_id);
+      const id = rowId(row);
+      let view = this._views.get(id);
       if (view === undefined || view.row !== row) {
         view = this._renderRow(row, now, view?.li);
-        this._views.set(row.kernel_id, view);
+        this._views.set(id, view);
       }
       // Move only what is out of place: moving a focused row would take its focus away.
       if (this._list.children[index] !== view.li) {
@@ -229,29 +233,28 @@ export class AgentsPanel extends Widget {
   private _renderRow(row: IAgentRow, now: number, reuse?: HTMLLIElement): IRowView {
     const li = reuse ?? document.createElement('li');
     li.replaceChildren();
-    li.className = 'jp-RecapAgents-row';
     li.tabIndex = 0;
     li.setAttribute('role', 'button');
-    li.dataset.kernelId = row.kernel_id;
-    li.dataset.state = row.state;
-    if (row.needs_you !== null) {
-      li.dataset.needsYou = row.needs_you;
-      li.classList.add('jp-mod-needsYou');
-    } else {
-      delete li.dataset.needsYou;
-    }
+    this._markRow(li, row);
 
     const top = part('div', 'jp-RecapAgents-top', li);
     const dot = part('span', 'jp-RecapAgents-dot', top);
-    dot.title = 'Needs you';
+    dot.title = row.needs_you === 'approval' ? 'Waiting for your approval' : 'Needs you';
     dot.hidden = row.needs_you === null;
     part('span', 'jp-RecapAgents-name', top).textContent = plainText(row.name);
     const activity = part('span', 'jp-RecapAgents-activity', top);
 
+    if (isChat(row)) {
+      const agent = part('div', 'jp-RecapAgents-agent', li);
+      agent.textContent = agentLine(row);
+      agent.title = agent.textContent;
+    }
     this._renderPath(li, row);
 
     const state = part('div', 'jp-RecapAgents-state', li);
-    part('span', 'jp-RecapAgents-stateText', state);
+    const stateLine = part('span', 'jp-RecapAgents-stateText', state);
+    // The approval is cut to a line in the state; its tooltip has the whole call.
+    stateLine.title = row.state === 'waiting' ? approvalText(row) : '';
     // Cleaned before its first line is taken: a line of escapes alone would show as nothing.
     const errorText = plainText(row.error);
     if (row.state === 'errored' && errorText) {
@@ -267,14 +270,16 @@ export class AgentsPanel extends Widget {
       const recap = part('div', 'jp-RecapAgents-recap', li);
       const model = plainText(row.recap.model);
       recap.title = model ? `Recap by ${model}` : 'Recap';
-      appendLinked(recap, row.recap.text, row.recap.links, link => {
-        const anchor = document.createElement('a');
-        anchor.className = 'jp-RecapAgents-link';
-        anchor.href = '#';
-        anchor.dataset.cellId = link.cell_id;
-        anchor.title = 'Show this cell';
-        return anchor;
-      });
+      // A chat has no cells to show: its recap stays text.
+      appendLinked(recap, row.recap.text, isChat(row) ? [] : row.recap.links, cellLink);
+    }
+
+    if (!isChat(row) && row.outside?.text) {
+      // What a chat's agent did in this notebook while the person was away; its links open the
+      // notebook at the cells it names, as the recap's do.
+      const outside = part('div', 'jp-RecapAgents-outside', li);
+      outside.title = 'Done in this notebook by an agent of a chat';
+      appendLinked(outside, row.outside.text, row.outside.links, cellLink);
     }
 
     const shown = shownProgress(row.progress);
@@ -316,16 +321,33 @@ export class AgentsPanel extends Widget {
   }
 
   /**
-   * The row's notebook path, and what a click on the row does (its tooltip). A kernel started
-   * on its own has no notebook: the row says so, and a click shows why nothing opens.
+   * The row's classes and data attributes: `jp-RecapAgents-row` always, `-chat` for a chat,
+   * `-waiting` while a chat waits for approval, `jp-mod-needsYou` while the row needs the person;
+   * `data-row-id`, `data-kind`, `data-state`, `data-needs-you`, and a notebook row's
+   * `data-kernel-id`.
+   */
+  private _markRow(li: HTMLLIElement, row: IAgentRow): void {
+    li.className = 'jp-RecapAgents-row';
+    li.classList.toggle('jp-RecapAgents-row-chat', isChat(row));
+    li.classList.toggle('jp-RecapAgents-row-waiting', row.state === 'waiting');
+    li.classList.toggle('jp-mod-needsYou', row.needs_you !== null);
+    li.dataset.rowId = rowId(row);
+    li.dataset.kind = isChat(row) ? 'chat' : 'notebook';
+    li.dataset.state = row.state;
+    setData(li, 'kernelId', row.kernel_id);
+    setData(li, 'needsYou', row.needs_you);
+  }
+
+  /**
+   * The row's notebook (or chat) path, and what a click on the row does (its tooltip). A kernel
+   * started on its own has no notebook: the row says so, and a click shows why nothing opens.
    */
   private _renderPath(li: HTMLLIElement, row: IAgentRow): void {
     const path = part('div', 'jp-RecapAgents-path', li);
     if (hasNotebook(row.path)) {
       path.textContent = plainText(row.path);
       path.title = path.textContent;
-      const label = plainText(row.stop_cell?.label);
-      li.title = label ? `Open this notebook at ${label}` : 'Open this notebook';
+      li.title = openTitle(row);
       li.removeAttribute('aria-disabled');
       return;
     }
@@ -432,6 +454,34 @@ export class AgentsPanel extends Widget {
   private readonly _views = new Map<string, IRowView>();
   private _clock = 0;
   private _period = 0;
+}
+
+/** A link to a cell of the row's notebook (the list's click handler follows it). */
+function cellLink(link: IAgentLink): HTMLElement {
+  const anchor = document.createElement('a');
+  anchor.className = 'jp-RecapAgents-link';
+  anchor.href = '#';
+  anchor.dataset.cellId = link.cell_id;
+  anchor.title = 'Show this cell';
+  return anchor;
+}
+
+/** What a click on a row opens, as its tooltip says. */
+function openTitle(row: IAgentRow): string {
+  if (isChat(row)) {
+    return 'Open this chat';
+  }
+  const label = plainText(row.stop_cell?.label);
+  return label ? `Open this notebook at ${label}` : 'Open this notebook';
+}
+
+/** Set `data-<key>` to `value`, or remove it when there is none. */
+function setData(node: HTMLElement, key: string, value: string | null | undefined): void {
+  if (typeof value === 'string' && value !== '') {
+    node.dataset[key] = value;
+  } else {
+    delete node.dataset[key];
+  }
 }
 
 /** Create an element with a class and append it to `parent`. */

@@ -6,25 +6,28 @@ import {
   AGENTS_SCHEMA,
   type IAgentAnswer,
   type IAgentList,
+  RecapApi,
   type IAgentRow,
-  type IUsage,
-  type RecapApi
+  type IOutsideActivity,
+  type IUsage
 } from '../api';
-import { deferred, flush, row } from './helpers';
+import { chatRow, deferred, flush, row } from './helpers';
 
 /** The server side of the board: what GET agents and GET agents/{id} answer, and how often. */
 class FakeServer {
   version = 0;
   rows: IAgentRow[] = [];
+  outside: Record<string, IOutsideActivity> | undefined = {};
   readonly agents = jest.fn(async (): Promise<IAgentList> => ({
     now: 1_000,
     version: this.version,
-    agents: this.rows
+    agents: this.rows,
+    outside: this.outside
   }));
-  readonly agent = jest.fn(async (kernelId: string): Promise<IAgentAnswer> => {
-    const found = this.rows.find(r => r.kernel_id === kernelId);
+  readonly agent = jest.fn(async (id: string): Promise<IAgentAnswer> => {
+    const found = this.rows.find(r => r.id === id);
     if (found === undefined) {
-      throw new Error(`no row ${kernelId}`);
+      throw new Error(`no row ${id}`);
     }
     return { now: 1_000, version: this.version, agent: found };
   });
@@ -55,8 +58,8 @@ class FakeServer {
 class FakeEvents {
   readonly stream = new Stream<Event.IManager, Event.Emission>(this as unknown as Event.IManager);
 
-  push(kernelId: string, version: number, action: 'update' | 'remove' = 'update'): void {
-    this.stream.emit({ schema_id: AGENTS_SCHEMA, kernel_id: kernelId, action, version });
+  push(id: string, version: number, action: 'update' | 'remove' = 'update'): void {
+    this.stream.emit({ schema_id: AGENTS_SCHEMA, id, action, version });
   }
 
   get manager(): Event.IManager {
@@ -81,6 +84,25 @@ describe('sortRows', () => {
       'quiet-new',
       'quiet-old',
       'never-active'
+    ]);
+  });
+
+  it('puts a chat waiting for approval before every other row, the latest first', () => {
+    const rows = [
+      row('needs', { needs_you: 'errored', turn_ended: 900 }),
+      row('running', { state: 'running', turn: 'running' }),
+      chatRow('old.chat', { state: 'waiting', needs_you: 'approval', last_activity: 100 }),
+      chatRow('new.chat', { state: 'waiting', needs_you: 'approval', last_activity: 800 }),
+      chatRow('looked.chat', { state: 'waiting', last_activity: 50 }),
+      chatRow('done.chat', { needs_you: 'finished', turn_ended: 950 })
+    ];
+    expect(sortRows(rows).map(r => r.id)).toEqual([
+      'chat:new.chat',
+      'chat:old.chat',
+      'chat:looked.chat',
+      'chat:done.chat',
+      'needs',
+      'running'
     ]);
   });
 
@@ -181,12 +203,140 @@ describe('AgentsModel', () => {
       expect(model.version).toBe(6);
     });
 
+    it('fetch a chat row by its id, and drop it on its remove push', async () => {
+      const chat = chatRow('work/churn.chat', { state: 'waiting', needs_you: 'approval' });
+      server.rows = [...server.rows, chat];
+      server.version = 6;
+      events.push('chat:work/churn.chat', 6);
+      await flush();
+      expect(server.agent.mock.calls).toEqual([['chat:work/churn.chat']]);
+      expect(model.get('chat:work/churn.chat')).toBe(chat);
+      // Waiting for the person's approval: first.
+      expect(model.rows.map(r => r.id)).toEqual(['chat:work/churn.chat', 'k1', 'k2']);
+
+      events.push('chat:work/churn.chat', 7, 'remove');
+      await flush();
+      expect(model.rows.map(r => r.id)).toEqual(['k1', 'k2']);
+      expect(model.version).toBe(7);
+    });
+
+    it('take the row from `kernel_id` when an older server sends no `id`', async () => {
+      server.version = 6;
+      events.stream.emit({
+        schema_id: AGENTS_SCHEMA,
+        kernel_id: 'k2',
+        action: 'update',
+        version: 6
+      });
+      await flush();
+      expect(server.agent.mock.calls).toEqual([['k2']]);
+    });
+
+    it('ignore events that name no row', async () => {
+      events.stream.emit({ schema_id: AGENTS_SCHEMA, id: '', action: 'update', version: 6 });
+      events.stream.emit({ schema_id: AGENTS_SCHEMA, id: 7, action: 'update', version: 6 });
+      await flush();
+      expect(server.agent).not.toHaveBeenCalled();
+      expect(model.version).toBe(5);
+    });
+
     it('ignore events of other schemas', async () => {
       events.stream.emit({ schema_id: 'urn:other', kernel_id: 'k1', version: 9 });
       await flush();
       expect(server.agent).not.toHaveBeenCalled();
       expect(server.agents).not.toHaveBeenCalled();
     });
+  });
+});
+
+describe('AgentsModel: rows by id, and the outside activity of notebooks', () => {
+  let server: FakeServer;
+  let model: AgentsModel;
+  const entry = (text: string, at: number): IOutsideActivity => ({ text, links: [], at });
+
+  beforeEach(() => {
+    server = new FakeServer();
+    model = new AgentsModel(server.api, null);
+  });
+
+  afterEach(() => {
+    model.dispose();
+  });
+
+  it('keeps the server order of a list with chat rows, and finds rows by id', async () => {
+    server.rows = [
+      chatRow('a.chat', { state: 'waiting', needs_you: 'approval' }),
+      row('k1', { needs_you: 'finished' }),
+      chatRow('b.chat', { state: 'running' })
+    ];
+    await model.load();
+    expect(model.rows.map(r => r.id)).toEqual(['chat:a.chat', 'k1', 'chat:b.chat']);
+    expect(model.get('chat:b.chat')?.kind).toBe('chat');
+    expect(model.get('k1')?.kind).toBe('notebook');
+    expect(model.get('b.chat')).toBeUndefined();
+  });
+
+  it('knows a row of an older server (no id) by its kernel id', async () => {
+    const old = row('k9');
+    delete (old as Partial<IAgentRow>).id;
+    server.rows = [old];
+    await model.load();
+    expect(model.get('k9')).toBe(old);
+  });
+
+  it("tells a notebook's outside entry from the list's map, or its row's, the newer one", async () => {
+    server.outside = { 'a.ipynb': entry('from the list', 20), 'lone.ipynb': entry('lone', 5) };
+    server.rows = [
+      row('a', { outside: entry('from the row', 10) }),
+      row('b', { outside: entry('only the row', 7) })
+    ];
+    await model.load();
+    expect(model.outsideFor('a.ipynb')?.text).toBe('from the list');
+    expect(model.outsideFor('b.ipynb')?.text).toBe('only the row');
+    expect(model.outsideFor('lone.ipynb')?.text).toBe('lone');
+    expect(model.outsideFor('none.ipynb')).toBeNull();
+
+    server.outside = { 'a.ipynb': entry('from the list', 20) };
+    server.rows = [row('a', { outside: entry('newer, on the row', 30) })];
+    await model.load();
+    expect(model.outsideFor('a.ipynb')?.text).toBe('newer, on the row');
+    // The next list no longer has it: gone.
+    expect(model.outsideFor('lone.ipynb')).toBeNull();
+  });
+
+  it('skips outside entries it cannot show, and chat rows', async () => {
+    server.outside = {
+      'blank.ipynb': entry('  ', 5),
+      'nan.ipynb': entry('text', Number.NaN),
+      'null.ipynb': null as unknown as IOutsideActivity
+    };
+    server.rows = [chatRow('c.ipynb', { outside: entry('a chat has none', 5) })];
+    await model.load();
+    expect(model.outsideFor('blank.ipynb')).toBeNull();
+    expect(model.outsideFor('nan.ipynb')).toBeNull();
+    expect(model.outsideFor('null.ipynb')).toBeNull();
+    expect(model.outsideFor('c.ipynb')).toBeNull();
+  });
+
+  it('takes a list without an outside map (an older server) as none', async () => {
+    server.outside = undefined;
+    server.rows = [row('a')];
+    await model.load();
+    expect(model.outsideFor('a.ipynb')).toBeNull();
+  });
+});
+
+describe('RecapApi', () => {
+  it("asks for a chat's row with its id encoded whole", async () => {
+    const api = new RecapApi({ baseUrl: 'http://localhost/base/' } as never);
+    const request = jest
+      .spyOn(ServerConnection, 'makeRequest')
+      .mockResolvedValue(new Response('{"now": 1, "version": 2, "agent": {}}'));
+    await api.agent('chat:work/a b.chat');
+    expect(request.mock.calls[0][0]).toBe(
+      'http://localhost/base/jupyter-recap/api/agents/chat%3Awork%2Fa%20b.chat'
+    );
+    request.mockRestore();
   });
 });
 

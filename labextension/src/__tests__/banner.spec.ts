@@ -277,6 +277,20 @@ describe('BannerMount: the banner is scrolled into view when the person comes ba
     expect(scroller.scrollTop).toBe(0);
   });
 
+  it('tells when its view changes, and its root while it shows something', async () => {
+    const changes = jest.fn();
+    mount.viewChanged.connect(changes);
+    expect(mount.shownRoot).toBeNull(); // hidden
+    await showRecap('Retrained the churn model.');
+    expect(mount.shownRoot).toBe(root);
+    expect(changes).toHaveBeenCalled();
+    changes.mockClear();
+    // A restarted kernel takes the view along.
+    notebook.sessionContext.statusChanged.emit('restarting');
+    expect(mount.shownRoot).toBeNull();
+    expect(changes).toHaveBeenCalledTimes(1);
+  });
+
   it('does not scroll a notebook whose tab is not shown', async () => {
     notebook.isVisible = false;
     await leave();

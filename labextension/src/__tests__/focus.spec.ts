@@ -2,8 +2,8 @@ import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { Signal } from '@lumino/signaling';
 
-import type { IFocusAnswer, IFocusReport, RecapApi } from '../api';
-import { FocusReporter } from '../focus';
+import type { IFocusAnswer, IFocusReport, INotebookFocusReport, RecapApi } from '../api';
+import { chatPath, FocusReporter } from '../focus';
 import { deferred, flush, setPage, type IDeferred } from './helpers';
 
 /** A notebook panel as the reporter reads it: its kernel, its path, and their signals. */
@@ -31,14 +31,48 @@ class FakePanel {
   }
 }
 
+/** A chat document (Jupyter AI's chat panel) as the reporter reads it: its context's path. */
+class FakeChat {
+  constructor(path: string) {
+    this.context.path = path;
+  }
+
+  readonly context = { path: '', pathChanged: new Signal<unknown, unknown>(this) };
+  readonly disposed = new Signal<unknown, void>(this);
+  isDisposed = false;
+
+  dispose(): void {
+    this.isDisposed = true;
+    this.disposed.emit();
+  }
+}
+
 class FakeShell {
   currentWidget: unknown = null;
   readonly currentChanged = new Signal<unknown, unknown>(this);
+  /** What the main area holds (the shell's `widgets('main')`). */
+  main: unknown[] = [];
 
-  activate(panel: FakePanel | null): void {
+  *widgets(area?: string): IterableIterator<unknown> {
+    if (area === 'main') {
+      yield* this.main;
+    }
+  }
+
+  activate(panel: FakePanel | FakeChat | null): void {
     this.currentWidget = panel;
     this.currentChanged.emit(undefined);
   }
+}
+
+/** The document a report is about: a notebook's path, or a chat's. */
+function pathOf(report: IFocusReport): string {
+  return 'chat' in report ? report.chat : report.path;
+}
+
+/** The kernel a report is about ('' for a chat's). */
+function kernelOf(report: IFocusReport): string {
+  return (report as Partial<INotebookFocusReport>).kernel_id ?? '';
 }
 
 /** The server: records each report; `hold` keeps focus requests unanswered until released. */
@@ -58,12 +92,15 @@ class FakeServer {
   );
 
   answer(report: IFocusReport): IFocusAnswer {
+    if ('chat' in report) {
+      return { id: `chat:${report.chat}`, focused: report.focused, agents_version: 3 };
+    }
     return { kernel_id: report.kernel_id, focused: report.focused, banner_model_id: null };
   }
 
   /** `[path, focused]` of every focus request so far, in order; then forget them. */
   takeReports(): [string, boolean][] {
-    const reports = this.focus.mock.calls.map(([r]) => [r.path, r.focused] as [string, boolean]);
+    const reports = this.focus.mock.calls.map(([r]) => [pathOf(r), r.focused] as [string, boolean]);
     this.focus.mockClear();
     return reports;
   }
@@ -145,7 +182,7 @@ describe('FocusReporter', () => {
     document.dispatchEvent(new Event('visibilitychange'));
     await flush();
     // Only `a` changed; it goes out as a keepalive request, which survives the page closing.
-    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused])).toEqual([
+    expect(server.beacon.mock.calls.map(([r]) => [pathOf(r), r.focused])).toEqual([
       ['a.ipynb', false]
     ]);
     expect(server.takeReports()).toEqual([]);
@@ -213,7 +250,7 @@ describe('FocusReporter', () => {
 
     a.dispose();
     await flush();
-    expect(server.focus.mock.calls.map(([r]) => [r.kernel_id, r.focused])).toEqual([
+    expect(server.focus.mock.calls.map(([r]) => [kernelOf(r), r.focused])).toEqual([
       ['kernel-a', false]
     ]);
   });
@@ -254,7 +291,7 @@ describe('FocusReporter', () => {
     a.sessionContext.session = { kernel: { id: 'kernel-a2' } };
     a.sessionContext.kernelChanged.emit(null);
     await flush();
-    expect(server.focus.mock.calls.map(([r]) => [r.kernel_id, r.focused])).toEqual([
+    expect(server.focus.mock.calls.map(([r]) => [kernelOf(r), r.focused])).toEqual([
       ['kernel-a2', true],
       ['kernel-a', false]
     ]);
@@ -300,7 +337,7 @@ describe('FocusReporter', () => {
 
     window.dispatchEvent(new Event('pagehide'));
     await flush();
-    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused, r.client_id])).toEqual([
+    expect(server.beacon.mock.calls.map(([r]) => [pathOf(r), r.focused, r.client_id])).toEqual([
       ['a.ipynb', false, 'client-1'],
       ['b.ipynb', false, 'client-1']
     ]);
@@ -323,7 +360,7 @@ describe('FocusReporter', () => {
 
     server.held[0].resolve({ kernel_id: 'kernel-a', focused: true, banner_model_id: null });
     await flush();
-    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused])).toEqual([
+    expect(server.beacon.mock.calls.map(([r]) => [pathOf(r), r.focused])).toEqual([
       ['a.ipynb', false]
     ]);
     expect(server.takeReports()).toEqual([]);
@@ -452,6 +489,109 @@ describe('FocusReporter', () => {
     expect(answers).toEqual([{ kernel_id: 'kernel-a', focused: true, banner_model_id: null }]);
   });
 
+  describe('chats', () => {
+    it('knows a chat document by its path, whatever widget shows it', () => {
+      expect(chatPath({ context: { path: 'work/churn.chat' } })).toBe('work/churn.chat');
+      expect(chatPath(a)).toBeNull();
+      expect(chatPath({ context: { path: 'notes.chat.md' } })).toBeNull();
+      expect(chatPath({ context: {} })).toBeNull();
+      expect(chatPath(null)).toBeNull();
+    });
+
+    it('reports the current chat as focused with its path, and the other chats not', async () => {
+      const churn = new FakeChat('work/churn.chat');
+      const other = new FakeChat('other.chat');
+      shell.main = [a, churn, other];
+      shell.currentWidget = churn;
+      reporter.track(a.asPanel);
+      await flush();
+      expect(server.focus.mock.calls.map(([r]) => r)).toEqual([
+        { kernel_id: 'kernel-a', path: 'a.ipynb', focused: false, client_id: 'client-1' },
+        { chat: 'work/churn.chat', focused: true, client_id: 'client-1' },
+        { chat: 'other.chat', focused: false, client_id: 'client-1' }
+      ]);
+    });
+
+    it('follows switches between chats and notebooks, and the page going away', async () => {
+      const churn = new FakeChat('churn.chat');
+      reporter.track(a.asPanel);
+      reporter.trackChat(churn);
+      shell.activate(churn);
+      await flush();
+      server.takeReports();
+
+      shell.activate(a);
+      await flush();
+      expect(server.takeReports()).toEqual([
+        ['a.ipynb', true],
+        ['churn.chat', false]
+      ]);
+      shell.activate(churn);
+      await flush();
+      server.takeReports();
+
+      page.visible = false;
+      document.dispatchEvent(new Event('visibilitychange'));
+      await flush();
+      expect(server.beacon.mock.calls.map(([r]) => r)).toEqual([
+        { chat: 'churn.chat', focused: false, client_id: 'client-1' }
+      ]);
+    });
+
+    it('finds a chat as it becomes the current widget', async () => {
+      const churn = new FakeChat('churn.chat');
+      shell.activate(churn);
+      await flush();
+      expect(server.takeReports()).toEqual([['churn.chat', true]]);
+    });
+
+    it('re-sends open chats on each heartbeat, and tells their answers', async () => {
+      const answers: IFocusAnswer[] = [];
+      reporter.answered.connect((_, answer) => answers.push(answer));
+      const churn = new FakeChat('churn.chat');
+      shell.activate(churn);
+      await flush();
+      expect(answers).toEqual([{ id: 'chat:churn.chat', focused: true, agents_version: 3 }]);
+      server.takeReports();
+      jest.advanceTimersByTime(10_000);
+      await flush();
+      expect(server.takeReports()).toEqual([['churn.chat', true]]);
+    });
+
+    it('reports a closed or renamed chat unfocused once, under its old path', async () => {
+      const churn = new FakeChat('churn.chat');
+      shell.activate(churn);
+      await flush();
+      server.takeReports();
+
+      churn.context.path = 'renamed.chat';
+      churn.context.pathChanged.emit(undefined);
+      await flush();
+      expect(server.takeReports()).toEqual([
+        ['renamed.chat', true],
+        ['churn.chat', false]
+      ]);
+
+      shell.currentWidget = null;
+      churn.dispose();
+      await flush();
+      expect(server.takeReports()).toEqual([['renamed.chat', false]]);
+      jest.advanceTimersByTime(10_000);
+      await flush();
+      expect(server.takeReports()).toEqual([]);
+    });
+
+    it('ignores other documents and disposed chats', async () => {
+      const gone = new FakeChat('gone.chat');
+      gone.isDisposed = true;
+      shell.main = [{ context: { path: 'notes.md' } }, gone];
+      shell.activate(gone);
+      reporter.trackChat(gone);
+      await flush();
+      expect(server.takeReports()).toEqual([]);
+    });
+  });
+
   it('reports nothing more once disposed', async () => {
     shell.currentWidget = a;
     reporter.track(a.asPanel);
@@ -460,7 +600,7 @@ describe('FocusReporter', () => {
     reporter.dispose();
     // Leaving, it told the server once that the notebook is no longer looked at.
     reporter.dispose();
-    expect(server.beacon.mock.calls.map(([r]) => [r.path, r.focused])).toEqual([
+    expect(server.beacon.mock.calls.map(([r]) => [pathOf(r), r.focused])).toEqual([
       ['a.ipynb', false]
     ]);
     expect(reporter.isDisposed).toBe(true);

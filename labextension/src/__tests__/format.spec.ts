@@ -1,7 +1,11 @@
 import type { IAgentLink, IDayUsage, IUsage } from '../api';
 import {
+  agentLine,
+  agentName,
   ago,
   appendLinked,
+  approvalText,
+  clip,
   compactCount,
   duration,
   eventText,
@@ -14,7 +18,7 @@ import {
   usageTitle,
   validLinks
 } from '../format';
-import { row } from './helpers';
+import { chatRow, row } from './helpers';
 
 const link = (start: number, end: number, cellId = 'c1'): IAgentLink => ({
   start,
@@ -177,6 +181,52 @@ describe('elapsed and ago', () => {
     expect(eventText({ type: 'restarted', at: now - 5, crashed: true }, now)).toBe(
       'kernel crashed and restarted just now'
     );
+  });
+});
+
+describe('chat rows', () => {
+  const now = 1_000_000;
+
+  it('name the agent and its model, plain and on one line', () => {
+    expect(agentLine(chatRow('a.chat'))).toBe('Claude · claude-sonnet-4');
+    expect(agentLine(chatRow('a.chat', { model: null }))).toBe('Claude');
+    expect(agentLine(chatRow('a.chat', { agent: null, model: null }))).toBe('the agent');
+    expect(agentName(chatRow('a.chat', { agent: '\u202eClaude\x07\nsecond line' }))).toBe('Claude');
+    expect(agentLine(chatRow('a.chat', { agent: '<b>Claude</b>', model: 'm\x1b[1m1' }))).toBe(
+      '<b>Claude</b> · m1'
+    );
+  });
+
+  it('state what the chat does: waiting with the tool call, running tools, finished, idle', () => {
+    const waiting = chatRow('a.chat', {
+      state: 'waiting',
+      approval: 'mv  models/churn.pkl\n models/old/\u202e'
+    });
+    expect(stateText(waiting, now)).toBe(
+      'waiting for your approval: mv models/churn.pkl models/old/'
+    );
+    expect(stateText(chatRow('a.chat', { state: 'waiting' }), now)).toBe(
+      'waiting for your approval'
+    );
+    expect(stateText(chatRow('a.chat', { state: 'running' }), now)).toBe('running tools');
+    expect(stateText(chatRow('a.chat', { state: 'running', turn_started: now - 45 }), now)).toBe(
+      'running tools · 45 s'
+    );
+    expect(stateText(row('k', { state: 'running' }), now)).toBe('turn running');
+    expect(stateText(chatRow('a.chat', { state: 'finished' }), now)).toBe(
+      'finished while you were away'
+    );
+    expect(stateText(chatRow('a.chat', { state: 'errored' }), now)).toBe('errored');
+    expect(stateText(chatRow('a.chat'), now)).toBe('idle');
+  });
+
+  it('cut an approval or a name that is too long, with an ellipsis', () => {
+    expect(clip('abcdef', 4)).toBe('abc…');
+    expect(clip('abcd', 4)).toBe('abcd');
+    expect(approvalText(chatRow('a.chat', { approval: 'x'.repeat(300) }))).toBe(
+      `${'x'.repeat(199)}…`
+    );
+    expect(approvalText(chatRow('a.chat'))).toBe('');
   });
 });
 

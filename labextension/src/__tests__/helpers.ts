@@ -3,15 +3,30 @@
  * page's visibility and window focus (what the plugin reads to decide "looked at").
  */
 import type { IAgentRow } from '../api';
+import { NotebookOpener } from '../open';
 
-/** A row of the agents board, idle unless `fields` say otherwise. */
+/** An opener whose `open` (a notebook at a cell) and `openChat` are mocks; `openRow` is real. */
+export type FakeOpener = NotebookOpener & { open: jest.Mock; openChat: jest.Mock };
+
+export function fakeOpener(open: jest.Mock = jest.fn(async () => undefined)): FakeOpener {
+  const opener = Object.create(NotebookOpener.prototype) as FakeOpener;
+  return Object.assign(opener, { open, openChat: jest.fn(async () => undefined) });
+}
+
+/** A notebook's row of the agents board, idle unless `fields` say otherwise. */
 export function row(kernelId: string, fields: Partial<IAgentRow> = {}): IAgentRow {
   return {
+    id: kernelId,
+    kind: 'notebook',
     kernel_id: kernelId,
     path: `${kernelId}.ipynb`,
     name: `${kernelId}.ipynb`,
     state: 'idle',
     needs_you: null,
+    agent: null,
+    model: null,
+    approval: null,
+    outside: null,
     notice: 0,
     turn: null,
     turn_started: null,
@@ -28,6 +43,20 @@ export function row(kernelId: string, fields: Partial<IAgentRow> = {}): IAgentRo
     updated: 0,
     ...fields
   };
+}
+
+/** A Jupyter AI chat's row (`chat:<path>`, no kernel), idle unless `fields` say otherwise. */
+export function chatRow(path: string, fields: Partial<IAgentRow> = {}): IAgentRow {
+  return row('', {
+    id: `chat:${path}`,
+    kind: 'chat',
+    kernel_id: null,
+    path,
+    name: path.split('/').pop() ?? path,
+    agent: 'Claude',
+    model: 'claude-sonnet-4',
+    ...fields
+  });
 }
 
 /** The characters of `text` no page should show: the hostile ones of the tests (bell, escape, bidi). */

@@ -5,10 +5,16 @@ import { Signal } from '@lumino/signaling';
 
 import type { AgentsModel } from '../agents';
 import type { IAgentRow } from '../api';
-import { desktopPermission, Notifier, RECAP_WAIT_MS, SEEN_CLOSE_MS, TitleCount } from '../notify';
-import type { NotebookOpener } from '../open';
+import {
+  desktopPermission,
+  noticeBody,
+  Notifier,
+  RECAP_WAIT_MS,
+  SEEN_CLOSE_MS,
+  TitleCount
+} from '../notify';
 import type { RecapSettings } from '../settings';
-import { flush, row, setPage, unsafeIn } from './helpers';
+import { chatRow, fakeOpener, flush, row, setPage, unsafeIn } from './helpers';
 
 jest.mock('@jupyterlab/apputils', () => ({
   Notification: { emit: jest.fn(), update: jest.fn(), dismiss: jest.fn() }
@@ -39,8 +45,8 @@ class FakeModel {
   readonly changed = new Signal<FakeModel, void>(this);
   readonly loaded = new Signal<FakeModel, { first: boolean }>(this);
 
-  get(kernelId: string): IAgentRow | undefined {
-    return this.rows.find(r => r.kernel_id === kernelId);
+  get(id: string): IAgentRow | undefined {
+    return this.rows.find(r => r.id === id);
   }
 
   /** The server's rows changed (a push was fetched). */
@@ -66,7 +72,7 @@ function freshPage(model: FakeModel, kernel: string, shell: unknown, tracker: un
     settings: {
       current: { notifications: true, desktopNotifications: false, titleCount: true }
     } as unknown as RecapSettings,
-    opener: { open: jest.fn() } as unknown as NotebookOpener,
+    opener: fakeOpener(),
     shell: shell as JupyterFrontEnd.IShell,
     tracker: tracker as INotebookTracker,
     clientId: 'page-1'
@@ -427,7 +433,7 @@ describe('Notifier: later absences, reloads, other tabs and the desktop', () => 
   let kernel: string;
   let count = 0;
   let settings: { notifications: boolean; desktopNotifications: boolean; titleCount: boolean };
-  const opener = { open: jest.fn() };
+  const opener = fakeOpener(jest.fn());
   const panels: unknown[] = [];
   const shell = {
     currentWidget: null as unknown,
@@ -443,7 +449,7 @@ describe('Notifier: later absences, reloads, other tabs and the desktop', () => 
     const made = new Notifier({
       model: model as unknown as AgentsModel,
       settings: { current: settings } as unknown as RecapSettings,
-      opener: opener as unknown as NotebookOpener,
+      opener,
       shell: shell as unknown as JupyterFrontEnd.IShell,
       tracker: tracker as unknown as INotebookTracker,
       clientId: 'page-1'
@@ -815,6 +821,200 @@ describe('Notifier: later absences, reloads, other tabs and the desktop', () => 
   });
 });
 
+describe('noticeBody of a chat', () => {
+  const chat = (fields: Partial<IAgentRow>): IAgentRow => chatRow('churn.chat', fields);
+
+  it('says the agent waits for approval, and for which tool call', () => {
+    expect(
+      noticeBody(chat({ needs_you: 'approval', approval: 'mv models/churn.pkl models/old/' }))
+    ).toBe('Claude is waiting for your approval — mv models/churn.pkl models/old/');
+    expect(noticeBody(chat({ needs_you: 'approval', agent: null }))).toBe(
+      'the agent is waiting for your approval'
+    );
+  });
+
+  it('says the agent finished or errored while away, with the recap or the error', () => {
+    const recap = { text: 'Moved the model. Then more.', model: 'm', at: 20, links: [] };
+    expect(noticeBody(chat({ needs_you: 'finished', turn_ended: 10, recap }))).toBe(
+      'Claude finished while you were away — Moved the model.'
+    );
+    expect(noticeBody(chat({ needs_you: 'finished' }))).toBe('Claude finished while you were away');
+    expect(noticeBody(chat({ needs_you: 'errored', error: 'PermissionError: denied\nmore' }))).toBe(
+      'Claude errored while you were away — PermissionError: denied'
+    );
+    expect(noticeBody(chat({ needs_you: 'errored' }))).toBe('Claude errored while you were away');
+  });
+
+  it('makes the agent, approval, recap and error plain', () => {
+    const body = noticeBody(
+      chat({ needs_you: 'approval', agent: 'Cl\u202eaude\x07', approval: 'rm \x1b[1m-rf\x1b[0m x' })
+    );
+    expect(body).toBe('Claude is waiting for your approval — rm -rf x');
+    expect(unsafeIn(body)).toEqual([]);
+  });
+});
+
+describe('Notifier: chats', () => {
+  let model: FakeModel;
+  let notifier: Notifier;
+  let count = 0;
+  let path: string;
+  let id: string;
+  const opener = fakeOpener(jest.fn());
+  const settings = {
+    current: { notifications: true, desktopNotifications: false, titleCount: true }
+  };
+  const shell = {
+    currentWidget: null as unknown,
+    currentChanged: new Signal<unknown, unknown>({})
+  };
+  /** The chat document open in the page, as JupyterLab's document widget shows it. */
+  const chatWidget = (chatPath: string): unknown => ({
+    context: { path: chatPath },
+    isDisposed: false
+  });
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    resetNotifications();
+    window.localStorage.clear();
+    setPage({ visible: false, focused: false }); // away
+    path = `work/churn${++count}.chat`;
+    id = `chat:${path}`;
+    shell.currentWidget = null;
+    settings.current.desktopNotifications = false;
+    opener.openChat.mockReset();
+    model = new FakeModel();
+    notifier = new Notifier({
+      model: model as unknown as AgentsModel,
+      settings: settings as unknown as RecapSettings,
+      opener,
+      shell: shell as unknown as JupyterFrontEnd.IShell,
+      tracker: { find: () => undefined } as unknown as INotebookTracker,
+      clientId: 'page-1'
+    });
+    model.load([chatRow(path, { state: 'running' })], true);
+  });
+
+  afterEach(() => {
+    notifier.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  const waiting = (notice = 1): IAgentRow =>
+    chatRow(path, {
+      state: 'waiting',
+      needs_you: 'approval',
+      notice,
+      approval: 'mv models/churn.pkl models/old/'
+    });
+
+  it('notifies an approval at once, as a warning, with the tool call', () => {
+    model.set([waiting()]);
+    expect(emit.mock.calls.map(call => call.slice(0, 2))).toEqual([
+      [
+        `churn${count}.chat: Claude is waiting for your approval — mv models/churn.pkl models/old/`,
+        'warning'
+      ]
+    ]);
+    expect(window.localStorage.getItem(`jupyter-recap:notified:${id}`)).toContain('"notice":1');
+  });
+
+  it('notifies a finished chat with its recap, once, and "Open" opens the chat', () => {
+    const finished = chatRow(path, { state: 'finished', needs_you: 'finished', notice: 1 });
+    model.set([finished]);
+    expect(emit).not.toHaveBeenCalled(); // waiting for the recap
+    const recap = { text: 'Moved the old model away. Done.', model: 'm', at: 5, links: [] };
+    model.set([{ ...finished, recap }]);
+    model.set([{ ...finished, recap, updated: 2 }]);
+    expect(emit.mock.calls.map(call => call.slice(0, 2))).toEqual([
+      [
+        `churn${count}.chat: Claude finished while you were away — Moved the old model away.`,
+        'success'
+      ]
+    ]);
+    emit.mock.calls[0][2].actions[0].callback();
+    expect(opener.openChat).toHaveBeenCalledWith(path);
+  });
+
+  it('notifies nothing while the person looks at that chat, and clears it when they do', () => {
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = chatWidget(path);
+    model.set([waiting()]);
+    expect(emit).not.toHaveBeenCalled();
+
+    // Away again: the next approval is notified, and goes once they look at the chat.
+    setPage({ visible: false, focused: false });
+    shell.currentWidget = chatWidget('other.chat');
+    model.set([waiting(2)]);
+    expect(emit).toHaveBeenCalledTimes(1);
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = chatWidget(path);
+    shell.currentChanged.emit(null);
+    expect(dismiss).toHaveBeenCalledWith('n' + String(made));
+  });
+
+  it('notifies while on the page but looking at something else', () => {
+    setPage({ visible: true, focused: true });
+    shell.currentWidget = chatWidget('other.chat');
+    model.set([waiting()]);
+    expect(emit).toHaveBeenCalledTimes(1);
+  });
+
+  it('tags a desktop notification with the row id; a click opens the chat', () => {
+    const made: { title: string; options: NotificationOptions }[] = [];
+    const desktops: { onclick: (() => void) | null }[] = [];
+    class FakeDesktop {
+      static permission = 'granted';
+      onclick: (() => void) | null = null;
+      close = jest.fn();
+      constructor(title: string, options: NotificationOptions) {
+        made.push({ title, options });
+        desktops.push(this);
+      }
+    }
+    Object.defineProperty(window, 'Notification', { configurable: true, value: FakeDesktop });
+    jest.spyOn(window, 'focus').mockImplementation(() => undefined);
+    settings.current.desktopNotifications = true;
+    try {
+      model.set([waiting()]);
+      expect(made).toEqual([
+        {
+          title: `churn${count}.chat`,
+          options: {
+            body: 'Claude is waiting for your approval — mv models/churn.pkl models/old/',
+            tag: `jupyter-recap:${id}`
+          }
+        }
+      ]);
+      desktops[0].onclick?.();
+      expect(opener.openChat).toHaveBeenCalledWith(path);
+    } finally {
+      delete (window as { Notification?: unknown }).Notification;
+    }
+  });
+
+  it('takes the approvals a fresh page finds on the board as notified', () => {
+    notifier.dispose();
+    resetNotifications();
+    window.localStorage.clear();
+    notifier = new Notifier({
+      model: model as unknown as AgentsModel,
+      settings: settings as unknown as RecapSettings,
+      opener,
+      shell: shell as unknown as JupyterFrontEnd.IShell,
+      tracker: { find: () => undefined } as unknown as INotebookTracker,
+      clientId: 'page-2'
+    });
+    model.load([waiting(3)], true);
+    model.set([waiting(3)]);
+    expect(emit).not.toHaveBeenCalled();
+    model.set([waiting(4)]);
+    expect(emit).toHaveBeenCalledTimes(1);
+  });
+});
+
 describe('TitleCount', () => {
   let model: FakeModel;
   let settings: { current: { titleCount: boolean }; changed: Signal<unknown, unknown> };
@@ -841,6 +1041,16 @@ describe('TitleCount', () => {
     expect(document.title).toBe('(1) JupyterLab');
     model.set([row('a')]);
     expect(document.title).toBe('JupyterLab');
+  });
+
+  it('counts the chats that need the person too', () => {
+    model.set([
+      chatRow('a.chat', { state: 'waiting', needs_you: 'approval' }),
+      chatRow('b.chat', { state: 'running' }),
+      chatRow('c.chat', { needs_you: 'finished' }),
+      needing('k')
+    ]);
+    expect(document.title).toBe('(3) JupyterLab');
   });
 
   it('puts the number back when JupyterLab sets a new title', async () => {

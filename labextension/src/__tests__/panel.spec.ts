@@ -2,10 +2,9 @@ import { Signal } from '@lumino/signaling';
 
 import type { AgentsModel } from '../agents';
 import type { IAgentRow, IUsage } from '../api';
-import type { NotebookOpener } from '../open';
 import { AgentsPanel } from '../panel';
 import { RecapSettings } from '../settings';
-import { row, unsafeIn } from './helpers';
+import { chatRow, fakeOpener, row, unsafeIn, type FakeOpener } from './helpers';
 
 // The panel needs neither JupyterLab's notifications nor its icon machinery here: loading them
 // costs half a minute.
@@ -45,14 +44,16 @@ class FakeModel {
 describe('AgentsPanel', () => {
   let model: FakeModel;
   let open: jest.Mock;
+  let opener: FakeOpener;
   let panel: AgentsPanel;
 
   beforeEach(() => {
     model = new FakeModel();
     open = jest.fn(async () => undefined);
+    opener = fakeOpener(open);
     panel = new AgentsPanel({
       model: model as unknown as AgentsModel,
-      opener: { open } as unknown as NotebookOpener,
+      opener,
       settings: new RecapSettings()
     });
   });
@@ -135,6 +136,149 @@ describe('AgentsPanel', () => {
       const line = panel.node.querySelector<HTMLElement>('.jp-RecapAgents-usage');
       expect(line?.textContent).toBe('Recaps today: unknown — ledger elbadaer');
       expect(line?.title).toBe('ledger elbadaer');
+    });
+  });
+
+  describe('chat rows', () => {
+    /** The rendered row whose id is `id`. */
+    const byId = (id: string): HTMLElement => {
+      const found = panel.node.querySelector<HTMLElement>(`li[data-row-id="${id}"]`);
+      if (found === null) {
+        throw new Error(`no row ${id}`);
+      }
+      return found;
+    };
+    const partOf = (id: string, name: string): HTMLElement | null =>
+      byId(id).querySelector<HTMLElement>(`.jp-RecapAgents-${name}`);
+
+    it("show the chat's file name, its agent and model, state, recap and time", () => {
+      model.set([
+        chatRow('work/churn.chat', {
+          state: 'finished',
+          needs_you: 'finished',
+          last_activity: 1_000 - 180,
+          recap: { text: 'Retrained the model.', model: 'm', at: 0, links: [] }
+        })
+      ]);
+      const li = byId('chat:work/churn.chat');
+      expect(li.classList).toContain('jp-RecapAgents-row');
+      expect(li.classList).toContain('jp-RecapAgents-row-chat');
+      expect(li.classList).toContain('jp-mod-needsYou');
+      expect(li.classList).not.toContain('jp-RecapAgents-row-waiting');
+      expect(li.dataset.kind).toBe('chat');
+      expect(li.dataset.kernelId).toBeUndefined();
+      expect(partOf('chat:work/churn.chat', 'name')?.textContent).toBe('churn.chat');
+      expect(partOf('chat:work/churn.chat', 'agent')?.textContent).toBe('Claude · claude-sonnet-4');
+      expect(partOf('chat:work/churn.chat', 'path')?.textContent).toBe('work/churn.chat');
+      expect(partOf('chat:work/churn.chat', 'stateText')?.textContent).toBe(
+        'finished while you were away'
+      );
+      expect(partOf('chat:work/churn.chat', 'recap')?.textContent).toBe('Retrained the model.');
+      expect(partOf('chat:work/churn.chat', 'activity')?.textContent).toBe('3 min ago');
+      expect(li.title).toBe('Open this chat');
+    });
+
+    it('mark a chat waiting for approval, and say which tool call', () => {
+      model.set([
+        chatRow('churn.chat', {
+          state: 'waiting',
+          needs_you: 'approval',
+          approval: 'mv models/churn.pkl models/old/'
+        }),
+        row('k', { state: 'running' })
+      ]);
+      const li = byId('chat:churn.chat');
+      expect(li.classList).toContain('jp-RecapAgents-row-waiting');
+      expect(li.dataset.needsYou).toBe('approval');
+      expect(li.dataset.state).toBe('waiting');
+      const state = partOf('chat:churn.chat', 'stateText');
+      expect(state?.textContent).toBe('waiting for your approval: mv models/churn.pkl models/old/');
+      expect(state?.title).toBe('mv models/churn.pkl models/old/');
+      // In the order the server gave.
+      expect([...panel.node.querySelectorAll<HTMLElement>('li')].map(n => n.dataset.rowId)).toEqual(
+        ['chat:churn.chat', 'k']
+      );
+      // Approved: the same element, no longer marked.
+      model.set([chatRow('churn.chat', { state: 'running' }), row('k', { state: 'running' })]);
+      expect(byId('chat:churn.chat')).toBe(li);
+      expect(li.classList).not.toContain('jp-RecapAgents-row-waiting');
+      expect(li.classList).not.toContain('jp-mod-needsYou');
+      expect(li.dataset.needsYou).toBeUndefined();
+      expect(partOf('chat:churn.chat', 'stateText')?.textContent).toBe('running tools');
+    });
+
+    it('show HTML, bidi marks and escapes in agent, model, approval and recap as plain text', () => {
+      model.set([
+        chatRow('<img src=x onerror=alert(1)>.chat', {
+          agent: '<b>Cl\u202eaude</b>',
+          model: '\x1b[31mclaude\x1b[0m',
+          state: 'waiting',
+          approval: 'rm -rf <i>data</i>\u202e\x07',
+          recap: {
+            text: '<script>alert(1)</script> \u202eDone\u202c.',
+            model: 'm',
+            at: 0,
+            links: [{ start: 0, end: 8, cell_id: 'c1' }]
+          }
+        })
+      ]);
+      const li = byId('chat:<img src=x onerror=alert(1)>.chat');
+      expect(li.querySelector('img, b, i, script')).toBeNull();
+      expect(partOf(li.dataset.rowId!, 'name')?.textContent).toBe(
+        '<img src=x onerror=alert(1)>.chat'
+      );
+      expect(partOf(li.dataset.rowId!, 'agent')?.textContent).toBe('<b>Claude</b> · claude');
+      expect(partOf(li.dataset.rowId!, 'stateText')?.textContent).toBe(
+        'waiting for your approval: rm -rf <i>data</i>'
+      );
+      expect(partOf(li.dataset.rowId!, 'recap')?.textContent).toBe(
+        '<script>alert(1)</script> Done.'
+      );
+      // A chat has no cells: its recap has no links.
+      expect(li.querySelector('a')).toBeNull();
+      expect(unsafeIn(li.textContent)).toEqual([]);
+    });
+
+    it('open the chat when clicked (or with Enter)', () => {
+      model.set([chatRow('work/churn.chat', { state: 'waiting', needs_you: 'approval' })]);
+      byId('chat:work/churn.chat').click();
+      expect(opener.openChat).toHaveBeenCalledWith('work/churn.chat');
+      expect(open).not.toHaveBeenCalled();
+      byId('chat:work/churn.chat').dispatchEvent(
+        new KeyboardEvent('keydown', { key: 'Enter', bubbles: true })
+      );
+      expect(opener.openChat).toHaveBeenCalledTimes(2);
+    });
+  });
+
+  describe("a notebook's outside line", () => {
+    const outsideText =
+      "Claude (churn.chat) edited In[7] and ran it; it failed: KeyError: 'region'";
+    const start = outsideText.indexOf('In[7]');
+
+    it('shows what a chat did there, with links that open the notebook at the cell', () => {
+      model.set([
+        row('k', {
+          outside: { text: outsideText, links: [{ start, end: start + 5, cell_id: 'c7' }], at: 5 }
+        })
+      ]);
+      const line = li('k').querySelector<HTMLElement>('.jp-RecapAgents-outside');
+      expect(line?.textContent).toBe(outsideText);
+      const link = line?.querySelector<HTMLElement>('a.jp-RecapAgents-link');
+      expect(link?.textContent).toBe('In[7]');
+      link?.click();
+      expect(open).toHaveBeenCalledWith('k.ipynb', 'c7');
+    });
+
+    it('is plain text, and absent when there is none', () => {
+      model.set([
+        row('k', { outside: { text: '<b>Cl\u202eaude</b>\x07 ran In[1]', links: [], at: 5 } }),
+        row('j')
+      ]);
+      const line = li('k').querySelector<HTMLElement>('.jp-RecapAgents-outside');
+      expect(line?.textContent).toBe('<b>Claude</b> ran In[1]');
+      expect(line?.querySelector('b')).toBeNull();
+      expect(li('j').querySelector('.jp-RecapAgents-outside')).toBeNull();
     });
   });
 
