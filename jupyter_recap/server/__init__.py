@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from jupyter_server.extension.application import ExtensionApp
-from tornado.ioloop import PeriodicCallback
+from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
@@ -207,6 +207,18 @@ class RecapServer(LoggingConfigurable):
         self._periodic = PeriodicCallback(self.reconcile, interval_ms)
         self._periodic.start()
         self.reconcile()
+
+    def start_chats(self) -> None:
+        """Follow Jupyter AI's chats when jupyterlab-chat runs in this server."""
+        if self.stopped:
+            return
+        try:
+            self.chats.start()
+        except Exception:  # chats are an extra: the rest of the extension works without
+            log.warning("jupyter_recap: could not follow the chats", exc_info=True)
+            return
+        if self.chats.enabled:
+            log.info("jupyter_recap: following Jupyter AI chats")
 
     def stop(self) -> None:
         """Stop the reconcile and every IOPub subscription; cancel every draft (a model call
@@ -416,6 +428,8 @@ class RecapExtension(ExtensionApp):
         # that are not there.
         web_app.settings["jupyter_recap"] = self.recap = recap
         recap.start()
+        # Once the loop runs: every extension has loaded then, jupyterlab-chat's ChatManager too.
+        IOLoop.current().add_callback(recap.start_chats)
         serverapp.log.info("jupyter_recap: focus hub loaded")
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
@@ -424,10 +438,6 @@ class RecapExtension(ExtensionApp):
         if self.recap is not None:
             self.recap.export_environment()
             serverapp.log.info("jupyter_recap: kernels reach this server at %s", self.recap.url)
-            # Now: jupyterlab-chat's ChatManager exists once every extension has loaded.
-            self.recap.chats.start()
-            if self.recap.chats.enabled:
-                serverapp.log.info("jupyter_recap: following Jupyter AI chats")
 
     async def stop_extension(self) -> None:
         """The server shuts down: stop everything :class:`RecapServer` runs."""

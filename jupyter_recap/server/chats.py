@@ -126,6 +126,8 @@ class ChatSource:
         """Notebook path → when the person last looked at it."""
         self.manager: Any = None
         self.enabled = False
+        self.fallback = False
+        """No ChatManager (jupyterlab-chat before 0.25): chat files are read instead."""
         self._poller: Any = None
         self._recap_settings: Any = None
         self._tasks: set[asyncio.Future[None]] = set()
@@ -143,12 +145,10 @@ class ChatSource:
             self.manager.observe_chats(self._on_chat_event)
             for chat_id, model in list(settings.get("chats_by_id", {}).items()):
                 self._attach(chat_id, model)
-        elif _has_jupyterlab_chat():
-            self.enabled = True  # an older jupyterlab-chat: read the files the page opens
-            from tornado.ioloop import PeriodicCallback
-
-            self._poller = PeriodicCallback(self._poll_files, FILE_POLL_SECONDS * 1000)
-            self._poller.start()
+        elif _chat_extension_loaded(self.serverapp):
+            # An older jupyterlab-chat: the chat files the page opens are read when they
+            # change (the poller starts with the first chat the page reports).
+            self.enabled = self.fallback = True
         if self.enabled and events is not None:
             events.add_listener(schema_id=PERSONA_STATE, listener=self._on_persona_state)
 
@@ -159,9 +159,14 @@ class ChatSource:
             self._detach(chat)
         events = getattr(self.serverapp, "event_logger", None)
         if self.enabled and events is not None:
-            events.remove_listener(schema_id=PERSONA_STATE, listener=self._on_persona_state)
-            if self.manager is not None:
-                events.remove_listener(schema_id=CHAT_EVENTS, listener=self._on_chat_event)
+            # jupyter_events raises KeyError for a schema nobody registered (no persona
+            # manager in this server): nothing was listening then.
+            for schema, listener in (
+                (PERSONA_STATE, self._on_persona_state),
+                (CHAT_EVENTS, self._on_chat_event),
+            ):
+                with contextlib.suppress(KeyError):
+                    events.remove_listener(schema_id=schema, listener=listener)
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -198,6 +203,12 @@ class ChatSource:
 
     def focus(self, path: str, focused: bool | None) -> None:
         """The page's focus on the chat at ``path`` changed."""
+        if self.fallback and self._poller is None:
+            from tornado.ioloop import PeriodicCallback
+
+            self._poller = PeriodicCallback(self._poll_files, FILE_POLL_SECONDS * 1000)
+            self._poller.start()
+            self._poll_files()
         chat = self.chats.get(path)
         if chat is not None and focused is not None:
             self._act(chat, chat.schedule.focus(focused))
@@ -513,11 +524,13 @@ def _time(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
 
 
-@functools.lru_cache(maxsize=1)
-def _has_jupyterlab_chat() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("jupyterlab_chat") is not None
+def _chat_extension_loaded(serverapp: Any) -> bool:
+    """Whether jupyterlab-chat's server extension runs in this server."""
+    try:
+        extension = serverapp.extension_manager.extensions.get("jupyterlab_chat")
+        return extension is not None and bool(extension.enabled)
+    except AttributeError:
+        return False
 
 
 def _cell_label(root: str, notebook: str, cell_id: str) -> str | None:

@@ -1,0 +1,217 @@
+"""The chat source against jupyterlab-chat's real ChatManager, in a real jupyter_server.
+
+The persona's messages are written through the chat model's own API (``add_message``, then
+``update_message`` for each tool-call update, as Jupyter AI's ACP client does), and the persona
+manager's ``persona_state`` events through the server's event bus with their real schema. The
+page is played by the routes: ``POST focus`` with ``{chat}``, ``GET agents``. The whole persona,
+in a lab and a browser, is in tests/browser/test_lab_chats.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_fixtures import *  # noqa: F403
+from server_fixtures import asynctest
+
+pytestmark = pytest.mark.filterwarnings(
+    # jupyterlab-chat's own WebSocket route, not ours (tests/server checks our routes' auth).
+    "ignore:Extension endpoints without:jupyter_server.utils.JupyterServerAuthWarning"
+)
+
+CLAUDE = "jupyter-ai-personas::recap_test_persona::ClaudeTestPersona"
+MOVE = "mv models/churn.pkl models/old/"
+PERSONA_STATE = "https://schema.jupyter.org/jupyter_ai_persona_manager/persona_state/v1"
+
+
+@pytest.fixture  # type: ignore[no-redef]
+def jp_server_config(recap_config: dict[str, Any]) -> Any:
+    """Our extension and jupyterlab-chat's (its ChatManager), authentication required."""
+    from traitlets.config import Config
+
+    extensions = {"jupyter_recap": True, "jupyterlab_chat": True, "jupyter_server_terminals": False}
+    return Config(
+        {
+            "ServerApp": {"jpserver_extensions": extensions, "allow_unauthenticated_access": False},
+            "RecapServer": recap_config,
+            "Recap": {"away_seconds": 0.3, "post_turn_seconds": 0.2, "model": "offline"},
+        }
+    )
+
+
+@pytest.fixture  # type: ignore[no-redef]
+def recap_config() -> dict[str, Any]:
+    return {"reconcile_interval": 0.5}
+
+
+class Persona:
+    """Writes a turn into a chat model the way Jupyter AI's ACP client does."""
+
+    def __init__(self, model: Any, events: Any) -> None:
+        from jupyterlab_chat import models
+
+        user: Any = models.User  # untyped constructor
+        self.model, self.events = model, events
+        model.set_user(user(username=CLAUDE, name="Claude", display_name="Claude", bot=True))
+        model.set_user(user(username="ana", name="Ana", display_name="Ana"))
+
+    def ask(self, body: str) -> None:
+        from jupyterlab_chat.models import NewMessage
+
+        message_id = self.model.add_message(NewMessage(body=body, sender="ana"))
+        message = self.model.get_message(message_id)
+        message.mentions = [CLAUDE]
+        self.model.update_message(message)
+
+    def processing(self, busy: bool) -> None:
+        from jupyter_ai_persona_manager.persona_events import register_persona_event_schemas
+
+        register_persona_event_schemas(self.events)
+        chat_id = self.model.get_id()
+        data = {"chat_id": chat_id, "persona_id": CLAUDE, "processing": busy}
+        data["model"] = {"current": "claude-test-1"}
+        self.events.emit(schema_id=PERSONA_STATE, data=data)
+
+    def tools(self, *calls: dict[str, Any]) -> str:
+        from jupyterlab_chat.models import NewMessage
+
+        message_id = self.model.add_message(NewMessage(body="", sender=CLAUDE))
+        self.update(message_id, *calls)
+        return str(message_id)
+
+    def update(self, message_id: str, *calls: dict[str, Any]) -> None:
+        message = self.model.get_message(message_id)
+        message.metadata = {"tool_calls": list(calls)}
+        self.model.update_message(message)
+
+    def say(self, body: str) -> None:
+        from jupyterlab_chat.models import NewMessage
+
+        self.model.add_message(NewMessage(body=body, sender=CLAUDE))
+
+
+def tool(call_id: str, title: str, status: str, **fields: Any) -> dict[str, Any]:
+    return {"tool_call_id": call_id, "title": title, "kind": "execute", "status": status, **fields}
+
+
+async def until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+def open_chat(jp_serverapp: Any, root: Path, name: str) -> Persona:
+    (root / name).write_text(json.dumps({"messages": [], "users": {}}), encoding="utf-8")
+    settings = jp_serverapp.web_app.settings
+    model = settings["chat_manager"].ws_open(name)
+    return Persona(model, jp_serverapp.event_logger)
+
+
+def chat_row(recap: Any, name: str) -> dict[str, Any] | None:
+    row: dict[str, Any] | None = recap.board.row(f"chat:{name}")
+    return row
+
+
+@asynctest
+async def test_a_persona_turn_becomes_a_row_that_waits_then_finishes(
+    jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any
+) -> None:
+    persona = open_chat(jp_serverapp, jp_root_dir, "churn.chat")
+    status, _ = await api(
+        "focus", method="POST", body={"chat": "churn.chat", "focused": False, "client_id": "tab1"}
+    )
+    assert status == 200
+    persona.ask("@Claude please retrain the churn model in churn.ipynb")
+    persona.processing(True)
+    run = tool("r1", "mcp__jupyter__run_cell", "in_progress", raw_input={"path": "churn.ipynb"})
+    message = persona.tools(run)
+    row = await until(
+        lambda: (r := chat_row(recap, "churn.chat")) and r["state"] == "running" and r
+    )
+    assert (row["agent"], row["model"], row["kind"]) == ("Claude", "claude-test-1", "chat")
+    failed = dict(run, status="failed", raw_output={"error": "KeyError: 'region'"})
+    move = tool("m1", "Bash", "pending", raw_input={"command": MOVE}, permission_status="pending")
+    persona.update(message, failed, move)
+    row = await until(
+        lambda: (r := chat_row(recap, "churn.chat")) and r["state"] == "waiting" and r
+    )
+    assert (row["needs_you"], row["approval"], row["notice"]) == ("approval", MOVE, 1)
+    status, listing = await api("agents")
+    assert listing["agents"][0]["id"] == "chat:churn.chat"  # waiting sorts first
+    # Away, the chat's schedule drafts a recap that names the failure and what waits.
+    row = await until(lambda: (r := chat_row(recap, "churn.chat")) and r["recap"] and r)
+    assert "KeyError: 'region'" in row["recap"]["text"]
+    assert row["recap"]["text"].endswith(f"Waiting for your approval: {MOVE}.")
+    assert row["recap"]["model"] == "offline"
+    # The person approves in the chat; the agent finishes while they are still away.
+    persona.update(message, failed, dict(move, status="completed", permission_status="resolved"))
+    persona.say("Moved the old model aside; the merge still needs a region column.")
+    persona.processing(False)
+    row = await until(
+        lambda: (r := chat_row(recap, "churn.chat")) and r["state"] == "finished" and r
+    )
+    assert (row["needs_you"], row["approval"], row["notice"]) == ("finished", None, 1)
+    status, one = await api("agents", "chat:churn.chat")
+    assert status == 200 and one["agent"]["id"] == "chat:churn.chat"
+    # Looking at the chat ends the absence.
+    await api(
+        "focus", method="POST", body={"chat": "churn.chat", "focused": True, "client_id": "tab1"}
+    )
+    row = await until(lambda: (r := chat_row(recap, "churn.chat")) and r["needs_you"] is None and r)
+    assert row["state"] == "idle"  # as a notebook row once seen
+
+
+@asynctest
+async def test_a_chat_between_people_gets_no_row(
+    jp_serverapp: Any, jp_root_dir: Path, recap: Any
+) -> None:
+    persona = open_chat(jp_serverapp, jp_root_dir, "lunch.chat")
+    from jupyterlab_chat.models import NewMessage
+
+    persona.model.add_message(NewMessage(body="lunch?", sender="ana"))
+    await asyncio.sleep(0.3)
+    assert chat_row(recap, "lunch.chat") is None
+    assert recap.chats.chats["lunch.chat"].view is not None  # read, and found no persona
+
+
+@asynctest
+async def test_a_chat_focus_report_is_checked(api: Any) -> None:
+    bad = [
+        {"chat": "notes.md", "focused": True, "client_id": "t"},
+        {"chat": "a.chat", "focused": "yes", "client_id": "t"},
+        {"chat": "a.chat", "focused": True},
+    ]
+    for body in bad:
+        status, answer = await api("focus", method="POST", body=body)
+        assert status == 400, answer
+    status, answer = await api("agents", "chat:none.chat")
+    assert status == 404 and "no agents row" in answer["message"]
+
+
+@asynctest
+async def test_the_agents_event_names_the_chat_row(
+    jp_serverapp: Any, jp_root_dir: Path, recap: Any
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def listen(logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        seen.append(data)
+
+    from jupyter_recap.server import AGENTS_SCHEMA
+
+    jp_serverapp.event_logger.add_listener(schema_id=AGENTS_SCHEMA, listener=listen)
+    persona = open_chat(jp_serverapp, jp_root_dir, "events.chat")
+    persona.ask("@Claude hello")
+    persona.say("Hello.")
+    await until(lambda: any(event["id"] == "chat:events.chat" for event in seen))
+    assert all(set(event) == {"id", "action", "version"} for event in seen)
