@@ -139,7 +139,10 @@ export class FocusReporter implements IDisposable {
     this._findChats();
     const desired = this._desired();
     for (const [id, report] of desired) {
-      if (options.all || this._sent.get(id)?.focused !== report.focused) {
+      // A chat nobody looks at is not part of the heartbeat: the server takes a chat it hears
+      // nothing of as away, so an idle page with chats open sends nothing more for them.
+      const beat = options.all && (report.focused || !isChatReport(report));
+      if (beat || this._sent.get(id)?.focused !== report.focused) {
         this._sent.set(id, report);
         this._enqueue(report, options.keepalive ?? false);
       }

@@ -558,6 +558,22 @@ describe('FocusReporter', () => {
       expect(server.takeReports()).toEqual([['churn.chat', true]]);
     });
 
+    it('leaves a chat nobody looks at out of the heartbeat', async () => {
+      const churn = new FakeChat('churn.chat');
+      shell.main = [churn];
+      shell.activate(churn);
+      await flush();
+      shell.activate(null); // still open in its tab, not the current widget
+      await flush();
+      expect(server.takeReports()).toEqual([
+        ['churn.chat', true],
+        ['churn.chat', false]
+      ]);
+      jest.advanceTimersByTime(30_000);
+      await flush();
+      expect(server.takeReports()).toEqual([]);
+    });
+
     it('reports a closed or renamed chat unfocused once, under its old path', async () => {
       const churn = new FakeChat('churn.chat');
       shell.activate(churn);
