@@ -20,6 +20,55 @@ TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
 
+# The test extras install Jupyter AI 3 and jupyter-collaboration, whose packages enable their
+# server and lab extensions for every server of the environment. A test lab runs without them
+# unless it asks: these lists say which belong to which, and ``_isolation_config`` turns the
+# rest off in the lab's own config folder (the user level, which outranks the environment's).
+
+#: Jupyter AI's chat: the chat transport, its router, the personas and the ACP client that
+#: renders their tool calls, the slash commands, and the file watcher that reloads open
+#: documents an agent changed on disk.
+CHAT_SERVER_EXTENSIONS = (
+    "jupyterlab_chat",
+    "jupyter_ai_router",
+    "jupyter_ai_persona_manager",
+    "jupyter_ai_acp_client",
+    "jupyter_ai_chat_commands",
+    "jupyter_live_content",
+)
+CHAT_LAB_EXTENSIONS = (
+    "jupyterlab-chat-extension",
+    "@jupyter-ai/router",
+    "@jupyter-ai/persona-manager",
+    "@jupyter-ai/acp-client",
+    "@jupyter-ai/chat-commands",
+    "@jupyter-ai-contrib/live-content",
+    # the notebook commands the agents' tools call in the browser, and the diff view they use
+    "jupyterlab-ai-commands",
+    "jupyterlab-diff",
+    "jupyterlab-cell-input-footer-extension",
+    "jupyterlab-commands-toolkit",
+)
+#: Real-time collaboration: Y documents for notebooks and chats.
+COLLABORATION_SERVER_EXTENSIONS = ("jupyter_server_ydoc", "jupyter_server_fileid")
+COLLABORATION_LAB_EXTENSIONS = (
+    "@jupyter/collaboration-extension",
+    "@jupyter/docprovider-extension",
+    "jupyterlab-notebook-awareness",
+)
+#: Never on in a test lab: the agents' tool servers. ``jupyter_server_mcp`` listens on the fixed
+#: port 3001, so two labs with it would collide; LiteLLM's model list (for Jupyternaut) takes
+#: seconds to import and no test persona needs it.
+OFF_SERVER_EXTENSIONS = (
+    "jupyter_server_mcp",
+    "jupyter_ai_tools",
+    "jupyterlab_commands_toolkit",
+    "jupyter_ai_litellm",
+)
+#: The test persona (tests/persona/), which chat labs find through its entry point.
+PERSONA_DIR = TESTS / "persona"
+PERSONA_ID = "jupyter-ai-personas::recap_test_persona::TestClaudePersona"
+
 
 @dataclass
 class LabServer:
@@ -136,14 +185,23 @@ def running_lab(
     args: Sequence[str] = (),
     settings: dict[str, dict[str, object]] | None = None,
     app: str = "jupyterlab",
+    chat: bool = False,
+    collaboration: bool = False,
 ) -> Iterator[LabServer]:
     """Start ``jupyter lab`` (or Notebook 7: ``app="notebook"``) and wait until it answers.
 
     ``args`` are extra command-line arguments; ``settings`` maps plugin ids
-    (``"@jupyterlab/notebook-extension:tracker"``) to user settings.
+    (``"@jupyterlab/notebook-extension:tracker"``) to user settings. Jupyter AI and
+    jupyter-collaboration are off unless ``chat`` (Jupyter AI's chats, with the test persona
+    "Claude" of tests/persona/ as the default persona) or ``collaboration`` (real-time
+    collaboration) ask for them.
     """
     root = tmp / "notebooks"
     root.mkdir()
+    _isolation_config(tmp / "config", chat=chat, collaboration=collaboration)
+    python_path = [str(ROOT), str(TESTS)]
+    if chat:
+        python_path += [str(PERSONA_DIR), str(_persona_distribution(tmp / "persona-site"))]
     # No "get notified about Jupyter news?" toast over the notebook.
     plugins = {"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}
     for plugin, values in {**plugins, **(settings or {})}.items():
@@ -161,7 +219,7 @@ def running_lab(
             "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
             "IPYTHONDIR": str(tmp / "ipython"),
             "JUPYTER_RECAP_HOME": str(tmp / "recap-home"),
-            "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
+            "PYTHONPATH": os.pathsep.join(python_path),
             **(env or {}),
         }
     )
@@ -200,6 +258,49 @@ def running_lab(
         yield LabServer(url, token, root)
     finally:
         stop_server(process, log)
+
+
+def _isolation_config(config: Path, chat: bool, collaboration: bool) -> None:
+    """Write the lab's user-level config: Jupyter AI's and collaboration's server and lab
+    extensions off, but for the groups asked for (see the lists at the top)."""
+    on_server = (CHAT_SERVER_EXTENSIONS if chat else ()) + (
+        COLLABORATION_SERVER_EXTENSIONS if collaboration else ()
+    )
+    on_lab = (CHAT_LAB_EXTENSIONS if chat else ()) + (
+        COLLABORATION_LAB_EXTENSIONS if collaboration else ()
+    )
+    every_server = CHAT_SERVER_EXTENSIONS + COLLABORATION_SERVER_EXTENSIONS + OFF_SERVER_EXTENSIONS
+    every_lab = CHAT_LAB_EXTENSIONS + COLLABORATION_LAB_EXTENSIONS
+    server: dict[str, Any] = {
+        "ServerApp": {"jpserver_extensions": {name: name in on_server for name in every_server}}
+    }
+    if chat:
+        # The chat input's persona picker starts on the default persona, so a message typed in
+        # the browser goes to the test persona without picking it first.
+        server["PersonaManager"] = {"default_persona_id": PERSONA_ID}
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "jupyter_server_config.json").write_text(json.dumps(server, indent=1))
+    (config / "labconfig").mkdir(exist_ok=True)
+    page = {"disabledExtensions": {name: True for name in every_lab if name not in on_lab}}
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(page, indent=1))
+
+
+def _persona_distribution(site: Path) -> Path:
+    """A folder holding only the test persona's distribution metadata, for the lab's path.
+
+    Jupyter AI finds personas through the ``jupyter_ai.personas`` entry points of installed
+    distributions; a ``.dist-info`` folder on ``sys.path`` is one, without installing anything
+    (the module itself is found on PYTHONPATH, in tests/persona/).
+    """
+    info = site / "recap_test_persona-0.0.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: recap-test-persona\nVersion: 0.0.0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[jupyter_ai.personas]\nrecap-test-persona = recap_test_persona:TestClaudePersona\n"
+    )
+    return site
 
 
 def wait_until_up(
