@@ -124,6 +124,8 @@ class ChatSource:
         """Chat id → path."""
         self._last_seen: dict[str, float] = {}
         """Notebook path → when the person last looked at it."""
+        self._looking: set[str] = set()
+        """Notebooks looked at now."""
         self.manager: Any = None
         self.enabled = False
         self.fallback = False
@@ -213,9 +215,18 @@ class ChatSource:
         if chat is not None and focused is not None:
             self._act(chat, chat.schedule.focus(focused))
 
-    def looked_at(self, notebook: str) -> None:
-        """The person looks at ``notebook`` now (a focus report of its kernel)."""
+    def looked_at(self, notebook: str, focused: bool) -> None:
+        """A focus report of ``notebook``'s kernel: while it is looked at, what an agent does
+        there is seen as it happens, not news for later."""
+        if focused:
+            self._looking.add(notebook)
+        elif notebook in self._looking:
+            self._looking.discard(notebook)
+        else:
+            return
         self._last_seen[notebook] = time.time()
+        if len(self._looking) > 4 * MAX_CHATS:
+            self._looking.clear()  # bounded; a report every 10 s puts them back
         if len(self._last_seen) > 4 * MAX_CHATS:
             oldest = min(self._last_seen, key=self._last_seen.__getitem__)
             del self._last_seen[oldest]
@@ -359,13 +370,18 @@ class ChatSource:
                 chat.view,
                 chat_name(chat.path),
                 root=root,
-                since=lambda path: self._last_seen.get(path, 0.0),
+                since=self._seen_since,
                 label=functools.partial(_cell_label, root),
             )
             for path, line in found.items():
                 if path not in lines or line["at"] > lines[path]["at"]:
                     lines[path] = line
         self.recap.board.set_outside(lines)
+
+    def _seen_since(self, notebook: str) -> float:
+        if notebook in self._looking:
+            return float("inf")  # looked at now: nothing of it is news
+        return self._last_seen.get(notebook, 0.0)
 
     # -- recaps ------------------------------------------------------------------------------
 

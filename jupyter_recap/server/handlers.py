@@ -292,8 +292,7 @@ class FocusHandler(RecapHandler):
             client_id = fields.string(body, "client_id", ID_CHARS)
         self.require_kernel(kernel_id)
         self.hub.report(kernel_id, client_id, path, focused)
-        if focused:
-            self.recap.chats.looked_at(path)
+        self.recap.chats.looked_at(path, focused)
         board = self.recap.board
         board.set_path(kernel_id, path)
         snapshot = self.hub.snapshot(kernel_id)

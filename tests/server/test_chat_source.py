@@ -215,3 +215,68 @@ async def test_the_agents_event_names_the_chat_row(
     persona.say("Hello.")
     await until(lambda: any(event["id"] == "chat:events.chat" for event in seen))
     assert all(set(event) == {"id", "action", "version"} for event in seen)
+
+
+@asynctest
+async def test_what_the_agent_did_in_a_notebook_while_away_is_one_line(
+    jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any, kernel_id: str
+) -> None:
+    cells = [
+        {
+            "cell_type": "code",
+            "id": "c1",
+            "source": "import pandas",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": 1,
+        },
+        {
+            "cell_type": "code",
+            "id": "c7",
+            "source": "df.merge(r)",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": 7,
+        },
+    ]
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (jp_root_dir / "churn.ipynb").write_text(json.dumps(notebook), encoding="utf-8")
+    where = {"locations": [str(jp_root_dir / "churn.ipynb")]}
+    look = {"kernel_id": kernel_id, "path": "churn.ipynb", "client_id": "tab1"}
+    status, _ = await api("focus", method="POST", body={**look, "focused": False})
+    assert status == 200
+    persona = open_chat(jp_serverapp, jp_root_dir, "churn.chat")
+    persona.ask("@Claude please fix the merge in churn.ipynb")
+    edit = tool("e1", "mcp__jupyter__edit_cell", "completed", raw_input={"cell_id": "c7"}, **where)
+    run = tool(
+        "r1",
+        "mcp__jupyter__run_cell",
+        "failed",
+        raw_input={"cell_id": "c7"},
+        raw_output={"error": "KeyError: 'region'"},
+        **where,
+    )
+    persona.tools(edit, run)
+    persona.say("The merge needs a region column.")
+    status, listing = await until_listing(api, "churn.ipynb")
+    line = listing["outside"]["churn.ipynb"]
+    assert (
+        line["text"] == "Claude (churn.chat) edited In[7] and ran it; it failed: KeyError: 'region'"
+    )
+    assert line["links"] == [{"start": 27, "end": 32, "cell_id": "c7"}]
+    assert recap.board.row(kernel_id) is None  # no row needed: the kernel has no jupyter_recap
+    # Back at the notebook: what the agent does now is seen as it happens, not news for later.
+    await api("focus", method="POST", body={**look, "focused": True})
+    persona.ask("@Claude run it again")
+    persona.tools(dict(run, tool_call_id="r2"))
+    await until(lambda: "churn.ipynb" not in recap.board.outside)
+
+
+async def until_listing(api: Any, notebook: str) -> tuple[int, Any]:
+    deadline = time.monotonic() + 10
+    while True:
+        status, listing = await api("agents")
+        if notebook in listing.get("outside", {}):
+            return status, listing
+        assert time.monotonic() < deadline, listing
+        await asyncio.sleep(0.05)
