@@ -229,7 +229,8 @@ class Chat:
     def stop(self) -> None:
         """Press the chat's stop button (cancel the personas' responses)."""
         chat_id = self.read().get("metadata", {}).get("id")
-        self.lab.api("POST", "api/ai/personas/cancel", {"chat_id": chat_id})
+        query = urllib.parse.urlencode({"chat_id": chat_id})
+        self.lab.api("POST", f"api/ai/personas/cancel?{query}", {})
 
     # -- waiting for the persona ----------------------------------------------------------------
 

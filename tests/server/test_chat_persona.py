@@ -132,6 +132,19 @@ def test_a_successful_fix_and_a_rejection_by_message(lab: LabServer) -> None:
     assert cells(lab, "sales.ipynb")[0]["outputs"][0]["text"] == ["churn rate: 50%\n"]
 
 
+def test_stop_while_a_permission_waits(lab: LabServer) -> None:
+    with Chat.create(lab, "stop.chat") as chat:
+        chat.post("@Claude this needs approval")
+        chat.wait_for_permission()
+        chat.stop()
+        chat.wait(lambda c: c.calls()[0]["status"] == "failed", 10)
+        chat.wait(lambda c: c.writing() is None, 10)
+    (call,) = chat.calls()
+    assert call["permission_status"] == "resolved"
+    assert "selected_option_id" not in call
+    assert not any(is_reply(m) for m in chat.messages())
+
+
 def test_a_failing_command_without_a_notebook(lab: LabServer) -> None:
     with Chat.create(lab, "fail.chat") as chat:
         chat.post("@Claude load the data, it will fail")
