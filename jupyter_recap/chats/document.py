@@ -185,6 +185,11 @@ def read_chat(data: object, *, env: Mapping[str, str] | None = None) -> ChatView
                 continue
             view.human = sender
             mentioned = [m for m in _strings(message.get("mentions")) if m in personas]
+            # The chat input's persona picker names the persona in the message's metadata.
+            picked = message.get("metadata")
+            picked = picked.get("to_persona") if isinstance(picked, dict) else None
+            if isinstance(picked, str) and picked in personas:
+                mentioned.insert(0, picked)
             persona = mentioned[0] if mentioned else ""
             view.turns.append(ChatTurn(prompt=body, at=at, persona=persona, last_at=at))
     return view

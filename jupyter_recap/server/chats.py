@@ -468,9 +468,10 @@ class ChatSource:
         chat = self.chats.get(path)
         if chat is None:
             chat = self.chats[path] = TrackedChat(path, self._settings())
+            # A chat no page reports is not looked at: its agent works while the person is
+            # away from it (the schedule's idle fallback is for kernels without a page).
             focused = self.recap.hub.focused(chat_row_id(path))
-            if focused is not None:
-                chat.schedule.focus(focused)
+            chat.schedule.focus(bool(focused))
             while len(self.chats) > MAX_CHATS:
                 oldest = min(self.chats.values(), key=lambda c: c.touched)
                 self._detach(oldest)

@@ -189,8 +189,6 @@ DEFAULT_POLL_TIMEOUT = 25.0
 PATH_CHARS = 4096
 
 _KERNEL_ID = r"(?P<kernel_id>[^/]+)"
-_ROW_ID = r"((?:chat(?::|%3[Aa])[^/?#]{1,4096})|[0-9a-zA-Z_.-]{1,128})"
-"""A row id in a URL: a kernel id, or a chat's (``chat:`` and its path, the path encoded)."""
 
 log = logging.getLogger(__name__)
 
@@ -549,6 +547,7 @@ def focus_routes(api: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "kernels", _KERNEL_ID, "events"), EventsHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "agent"), AgentReportHandler),
         (url_path_join(api, "agents"), AgentsHandler),
-        (url_path_join(api, "agents", _ROW_ID), AgentHandler),
+        # A chat row's id arrives encoded whole ("chat%3Adir%2Fa.chat"): one path segment.
+        (url_path_join(api, "agents", _KERNEL_ID), AgentHandler),
         (url_path_join(api, "usage"), UsageHandler),
     ]

@@ -259,10 +259,7 @@ async def test_changes_are_pushed_on_the_event_bus_without_content(
     try:
         await send(api, recap, kernel_id, report("running"))
         [event] = await agents_events(socket, 1)
-        assert {k: event[k] for k in ("kernel_id", "action")} == {
-            "kernel_id": kernel_id,
-            "action": "update",
-        }
+        assert {k: event[k] for k in ("id", "action")} == {"id": kernel_id, "action": "update"}
         assert RECAP not in json.dumps(event)  # which row, never what it says
         version = event["version"]
         await send(api, recap, kernel_id, report("ok"))
@@ -271,7 +268,7 @@ async def test_changes_are_pushed_on_the_event_bus_without_content(
         # A shut-down kernel leaves the panel with one push.
         await jp_fetch("api", "kernels", kernel_id, method="DELETE")
         [event] = await agents_events(socket, 1)
-        assert (event["kernel_id"], event["action"]) == (kernel_id, "remove")
+        assert (event["id"], event["action"]) == (kernel_id, "remove")
         assert (await api("agents"))[1]["agents"] == []
     finally:
         socket.close()
