@@ -201,7 +201,19 @@ class ChatSource:
             chat.processing = processing
             if not processing and chat.model_ref is not None:
                 self._reread(chat)  # the turn's end: every update is in the model now
+            elif processing and _collaborative(chat.model_ref):
+                self._poll_model(chat)
             self._read_soon(chat)
+
+    def _poll_model(self, chat: TrackedChat) -> None:
+        """With collaboration on, updates of a message are not reported: while the persona
+        processes, its chat is read again from the model every second."""
+        if not chat.processing or self.chats.get(chat.path) is not chat:
+            return
+        if chat.model_ref is not None:
+            self._reread(chat)
+            self._read_soon(chat)
+        asyncio.get_event_loop().call_later(RTC_REREAD_SECONDS, self._poll_model, chat)
 
     def focus(self, path: str, focused: bool | None) -> None:
         """The page's focus on the chat at ``path`` changed."""
@@ -501,6 +513,11 @@ def _users(model: Any) -> dict[str, dict[str, Any]]:
         return {str(name): _as_dict(user) for name, user in list(users.items())[:256]}
     except Exception:  # noqa: BLE001 - no users: every sender counts by its id
         return {}
+
+
+def _collaborative(model: Any) -> bool:
+    """A chat model of real-time collaboration (a Y document), not a WebSocket one."""
+    return model is not None and type(model).__name__ != "WsChatModel"
 
 
 def _as_dict(value: object) -> dict[str, Any]:
