@@ -61,6 +61,7 @@ BENCHES = [
     Bench("bench_server.py", quick=("--seconds", "2")),
     Bench("bench_browser.py"),
     Bench("bench_agents.py"),
+    Bench("bench_chats.py", quick=("--quick",)),
     Bench("bench_recap_quality.py", full=("--json",), quick=("--json",), json_output=True),
     Bench("bench_redaction.py"),
     Bench("bench_reliability.py"),
