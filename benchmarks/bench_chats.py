@@ -117,16 +117,17 @@ class Server:
         self.loop.run_until_complete(asyncio.sleep(seconds))
 
     def chat(self, name: str) -> Any:
-        from jupyterlab_chat.models import User
+        from jupyterlab_chat import models
 
+        user: Any = models.User  # untyped constructor
         (self.root / name).write_text(json.dumps({"messages": [], "users": {}}))
 
         async def opened() -> Any:  # events are delivered on the running loop
             return self.manager.ws_open(name)
 
         model = self.loop.run_until_complete(opened())
-        model.set_user(User(username=PERSONA, name="Claude", display_name="Claude", bot=True))
-        model.set_user(User(username="ana", name="Ana", display_name="Ana"))
+        model.set_user(user(username=PERSONA, name="Claude", display_name="Claude", bot=True))
+        model.set_user(user(username="ana", name="Ana", display_name="Ana"))
         return model
 
 
