@@ -440,3 +440,13 @@ async def test_a_refused_store_is_one_line_and_usage_is_for_browsers_only(
     # A kernel's proof opens its own kernel's routes, not the browser's.
     code, _ = await api("usage", headers=proof(recap, kernel_id))
     assert code == 403
+
+
+@asynctest
+async def test_without_jupyterlab_chat_the_chat_source_costs_nothing(
+    recap: Any, jp_serverapp: Any
+) -> None:
+    await asyncio.sleep(0.05)  # the source starts from the loop, once every extension loaded
+    assert "chat_manager" not in jp_serverapp.web_app.settings
+    assert (recap.chats.enabled, recap.chats.fallback) == (False, False)
+    assert recap.chats.chats == {} and recap.chats._poller is None

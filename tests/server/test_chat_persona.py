@@ -213,3 +213,24 @@ def test_write_chat_matches_what_the_server_writes(lab: LabServer, tmp_path: Pat
     assert written["users"][PERSONA_ID] == persona
     assert list(written["metadata"]) == list(real["metadata"])
     assert json.loads((tmp_path / "w.chat").read_text()) == written
+
+
+def test_the_cli_recaps_a_chat_the_persona_wrote(lab: LabServer) -> None:
+    """`jupyter recap PATH.chat` on the file the persona leaves, while it waits and after."""
+    from cliutil import offline_env, run_cli
+
+    lab.write_notebook("cli.ipynb", ["import pandas as pd", "df = pd.DataFrame({'a': [1]})"])
+    with Chat.create(lab, "cli.chat") as chat:
+        chat.post("@Claude please fix cli.ipynb, fail and approval")
+        call = chat.wait_for_permission()
+        waiting = run_cli("cli.chat", cwd=lab.root, env=offline_env())
+        assert waiting.returncode == 0, waiting.stderr
+        recap, engine = waiting.stdout.strip().splitlines()
+        assert "KeyError: 'region'" in recap
+        assert recap.endswith(f"Waiting for your approval: {MOVE}.")
+        assert engine == "— offline"
+        chat.answer(call, "allow")
+        chat.wait_for_reply()
+        done = json.loads(run_cli("cli.chat", "--json", cwd=lab.root, env=offline_env()).stdout)
+        assert (done["agent"], done["state"], done["approval"]) == ("Claude", "finished", None)
+        assert "Waiting for your approval" not in done["recap"]
