@@ -47,13 +47,14 @@ LOAD = "%load_ext jupyter_recap"
 
 SHOW_PANEL = "() => window.jupyterapp.shell.activateById('jupyter-recap-agents')"
 
-# In the page: stamp every change of each row's state with the wall clock.
+# In the page: stamp every change of each row's state with the wall clock (rows by their id:
+# a notebook's kernel id, or a chat's).
 OBSERVE = """() => {
   window._rowLog = [];
   const seen = new Map();
   const look = () => {
     for (const row of document.querySelectorAll('.jp-RecapAgents-row')) {
-      const id = row.dataset.kernelId, state = row.dataset.state;
+      const id = row.dataset.rowId, state = row.dataset.state;
       if (seen.get(id) !== state) {
         seen.set(id, state);
         window._rowLog.push({id, state, t: Date.now()});

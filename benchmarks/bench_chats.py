@@ -38,6 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
+from bench_agents import OBSERVE, SHOW_PANEL, percentile  # noqa: E402
 from browser import launch  # noqa: E402
 from chatkit import Chat, chat_lab  # noqa: E402
 from figurelib import figure  # noqa: E402
@@ -51,29 +52,7 @@ from labserver import (  # noqa: E402
 PERSONA = "jupyter-ai-personas::recap_test_persona::TestClaudePersona"
 MESSAGES_PER_TURN = 1 + 1 + 3 + 1 + 10  # prompt, call message + 3 updates, reply + 10 chunks
 
-SHOW_PANEL = "() => window.jupyterapp.shell.activateById('jupyter-recap-agents')"
 OPEN = "async (p) => { await window.jupyterapp.commands.execute('docmanager:open', {path: p}); }"
-OBSERVE = """() => {
-  window._rowLog = [];
-  const seen = new Map();
-  const look = () => {
-    for (const row of document.querySelectorAll('.jp-RecapAgents-row')) {
-      const id = row.dataset.rowId, state = row.dataset.state;
-      if (seen.get(id) !== state) {
-        seen.set(id, state);
-        window._rowLog.push({id, state, t: Date.now()});
-      }
-    }
-  };
-  new MutationObserver(look).observe(document.body,
-    {subtree: true, childList: true, attributes: true, attributeFilter: ['data-state']});
-  look();
-}"""
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 # -- in this process: a real server, a real chat model ------------------------------------------
