@@ -96,17 +96,23 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
 ) -> None:
     lab.write_notebook("churn.ipynb", ["import pandas as pd", "df = pd.DataFrame({'a': [1]})"])
     chat = Chat.create(lab, "churn.chat")
+    notes = Chat.create(lab, "notes.chat")
     tab = LabPage.open(browser, lab, "churn.ipynb")
     open_chat(tab, "churn.chat")
     show_agents(tab)
 
     # The person looks at the chat and asks; the agent starts working.
     chat.post("@Claude fix churn.ipynb, fail and approval, slow")
-    # They switch to another browser tab while it runs.
-    time.sleep(0.5)
+    wait_row(tab, "chat:churn.chat", "r.dataset.state === 'running'")
+    # They switch to another browser tab while it runs; another chat's agent finishes then.
     tab.set_visible(False)
+    notes.post("@Claude hello")
+    notes.wait_for_reply()
+    wait_row(tab, "chat:notes.chat", "r.dataset.needsYou === 'finished'")
+    assert tab.page.evaluate(ROWS)[:2] == ["chat:notes.chat", "chat:churn.chat"]
+    # Then churn's agent asks for approval: its row moves to the top.
     waiting = wait_row(tab, "chat:churn.chat", "r.classList.contains('jp-RecapAgents-row-waiting')")
-    assert tab.page.evaluate(ROWS)[0] == "chat:churn.chat"  # it needs the person most
+    assert tab.page.evaluate(ROWS)[:2] == ["chat:churn.chat", "chat:notes.chat"]
     assert waiting["agent"].startswith("Claude")
     assert MOVE in waiting["status"]
     # Away: told at once, with what waits.
@@ -120,6 +126,7 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
     recap = wait_row(
         tab, "chat:churn.chat", "r.querySelector('.jp-RecapAgents-recap')?.textContent"
     )
+    assert "Fix churn.ipynb" in recap["recap"]  # the ask
     assert "KeyError: 'region'" in recap["recap"]
     assert recap["recap"].rstrip(".").endswith(f"Waiting for your approval: {MOVE}")
 
@@ -142,10 +149,13 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
     call = chat.wait_for_permission()
     chat.answer(call, "allow")
     chat.wait_for_reply()
-    done = wait_row(tab, "chat:churn.chat", "!r.classList.contains('jp-RecapAgents-row-waiting')")
-    assert done["state"] in ("finished", "idle")
+    # (The allowed command runs first: the row is "running" again for a moment.)
+    done = wait_row(tab, "chat:churn.chat", "!['waiting', 'running'].includes(r.dataset.state)")
+    assert done["state"] in ("finished", "errored")  # the person is still at the notebook
+    assert not done["waiting"]
     assert tab.errors == []
     chat.close()
+    notes.close()
     tab.page.close()
 
 
