@@ -307,10 +307,12 @@ class ChatSource:
 
     def _poll_files(self) -> None:
         """The fallback: read the chat files the page reports, when they changed."""
-        root = Path(self.serverapp.root_dir)
+        root = Path(self.serverapp.root_dir).resolve()
         for path in list(self.recap.hub.chat_paths()):
             try:
-                file = root / path
+                file = (root / path).resolve()
+                if not file.is_relative_to(root):
+                    continue  # a page names chats of this server's folder, nothing else
                 mtime = file.stat().st_mtime
                 chat = self._track(path)
                 if mtime == chat.mtime:

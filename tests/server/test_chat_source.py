@@ -280,3 +280,58 @@ async def until_listing(api: Any, notebook: str) -> tuple[int, Any]:
             return status, listing
         assert time.monotonic() < deadline, listing
         await asyncio.sleep(0.05)
+
+
+def chat_file(path: Path, *, waiting: bool) -> None:
+    """A chat file as an older jupyterlab-chat (no ChatManager) leaves it."""
+    move = tool("m1", "Bash", "in_progress", raw_input={"command": MOVE})
+    if waiting:
+        move["permission_status"] = "pending"
+    else:
+        move.update(status="completed", permission_status="resolved")
+    messages: list[dict[str, Any]] = [
+        {
+            "body": "@Claude archive the old model",
+            "id": "1",
+            "time": 10.0,
+            "sender": "ana",
+            "mentions": [CLAUDE],
+        },
+        {"body": "", "id": "2", "time": 11.0, "sender": CLAUDE, "metadata": {"tool_calls": [move]}},
+    ]
+    if not waiting:
+        messages.append({"body": "Done: archived.", "id": "3", "time": 12.0, "sender": CLAUDE})
+    users = {CLAUDE: {"username": CLAUDE, "display_name": "Claude", "bot": True}}
+    path.write_text(json.dumps({"messages": messages, "users": users}), encoding="utf-8")
+
+
+@asynctest
+async def test_without_a_chat_manager_the_files_the_page_opens_are_read(
+    jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any
+) -> None:
+    from jupyter_recap.server import chats
+
+    # jupyterlab-chat before 0.25 has no ChatManager: the source falls back to the files.
+    await asyncio.sleep(0.05)
+    recap.chats.stop()
+    del jp_serverapp.web_app.settings["chat_manager"]
+    recap.chats = chats.ChatSource(recap)
+    recap.chats.start()
+    assert (recap.chats.enabled, recap.chats.fallback) == (True, True)
+    assert recap.chats._poller is None  # nothing to read until a page opens a chat
+    chat_file(jp_root_dir / "old.chat", waiting=True)
+    outside = jp_root_dir.parent / "elsewhere.chat"
+    chat_file(outside, waiting=True)
+    for path in ("old.chat", "../elsewhere.chat"):
+        body = {"chat": path, "focused": False, "client_id": "tab1"}
+        status, _ = await api("focus", method="POST", body=body)
+        assert status == 200
+    row = await until(lambda: (r := chat_row(recap, "old.chat")) and r)
+    assert (row["state"], row["approval"]) == ("waiting", MOVE)
+    chat_file(jp_root_dir / "old.chat", waiting=False)
+    row = await until(
+        lambda: (r := chat_row(recap, "old.chat")) and r["state"] != "waiting" and r, timeout=8
+    )
+    assert (row["state"], row["needs_you"]) == ("finished", "finished")
+    assert chat_row(recap, "../elsewhere.chat") is None  # outside the server's folder: unread
+    recap.chats.stop()
