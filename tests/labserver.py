@@ -251,7 +251,11 @@ def running_lab(
         *args,
     ]
     log = (tmp / "lab.log").open("w")
-    process = subprocess.Popen(command, env=server_env, stdout=log, stderr=subprocess.STDOUT)
+    # In the temporary folder: what a server writes beside it (the collaboration store's
+    # database) stays out of the checkout.
+    process = subprocess.Popen(
+        command, env=server_env, stdout=log, stderr=subprocess.STDOUT, cwd=tmp
+    )
     url = f"http://127.0.0.1:{port}/"
     try:
         wait_until_up(url, token, process, tmp / "lab.log")
