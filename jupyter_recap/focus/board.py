@@ -100,11 +100,13 @@ class AgentBoard:
             self._evict()
         self._apply(row, report)
 
-    def chat(self, path: str, report: Report, facts: ChatFacts) -> None:
+    def chat(self, path: str, report: Report, facts: ChatFacts, *, history: bool = False) -> None:
         """A chat's new state (its latest turn as a report, and its persona's facts).
 
         A tool call waiting for approval while the person looks elsewhere needs them more than
-        anything else; a turn that ended while away needs them as a kernel's does.
+        anything else; a turn that ended while away needs them as a kernel's does. ``history``:
+        the chat as it was when the server first read it (opened, or the server started), which
+        is no news: it needs nobody.
         """
         row_id = chat_row_id(path)
         row = self._rows.get(row_id)
@@ -113,6 +115,10 @@ class AgentBoard:
             self._evict()
         before = row.chat
         row.chat = facts
+        if history:
+            row.report = report
+            self._changed(row)
+            return
         if facts.approval and (before is None or before.approval != facts.approval):
             focused, _ = self._facts(row_id)
             if focused is not True:

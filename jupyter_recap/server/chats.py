@@ -330,6 +330,7 @@ class ChatSource:
     # -- what a read changes -----------------------------------------------------------------
 
     def _update(self, chat: TrackedChat, view: ChatView) -> None:
+        first = chat.view is None
         chat.view = view
         chat.touched = time.time()
         if not view.has_persona:
@@ -339,16 +340,24 @@ class ChatSource:
         chat.transcript_text = build_context(transcript)
         chat.digest = fingerprint(chat.transcript_text) if chat.transcript_text else ""
         before, chat.state = chat.state, state
-        if state in ("running",) and before not in ("running",):
+        if first and state != "running":
+            # How the chat stood when the server first read it: its history, not news (an old
+            # chat opened again must not notify or draft).
+            self._publish(chat, history=True)
+            return
+        ended = state in ("finished", "errored") and before not in ("finished", "errored")
+        # Waiting for approval ends the agent's part of the turn: a recap can say what waits.
+        paused = state == "waiting" and before in ("running", "idle")
+        if state == "running" and before != "running":
             self._act(chat, chat.schedule.turn_started())
-        elif state in ("finished", "errored", "waiting") and before in ("running", "idle"):
+        elif ended or paused:
             chat.ended_turns += 1
             outcome = "errored" if state == "errored" else "ok"
             self._act(chat, chat.schedule.turn_ended(outcome))
         self._publish(chat)
         self._publish_outside()
 
-    def _publish(self, chat: TrackedChat) -> None:
+    def _publish(self, chat: TrackedChat, *, history: bool = False) -> None:
         view = chat.view
         if view is None:
             return
@@ -372,7 +381,7 @@ class ChatSource:
             model=chat.model,
             approval=approval_text(waiting) if waiting is not None else None,
         )
-        self.recap.board.chat(chat.path, report, facts)
+        self.recap.board.chat(chat.path, report, facts, history=history)
 
     def _publish_outside(self) -> None:
         root = str(self.serverapp.root_dir)

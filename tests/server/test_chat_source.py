@@ -110,10 +110,13 @@ async def until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
         await asyncio.sleep(0.02)
 
 
-def open_chat(jp_serverapp: Any, root: Path, name: str) -> Persona:
+async def open_chat(jp_serverapp: Any, root: Path, name: str) -> Persona:
+    """A new chat, open, and read once by the source (what comes later is news)."""
     (root / name).write_text(json.dumps({"messages": [], "users": {}}), encoding="utf-8")
     settings = jp_serverapp.web_app.settings
     model = settings["chat_manager"].ws_open(name)
+    chats = settings["jupyter_recap"].chats.chats
+    await until(lambda: (chat := chats.get(name)) is not None and chat.view is not None)
     return Persona(model, jp_serverapp.event_logger)
 
 
@@ -126,7 +129,7 @@ def chat_row(recap: Any, name: str) -> dict[str, Any] | None:
 async def test_a_persona_turn_becomes_a_row_that_waits_then_finishes(
     jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any
 ) -> None:
-    persona = open_chat(jp_serverapp, jp_root_dir, "churn.chat")
+    persona = await open_chat(jp_serverapp, jp_root_dir, "churn.chat")
     status, _ = await api(
         "focus", method="POST", body={"chat": "churn.chat", "focused": False, "client_id": "tab1"}
     )
@@ -175,7 +178,7 @@ async def test_a_persona_turn_becomes_a_row_that_waits_then_finishes(
 async def test_a_chat_between_people_gets_no_row(
     jp_serverapp: Any, jp_root_dir: Path, recap: Any
 ) -> None:
-    persona = open_chat(jp_serverapp, jp_root_dir, "lunch.chat")
+    persona = await open_chat(jp_serverapp, jp_root_dir, "lunch.chat")
     from jupyterlab_chat.models import NewMessage
 
     persona.model.add_message(NewMessage(body="lunch?", sender="ana"))
@@ -210,7 +213,7 @@ async def test_the_agents_event_names_the_chat_row(
     from jupyter_recap.server import AGENTS_SCHEMA
 
     jp_serverapp.event_logger.add_listener(schema_id=AGENTS_SCHEMA, listener=listen)
-    persona = open_chat(jp_serverapp, jp_root_dir, "events.chat")
+    persona = await open_chat(jp_serverapp, jp_root_dir, "events.chat")
     persona.ask("@Claude hello")
     persona.say("Hello.")
     await until(lambda: any(event["id"] == "chat:events.chat" for event in seen))
@@ -245,7 +248,7 @@ async def test_what_the_agent_did_in_a_notebook_while_away_is_one_line(
     look = {"kernel_id": kernel_id, "path": "churn.ipynb", "client_id": "tab1"}
     status, _ = await api("focus", method="POST", body={**look, "focused": False})
     assert status == 200
-    persona = open_chat(jp_serverapp, jp_root_dir, "churn.chat")
+    persona = await open_chat(jp_serverapp, jp_root_dir, "churn.chat")
     persona.ask("@Claude please fix the merge in churn.ipynb")
     edit = tool("e1", "mcp__jupyter__edit_cell", "completed", raw_input={"cell_id": "c7"}, **where)
     run = tool(
@@ -335,3 +338,22 @@ async def test_without_a_chat_manager_the_files_the_page_opens_are_read(
     assert (row["state"], row["needs_you"]) == ("finished", "finished")
     assert chat_row(recap, "../elsewhere.chat") is None  # outside the server's folder: unread
     recap.chats.stop()
+
+
+@asynctest
+async def test_an_old_chat_opened_again_is_no_news(
+    jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any
+) -> None:
+    chat_file(jp_root_dir / "old.chat", waiting=False)  # its agent finished long ago
+    model = jp_serverapp.web_app.settings["chat_manager"].ws_open("old.chat")
+    row = await until(lambda: (r := chat_row(recap, "old.chat")) and r)
+    assert (row["state"], row["needs_you"], row["notice"]) == ("idle", None, 0)
+    await asyncio.sleep(0.6)  # past the post-turn and away timers of this module
+    tracked = recap.chats.chats["old.chat"]
+    assert tracked.recap is None and tracked.schedule.counters.drafts_started == 0
+    # What happens from now on is news again.
+    persona = Persona(model, jp_serverapp.event_logger)
+    persona.ask("@Claude please archive the new model as well")
+    persona.say("Done: archived.")
+    row = await until(lambda: (r := chat_row(recap, "old.chat")) and r["needs_you"] and r)
+    assert (row["needs_you"], row["notice"]) == ("finished", 1)
