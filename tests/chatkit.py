@@ -12,10 +12,14 @@ a ``Test…`` class imported into a test module.
         call = chat.wait_for_permission()
         chat.answer(call, "allow")
         reply = chat.wait_for_reply()
+
+With real-time collaboration on (``chat_lab(tmp, collaboration=True)``), ``RtcChat`` does the
+same through the chat's collaboration room, as a Y document.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -51,6 +55,7 @@ __all__ = [
     "Call",
     "Chat",
     "Events",
+    "RtcChat",
     "chat_lab",
     "is_reply",
     "tool_calls",
@@ -64,6 +69,8 @@ SYSTEM_USER = "hidden::jupyter_ai_system"
 #: Jupyter AI's MCP server).
 MCP_TOOL = "mcp__Jupyter_MCP_Server__"
 REPLY_PREFIXES = ("Done:", "Error:")
+#: jupyter-collaboration's own message type on a room's WebSocket (a save request, its reply).
+_RAW = 2
 
 
 @contextmanager
@@ -281,6 +288,200 @@ class Chat:
     def calls(self) -> list[dict[str, Any]]:
         """Every tool call of the chat, in order."""
         return [call for message in self.messages() for call in tool_calls(message)]
+
+
+@dataclass
+class RtcChat(Chat):
+    """A ``.chat`` file open the way the browser opens it with real-time collaboration on: a Y
+    document synchronised over jupyter-collaboration's room WebSocket.
+
+    The room is opened as the chat's front end opens it: ``PUT /api/collaboration/session/<path>``
+    gives the file id and the server's session, then ``/api/collaboration/room/text:chat:<id>``
+    speaks the Y sync protocol (``pycrdt``'s messages). The document has jupyterlab-chat's
+    layout (``YChat``): a ``messages`` array of maps, ``users``, ``attachments`` and ``metadata``
+    maps. :meth:`post` appends a message map as the front end's ``addMessage`` does, with the
+    person registered in ``users``; the server stamps its time. :meth:`read` is the live
+    document; :meth:`saved` is the ``.chat`` file, which the room writes only when it saves.
+    :meth:`answer` and :meth:`stop` use the same REST routes as without collaboration.
+    """
+
+    _doc: Any = field(default=None, repr=False)
+    _awareness: Any = field(default=None, repr=False)
+    _lock: Any = field(default_factory=threading.Lock, repr=False)
+    _replies: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _saves: int = field(default=0, repr=False)
+    user: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def create(cls, lab: LabServer, path: str = "work.chat") -> RtcChat:
+        """A new, empty chat file, opened in its room."""
+        lab.api(
+            "PUT", f"api/contents/{_quote(path)}", {"type": "file", "format": "text", "content": ""}
+        )
+        return cls.open(lab, path)
+
+    @classmethod
+    def open(cls, lab: LabServer, path: str, timeout: float = 30) -> RtcChat:
+        """Join the chat's collaboration room and wait until the document has loaded."""
+        from pycrdt import Array, Awareness, Doc, Map, create_sync_message
+
+        session = lab.api(
+            "PUT",
+            f"api/collaboration/session/{_quote(path)}",
+            {"format": "text", "type": "chat"},
+        )
+        chat = cls(lab, path)
+        chat._doc = Doc()
+        for name, kind in (
+            ("state", Map),
+            ("messages", Array),
+            ("users", Map),
+            ("attachments", Map),
+            ("metadata", Map),
+        ):
+            chat._doc[name] = kind()
+        chat._awareness = Awareness(chat._doc)
+        query = urllib.parse.urlencode({"sessionId": session["sessionId"], "token": lab.token})
+        room = f"text:chat:{session['fileId']}"
+        url = lab.url.replace("http", "ws", 1) + f"api/collaboration/room/{room}?{query}"
+        chat._socket = websocket.create_connection(url, timeout=timeout)
+        chat._socket.settimeout(None)
+        chat._reader = threading.Thread(target=chat._read_frames, daemon=True)
+        chat._reader.start()
+        chat._socket.send_binary(create_sync_message(chat._doc))
+        # The room loads the file after the first sync; YChat gives a chat without an id one.
+        chat.wait(lambda c: c.read()["metadata"].get("id"), timeout)
+        identity = lab.api("GET", "api/me")["identity"]
+        chat.user = {
+            key: identity.get(key)
+            for key in ("username", "name", "display_name", "initials", "color", "avatar_url")
+        }
+        return chat
+
+    def _read_frames(self) -> None:
+        from pycrdt import Decoder, YMessageType, handle_sync_message
+
+        while True:
+            try:
+                raw = self._socket.recv()
+            except (OSError, websocket.WebSocketException):
+                return
+            if not raw:
+                return
+            if isinstance(raw, str):
+                continue
+            if raw[0] == YMessageType.SYNC:
+                with self._lock:
+                    reply = handle_sync_message(raw[1:], self._doc)
+                if reply is not None:
+                    self._send(reply)
+            elif raw[0] == YMessageType.AWARENESS:
+                with self._lock:
+                    self._awareness.apply_awareness_update(Decoder(raw[1:]).read_message(), "room")
+            elif raw[0] == _RAW:
+                decoder = Decoder(raw[1:])
+                with contextlib.suppress(ValueError):
+                    reply_json = json.loads(decoder.read_var_string())
+                    if isinstance(reply_json, dict) and "responseTo" in reply_json:
+                        self._replies[int(reply_json["responseTo"])] = reply_json
+
+    def _send(self, message: bytes) -> None:
+        with contextlib.suppress(OSError, websocket.WebSocketException):
+            self._socket.send_binary(message)
+
+    def _change(self, change: Callable[[Any], None]) -> None:
+        """Apply ``change(doc)`` in one transaction and send the room the resulting update."""
+        from pycrdt import create_update_message
+
+        with self._lock:
+            before = self._doc.get_state()
+            with self._doc.transaction():
+                change(self._doc)
+            update = self._doc.get_update(before)
+        self._send(create_update_message(update))
+
+    def __enter__(self) -> RtcChat:
+        return self
+
+    def close(self) -> None:
+        """Leave the room (the person closes the chat's tab)."""
+        if self._socket is not None:
+            self._socket.close()
+            self._reader.join(timeout=10)
+            self._socket = None
+
+    def read(self) -> dict[str, Any]:
+        """The live document, as the ``.chat`` file will hold it once saved."""
+        with self._lock:
+            return {
+                name: self._doc[name].to_py() or ({} if name != "messages" else [])
+                for name in ("messages", "users", "attachments", "metadata")
+            }
+
+    def saved(self) -> dict[str, Any]:
+        """The ``.chat`` file on disk (what the room last saved)."""
+        return Chat.read(self)
+
+    def save(self, timeout: float = 30) -> str:
+        """Ask the room to save the document now (the front end's save command); its status."""
+        from pycrdt import Encoder
+
+        self._saves += 1
+        save_id = self._saves
+        encoder = Encoder()
+        encoder.write_var_uint(_RAW)
+        encoder.write_var_string("save")
+        encoder.write_var_uint(save_id)
+        self._send(encoder.to_bytes())
+        reply: dict[str, Any] = self.wait(lambda _: self._replies.get(save_id), timeout)
+        return str(reply.get("status"))
+
+    def writing(self) -> str | None:
+        """The persona's status, which the server publishes in the room's awareness."""
+        with self._lock:
+            states = list(self._awareness.states.values())
+        for state in states:
+            for writer in state.get("writers") or []:
+                if writer.get("user", {}).get("username") == PERSONA_ID:
+                    return str(writer.get("typingIndicator", ""))
+        return None
+
+    def post(self, body: str, to: str | None = PERSONA_ID, timeout: float = 30) -> str:
+        """Send ``body`` as the person, as the chat's front end does under collaboration: the
+        person in ``users``, a new map at the end of ``messages`` with the browser's clock
+        (``raw_time``, which the server replaces with its own). Return the message id once the
+        server has stamped it."""
+        from pycrdt import Map
+
+        message_id = str(uuid.uuid4())
+        message: dict[str, Any] = {
+            "type": "msg",
+            "id": message_id,
+            "body": body,
+            "time": time.time(),
+            "sender": self.user["username"],
+            "raw_time": True,
+        }
+        if to is not None:
+            message["metadata"] = {"to_persona": to}
+            if f"@{PERSONA_NAME}" in body:
+                message["mentions"] = [to]
+
+        def append(doc: Any) -> None:
+            users = doc["users"]
+            if self.user["username"] not in users:
+                users[self.user["username"]] = dict(self.user)
+            doc["messages"].append(Map(message))
+
+        assert self._socket is not None, "the chat is closed"
+        self._change(append)
+        self.wait(
+            lambda chat: any(
+                m.get("id") == message_id and m.get("raw_time") is False for m in chat.messages()
+            ),
+            timeout,
+        )
+        return message_id
 
 
 class Events:
