@@ -10,6 +10,8 @@ from capturekit import agent_kernel, entries, peek, recap_request, run, status, 
 from fakellm import FakeLLM, answer
 from kernelutil import stream_text
 
+from jupyter_recap.capture.sources import installed_version
+
 pytestmark = pytest.mark.timeout(240)
 
 EXPLANATION = "The name df2 was never defined: the cell above assigns df."
@@ -148,11 +150,16 @@ def test_v3_ai_cell_without_a_key_is_an_errored_turn_with_the_error_line() -> No
         assert "errored: Error calling language model" in recap
         assert "Give Feedback" not in recap and "litellm/issues" not in recap
         assert "Give Feedback" not in json.dumps(entries(kc))
-        # The magics package by its own name and version, not jupyter-ai's name.
+        # The magics package by its own name and version, and the jupyter-ai it came with when
+        # that is installed (the test extra installs jupyter-ai 3.2 for the chat tests).
         lines = [line for line in status(kc).splitlines() if "jupyter-ai" in line]
-        assert (
-            len(lines) == 1 and "jupyter-ai-magic-commands 0.0.4: on, 1 turn recorded" in (lines[0])
-        ), lines
+        meta = installed_version("jupyter-ai")
+        named = (
+            f"jupyter-ai {meta} (magic commands 0.0.4)"
+            if meta is not None
+            else "jupyter-ai-magic-commands 0.0.4"
+        )
+        assert len(lines) == 1 and f"{named}: on, 1 turn recorded" in lines[0], lines
 
 
 def test_v3_refused_fix_is_a_failed_turn_and_not_the_title() -> None:
