@@ -183,13 +183,21 @@ class Chat:
 
     def read(self) -> dict[str, Any]:
         """The chat file's content; an empty chat while the server has not written it yet."""
-        try:
+        # jupyterlab-chat rewrites the file in place on every change (truncate, then write): a
+        # read can land in between and find it empty or cut. Read again until it is whole.
+        text = ""
+        for _ in range(40):
             text = self.file.read_text(encoding="utf-8")
-            content: dict[str, Any] = json.loads(text) if text.strip() else _empty()
-        except json.JSONDecodeError:  # caught between truncation and write
+            try:
+                if text.strip():
+                    content: dict[str, Any] = json.loads(text)
+                    return content
+            except json.JSONDecodeError:
+                pass
             time.sleep(0.05)
-            content = json.loads(self.file.read_text(encoding="utf-8"))
-        return content
+        if text.strip():
+            raise AssertionError(f"{self.file.name} never held whole JSON: {text[:200]!r}")
+        return _empty()
 
     def messages(self) -> list[dict[str, Any]]:
         return list(self.read().get("messages", []))
