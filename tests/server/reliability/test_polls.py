@@ -41,7 +41,7 @@ def poll(http: Any, kernel_id: str, since: int = 0, timeout: float = 30) -> Any:
     return asyncio.ensure_future(http("GET", route))
 
 
-async def until(predicate: Any, seconds: float = 10) -> None:
+async def until(predicate: Any, seconds: float = ANSWER_WITHIN) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, "timed out"
