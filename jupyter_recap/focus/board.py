@@ -128,6 +128,16 @@ class AgentBoard:
             row.needs_you = None  # answered (in another tab, or the agent went on)
         self._apply(row, report)
 
+    def rename_chat(self, old_path: str, new_path: str) -> None:
+        """A chat's file was renamed: its row moves to its new id, keeping what it says."""
+        row = self._rows.pop(chat_row_id(old_path), None)
+        if row is None:
+            return
+        self._announce(row.kernel_id, "remove")
+        row.kernel_id, row.path = chat_row_id(new_path), new_path
+        self._rows[row.kernel_id] = row
+        self._changed(row)
+
     def _apply(self, row: _Row, report: Report) -> None:
         before = row.report
         row.report = report

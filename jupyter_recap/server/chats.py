@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 CHAT_EVENTS = "https://schema.jupyter.org/jupyterlab_chat/room/v1"
 PERSONA_STATE = "https://schema.jupyter.org/jupyter_ai_persona_manager/persona_state/v1"
+CONTENTS = "https://events.jupyter.org/jupyter_server/contents_service/v1"
 SETTLE_SECONDS = 0.05
 """A chat is read this long after its first unread change (later changes join that read)."""
 RTC_REREAD_SECONDS = 1.0
@@ -153,6 +154,7 @@ class ChatSource:
             self.enabled = self.fallback = True
         if self.enabled and events is not None:
             events.add_listener(schema_id=PERSONA_STATE, listener=self._on_persona_state)
+            events.add_listener(schema_id=CONTENTS, listener=self._on_contents)
 
     def stop(self) -> None:
         if self._poller is not None:
@@ -166,6 +168,7 @@ class ChatSource:
             for schema, listener in (
                 (PERSONA_STATE, self._on_persona_state),
                 (CHAT_EVENTS, self._on_chat_event),
+                (CONTENTS, self._on_contents),
             ):
                 with contextlib.suppress(KeyError):
                     events.remove_listener(schema_id=schema, listener=listener)
@@ -214,6 +217,24 @@ class ChatSource:
             self._reread(chat)
             self._read_soon(chat)
         asyncio.get_event_loop().call_later(RTC_REREAD_SECONDS, self._poll_model, chat)
+
+    async def _on_contents(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        """A chat renamed (or its folder): its row and recap follow it to the new path."""
+        source, dest = data.get("source_path"), data.get("path")
+        if data.get("action") != "rename" or not isinstance(source, str):
+            return
+        if not isinstance(dest, str):
+            return
+        source, dest = source.strip("/"), dest.strip("/")
+        for old in [path for path in self.chats if path == source or path.startswith(source + "/")]:
+            new = dest + old[len(source) :]
+            if new in self.chats:
+                continue
+            chat = self.chats.pop(old)
+            chat.path = new
+            self.chats[new] = chat
+            self._ids = {key: new if value == old else value for key, value in self._ids.items()}
+            self.recap.board.rename_chat(old, new)
 
     def focus(self, path: str, focused: bool | None) -> None:
         """The page's focus on the chat at ``path`` changed."""

@@ -357,3 +357,25 @@ async def test_an_old_chat_opened_again_is_no_news(
     persona.say("Done: archived.")
     row = await until(lambda: (r := chat_row(recap, "old.chat")) and r["needs_you"] and r)
     assert (row["needs_you"], row["notice"]) == ("finished", 1)
+
+
+@asynctest
+async def test_a_renamed_chat_keeps_its_row_under_its_new_name(
+    jp_serverapp: Any, jp_root_dir: Path, jp_fetch: Any, recap: Any
+) -> None:
+    persona = await open_chat(jp_serverapp, jp_root_dir, "draft.chat")
+    persona.ask("@Claude please summarise the churn results")
+    persona.say("Done: churn is 4.1 %.")
+    await until(lambda: (r := chat_row(recap, "draft.chat")) and r["needs_you"] == "finished")
+    body = json.dumps({"path": "work/final.chat"})
+    (jp_root_dir / "work").mkdir()
+    await jp_fetch("api", "contents", "draft.chat", method="PATCH", body=body)
+    row = await until(lambda: chat_row(recap, "work/final.chat"))
+    assert chat_row(recap, "draft.chat") is None
+    assert (row["name"], row["needs_you"], row["notice"]) == ("final.chat", "finished", 1)
+    # What the agent does next lands in the same row.
+    before = row["last_activity"]
+    persona.ask("@Claude now plot it")
+    persona.say("Done: plotted.")
+    await until(lambda: (r := chat_row(recap, "work/final.chat")) and r["last_activity"] > before)
+    assert set(recap.chats.chats) >= {"work/final.chat"} and "draft.chat" not in recap.chats.chats
