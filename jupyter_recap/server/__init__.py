@@ -138,6 +138,13 @@ class RecapServer(LoggingConfigurable):
         the row updated least recently is dropped.""",
     ).tag(config=True)
 
+    max_chats = Int(
+        64,
+        help="""Jupyter AI chats followed at once (their messages read, their recaps drafted);
+        beyond it the chat changed least recently is no longer followed and its row goes. Each
+        costs the server about 50 KiB.""",
+    ).tag(config=True)
+
     long_cell_seconds = Float(
         LONG_CELL_SECONDS,
         help="""A cell that runs at least this long is shown in the agents panel when it

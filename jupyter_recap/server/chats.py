@@ -54,8 +54,8 @@ SETTLE_SECONDS = 0.05
 """A chat is read this long after its first unread change (later changes join that read)."""
 RTC_REREAD_SECONDS = 1.0
 FILE_POLL_SECONDS = 2.0
-MAX_CHATS = 64
-"""Chats tracked at once; beyond it the one changed least recently is dropped."""
+MAX_NOTEBOOKS_SEEN = 256
+"""Notebooks whose last look the source remembers (for the line of what an agent did there)."""
 _KEEP_CHARS = 8000
 """Text of one message field kept in a chat's log (the reader cuts it again)."""
 
@@ -133,6 +133,7 @@ class ChatSource:
         """No ChatManager (jupyterlab-chat before 0.25): chat files are read instead."""
         self._poller: Any = None
         self._recap_settings: Any = None
+        self._cell_labels = CellLabels(str(self.serverapp.root_dir))
         self._tasks: set[asyncio.Future[None]] = set()
         self.messages_seen = 0
 
@@ -258,9 +259,9 @@ class ChatSource:
         else:
             return
         self._last_seen[notebook] = time.time()
-        if len(self._looking) > 4 * MAX_CHATS:
+        if len(self._looking) > MAX_NOTEBOOKS_SEEN:
             self._looking.clear()  # bounded; a report every 10 s puts them back
-        if len(self._last_seen) > 4 * MAX_CHATS:
+        if len(self._last_seen) > MAX_NOTEBOOKS_SEEN:
             oldest = min(self._last_seen, key=self._last_seen.__getitem__)
             del self._last_seen[oldest]
 
@@ -415,7 +416,7 @@ class ChatSource:
                 chat_name(chat.path),
                 root=root,
                 since=self._seen_since,
-                label=functools.partial(_cell_label, root),
+                label=self._cell_labels,
             )
             for path, line in found.items():
                 if path not in lines or line["at"] > lines[path]["at"]:
@@ -516,7 +517,7 @@ class ChatSource:
             # away from it (the schedule's idle fallback is for kernels without a page).
             focused = self.recap.hub.focused(chat_row_id(path))
             chat.schedule.focus(bool(focused))
-            while len(self.chats) > MAX_CHATS:
+            while len(self.chats) > max(1, int(self.recap.max_chats)):
                 oldest = min(self.chats.values(), key=lambda c: c.touched)
                 self._detach(oldest)
                 self._forget(oldest.path)
@@ -599,20 +600,50 @@ def _chat_extension_loaded(serverapp: Any) -> bool:
         return False
 
 
-def _cell_label(root: str, notebook: str, cell_id: str) -> str | None:
-    """``In[7]`` for a cell that ran, ``cell 3`` for one that did not (by its place)."""
-    try:
-        path = Path(root) / notebook
-        if path.stat().st_size > 32 << 20:
-            return None
-        with path.open(encoding="utf-8") as handle:
-            cells = json.load(handle).get("cells", [])
-    except (OSError, ValueError, AttributeError):
-        return None
-    for index, cell in enumerate(cells if isinstance(cells, list) else []):
-        if isinstance(cell, dict) and cell.get("id") == cell_id:
+class CellLabels:
+    """How the person knows a notebook's cells: ``In[7]`` for a cell that ran, ``cell 3`` for
+    one that did not. A notebook is read again only when its file changed (a streaming reply
+    asks for labels on every read of its chat)."""
+
+    MAX_NOTEBOOKS = 64
+    MAX_BYTES = 32 << 20
+
+    def __init__(self, root: str) -> None:
+        self.root = Path(root)
+        self._cache: OrderedDict[str, tuple[tuple[int, int], dict[str, str]]] = OrderedDict()
+
+    def __call__(self, notebook: str, cell_id: str) -> str | None:
+        return self._labels(notebook).get(cell_id)
+
+    def _labels(self, notebook: str) -> dict[str, str]:
+        path = self.root / notebook
+        try:
+            info = path.stat()
+        except OSError:
+            return {}
+        stamp = (info.st_mtime_ns, info.st_size)
+        cached = self._cache.get(notebook)
+        if cached is not None and cached[0] == stamp:
+            self._cache.move_to_end(notebook)
+            return cached[1]
+        labels = self._read(path) if info.st_size <= self.MAX_BYTES else {}
+        self._cache[notebook] = (stamp, labels)
+        while len(self._cache) > self.MAX_NOTEBOOKS:
+            self._cache.popitem(last=False)
+        return labels
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, str]:
+        try:
+            with path.open(encoding="utf-8") as handle:
+                cells = json.load(handle).get("cells", [])
+        except (OSError, ValueError, AttributeError):
+            return {}
+        labels: dict[str, str] = {}
+        for index, cell in enumerate(cells if isinstance(cells, list) else []):
+            if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):
+                continue
             count = cell.get("execution_count")
-            if isinstance(count, int) and not isinstance(count, bool):
-                return f"In[{count}]"
-            return f"cell {index + 1}"
-    return None
+            ran = isinstance(count, int) and not isinstance(count, bool)
+            labels[cell["id"]] = f"In[{count}]" if ran else f"cell {index + 1}"
+        return labels
