@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import websocket  # websocket-client, a dependency of jupyter_server
 from acp.schema import PermissionOptionKind
@@ -43,6 +43,9 @@ from persona.recap_test_agent import (  # what the scripted agent writes, for as
     HUGE_BYTES,
     SCRIPT,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing's own from Python 3.11
 
 __all__ = [
     "ANSI",
@@ -124,15 +127,16 @@ class Chat:
     _reader: Any = field(default=None, repr=False)
 
     @classmethod
-    def create(cls, lab: LabServer, path: str = "work.chat") -> Chat:
-        """A new, empty chat file (what "New chat" makes), opened."""
+    def create(cls, lab: LabServer, path: str = "work.chat") -> Self:
+        """A new, empty chat file (what "New chat" makes), opened (in its collaboration room,
+        for an :class:`RtcChat`)."""
         lab.api(
             "PUT", f"api/contents/{_quote(path)}", {"type": "file", "format": "text", "content": ""}
         )
         return cls.open(lab, path)
 
     @classmethod
-    def open(cls, lab: LabServer, path: str, timeout: float = 30) -> Chat:
+    def open(cls, lab: LabServer, path: str, timeout: float = 30) -> Self:
         """Connect to an existing chat file."""
         chat = cls(lab, path)
         url = lab.url.replace("http", "ws", 1) + f"api/chat/ws/{_quote(path)}"
@@ -321,15 +325,7 @@ class RtcChat(Chat):
     user: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def create(cls, lab: LabServer, path: str = "work.chat") -> RtcChat:
-        """A new, empty chat file, opened in its room."""
-        lab.api(
-            "PUT", f"api/contents/{_quote(path)}", {"type": "file", "format": "text", "content": ""}
-        )
-        return cls.open(lab, path)
-
-    @classmethod
-    def open(cls, lab: LabServer, path: str, timeout: float = 30) -> RtcChat:
+    def open(cls, lab: LabServer, path: str, timeout: float = 30) -> Self:
         """Join the chat's collaboration room and wait until the document has loaded."""
         from pycrdt import Array, Awareness, Doc, Map, create_sync_message
 
