@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -354,26 +354,41 @@ def _compact(value: object) -> str:
     if isinstance(value, str):
         return value
     try:
-        # Bounded before it is made: a 2 MB output is cut, not serialised whole.
-        return json.dumps(_bounded(value), ensure_ascii=False, separators=(",", ":"))
+        # Bounded before it is made: a 2 MB output is cut, not serialised whole. Strings are
+        # cleaned before they are quoted: JSON would keep an escape as the letters "\u001b".
+        kept = bounded(value, chars=FIELD_CHARS * 2, clean=printable)
+        return json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):
         return ""
 
 
-def _bounded(value: object, depth: int = 0) -> object:
-    if depth > 4:
-        return "…"
-    if isinstance(value, str):
-        # Cleaned before it is quoted: JSON would keep an escape as the letters "\u001b".
-        return printable(value[: FIELD_CHARS * 2])
-    if isinstance(value, dict):
-        items = list(value.items())[:16]
-        return {str(k)[:NAME_CHARS]: _bounded(v, depth + 1) for k, v in items}
-    if isinstance(value, list):
-        return [_bounded(item, depth + 1) for item in value[:16]]
-    if isinstance(value, (int, float, bool)) or value is None:
-        return value
-    return str(value)[:NAME_CHARS]
+def bounded(
+    value: object,
+    *,
+    chars: int,
+    items: int = 16,
+    depth: int = 4,
+    clean: Callable[[str], str] | None = None,
+) -> object:
+    """JSON-like ``value`` cut to ``items`` entries per list or object, ``depth`` levels and
+    ``chars`` characters per string (``clean`` applied to each string kept)."""
+
+    def cut(part: object, level: int) -> object:
+        if level > depth:
+            return "…"
+        if isinstance(part, str):
+            text = part[:chars]
+            return clean(text) if clean is not None else text
+        if isinstance(part, dict):
+            entries = list(part.items())[:items]
+            return {str(k)[:NAME_CHARS]: cut(v, level + 1) for k, v in entries}
+        if isinstance(part, list):
+            return [cut(item, level + 1) for item in part[:items]]
+        if isinstance(part, (int, float, bool)) or part is None:
+            return part
+        return str(part)[:NAME_CHARS]
+
+    return cut(value, 0)
 
 
 def _strings(value: object) -> list[str]:

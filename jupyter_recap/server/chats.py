@@ -34,7 +34,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from ..chats.document import MAX_MESSAGES, ChatView, chat_name, read_chat
+from ..chats.document import MAX_MESSAGES, ChatView, bounded, chat_name, read_chat
 from ..chats.notebooks import outside_activity
 from ..chats.recap import approval_text, chat_transcript
 from ..focus.board import ChatFacts, chat_row_id
@@ -561,30 +561,19 @@ def _as_dict(value: object) -> dict[str, Any]:
 
 
 def _kept(message: dict[str, Any]) -> dict[str, Any]:
-    """A message with its long texts cut (a 2 MB tool output is not kept whole)."""
-    kept = {
-        key: message.get(key) for key in ("id", "time", "sender", "mentions", "deleted", "metadata")
-    }
+    """A message with what the reader takes of it, long texts cut (a 2 MB tool output is not
+    kept whole)."""
+    kept = {key: message.get(key) for key in ("id", "time", "sender", "mentions", "deleted")}
     body = message.get("body")
     kept["body"] = body[:_KEEP_CHARS] if isinstance(body, str) else ""
-    metadata = kept.get("metadata")
-    if isinstance(metadata, dict) and isinstance(metadata.get("tool_calls"), list):
-        kept["metadata"] = {"tool_calls": [_cut(call) for call in metadata["tool_calls"][:64]]}
+    metadata = message.get("metadata")
+    if isinstance(metadata, dict):
+        # The tool calls.
+        wanted = {key: metadata[key] for key in ("tool_calls",) if key in metadata}
+        kept["metadata"] = bounded(wanted, chars=_KEEP_CHARS, items=64, depth=6)
     else:
         kept["metadata"] = None
     return kept
-
-
-def _cut(value: Any, depth: int = 0) -> Any:
-    if isinstance(value, str):
-        return value[:_KEEP_CHARS]
-    if depth > 5:
-        return None
-    if isinstance(value, dict):
-        return {str(k)[:128]: _cut(v, depth + 1) for k, v in list(value.items())[:32]}
-    if isinstance(value, list):
-        return [_cut(item, depth + 1) for item in value[:32]]
-    return value
 
 
 def _time(value: object) -> float:
