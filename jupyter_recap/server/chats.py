@@ -568,8 +568,8 @@ def _kept(message: dict[str, Any]) -> dict[str, Any]:
     kept["body"] = body[:_KEEP_CHARS] if isinstance(body, str) else ""
     metadata = message.get("metadata")
     if isinstance(metadata, dict):
-        # The tool calls.
-        wanted = {key: metadata[key] for key in ("tool_calls",) if key in metadata}
+        # The tool calls, and whom the chat input's persona picker addressed.
+        wanted = {key: metadata[key] for key in ("tool_calls", "to_persona") if key in metadata}
         kept["metadata"] = bounded(wanted, chars=_KEEP_CHARS, items=64, depth=6)
     else:
         kept["metadata"] = None

@@ -13,6 +13,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -379,3 +380,56 @@ async def test_a_renamed_chat_keeps_its_row_under_its_new_name(
     persona.say("Done: plotted.")
     await until(lambda: (r := chat_row(recap, "work/final.chat")) and r["last_activity"] > before)
     assert set(recap.chats.chats) >= {"work/final.chat"} and "draft.chat" not in recap.chats.chats
+
+
+def recap_says(recap: Any, name: str, words: str) -> bool:
+    row = chat_row(recap, name)
+    return bool(row and row["recap"] and words in row["recap"]["text"])
+
+
+@asynctest
+async def test_each_absence_brings_its_own_notice(
+    jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any
+) -> None:
+    """A day, not a moment: away, back, away again; each wait for approval is told once."""
+    persona = await open_chat(jp_serverapp, jp_root_dir, "day.chat")
+
+    async def look(focused: bool) -> None:
+        body = {"chat": "day.chat", "focused": focused, "client_id": "tab1"}
+        assert (await api("focus", method="POST", body=body))[0] == 200
+
+    notices = []
+    for round_ in range(3):
+        await look(False)
+        persona.ask(f"@Claude please archive model {round_}")
+        persona.processing(True)
+        move = tool(
+            f"m{round_}", "Bash", "in_progress", raw_input={"command": f"mv m{round_} old/"}
+        )
+        message = persona.tools(dict(move, permission_status="pending"))
+        row = await until(lambda: (r := chat_row(recap, "day.chat")) and r["approval"] and r)
+        notices.append(row["notice"])
+        assert row["needs_you"] == "approval"
+        # A recap of this round, not the last one's.
+        await until(partial(recap_says, recap, "day.chat", f"mv m{round_} old/"))
+        await look(True)  # back: the absence ends
+        persona.update(message, dict(move, status="completed", permission_status="resolved"))
+        persona.say("Done: archived.")
+        persona.processing(False)
+        await until(lambda: (r := chat_row(recap, "day.chat")) and r["state"] == "idle")
+    assert notices == [1, 2, 3]
+
+
+@asynctest
+async def test_the_persona_picker_names_the_persona_before_it_answers(
+    jp_serverapp: Any, jp_root_dir: Path, recap: Any
+) -> None:
+    from jupyterlab_chat.models import NewMessage
+
+    persona = await open_chat(jp_serverapp, jp_root_dir, "picked.chat")
+    asked = persona.model.add_message(NewMessage(body="archive the old model", sender="ana"))
+    message = persona.model.get_message(asked)
+    message.metadata = {"to_persona": CLAUDE}  # no @mention: the picker chose Claude
+    persona.model.update_message(message)
+    row = await until(lambda: chat_row(recap, "picked.chat"))
+    assert (row["agent"], row["state"]) == ("Claude", "idle")
