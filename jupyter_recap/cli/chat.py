@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from ..chats.document import ChatView, read_chat
 from ..chats.recap import approval_text, chat_transcript
@@ -22,22 +23,36 @@ MAX_CHAT_BYTES = 64 << 20
 """Larger chat files are refused (a chat of that size is not one a person wrote)."""
 
 
+MID_WRITE_TRIES = 5
+MID_WRITE_PAUSE = 0.05
+"""jupyterlab-chat saves a chat by truncating the file and writing it again, on every message
+update while a persona streams; a read between the two sees an empty or cut file. A file that
+does not parse is read again a few times (a quarter of a second in all) before it is called
+broken: a writer descheduled between two writes leaves no sign a read could wait for."""
+
+
 def read_chat_file(path: str) -> ChatView:
     """The chat at ``path``; NotebookError (one line) when it cannot be read as one."""
     shown = shorten(path, SHOWN_CHARS)
-    try:
-        if os.path.getsize(path) > MAX_CHAT_BYTES:
-            raise NotebookError(f"{shown}: larger than {MAX_CHAT_BYTES >> 20} MB, not read")
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
-        raise NotebookError(f"no such chat file: {shown}") from None
-    except IsADirectoryError:
-        raise NotebookError(f"{shown} is a directory, not a chat file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise NotebookError(f"cannot read {shown}: {error.__class__.__name__}") from None
-    except ValueError as error:
-        raise NotebookError(f"{shown} is not a chat file: not JSON ({error})") from None
+    for attempt in range(MID_WRITE_TRIES):
+        try:
+            if os.path.getsize(path) > MAX_CHAT_BYTES:
+                raise NotebookError(f"{shown}: larger than {MAX_CHAT_BYTES >> 20} MB, not read")
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+            data = json.loads(text)
+            break
+        except FileNotFoundError:
+            raise NotebookError(f"no such chat file: {shown}") from None
+        except IsADirectoryError:
+            raise NotebookError(f"{shown} is a directory, not a chat file") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise NotebookError(f"cannot read {shown}: {error.__class__.__name__}") from None
+        except ValueError as error:
+            if attempt + 1 < MID_WRITE_TRIES:
+                time.sleep(MID_WRITE_PAUSE)
+                continue
+            raise NotebookError(f"{shown} is not a chat file: not JSON ({error})") from None
     try:
         return read_chat(data)
     except ValueError as error:

@@ -8,6 +8,8 @@ metadata}``) and the tool calls the shape Jupyter AI's ACP client keeps in a mes
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -402,6 +404,30 @@ def test_the_cli_refuses_what_is_not_a_chat_in_one_line(
     if content is not None:
         (tmp_path / "missing.chat").write_text(content, encoding="utf-8")
     assert says in one_line_error(run_cli("missing.chat", cwd=tmp_path))
+
+
+def test_a_chat_file_caught_mid_save_is_read_again(tmp_path: Path) -> None:
+    """jupyterlab-chat saves by truncating and rewriting the file on every streamed update."""
+    from jupyter_recap.cli.chat import read_chat_file
+
+    path = tmp_path / "busy.chat"
+    text = json.dumps(AFTERNOON, indent=2)
+    cut = threading.Event()
+
+    def save_like_jupyterlab_chat() -> None:
+        with path.open("w", encoding="utf-8") as handle:
+            handle.write(text[: len(text) // 2])
+            handle.flush()
+            cut.set()
+            time.sleep(0.06)  # the rest comes a moment later
+            handle.write(text[len(text) // 2 :])
+
+    writer = threading.Thread(target=save_like_jupyterlab_chat, daemon=True)
+    writer.start()
+    assert cut.wait(5)
+    view = read_chat_file(str(path))
+    writer.join(5)
+    assert view.turns == read_chat(AFTERNOON).turns
 
 
 def test_the_cli_has_nothing_to_say_of_a_chat_between_people(tmp_path: Path) -> None:
