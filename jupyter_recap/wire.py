@@ -72,15 +72,28 @@ class KernelState(TypedDict):
     idle_seconds: float | None
 
 
+class PersonaStep(TypedDict):
+    """A tool call of a Jupyter AI persona answering a kernel's ``%%ai model@Persona`` cell."""
+
+    persona: str
+    title: str
+    summary: str
+    status: str
+    """``completed``, ``failed``, or ``waiting`` (the persona asks the person's approval)."""
+    output: str
+    error: str | None
+
+
 class FeedEvent(TypedDict, total=False):
-    """One event of a kernel's feed: ``focus`` (with ``focused``), ``input`` or ``kernel``
-    (with ``what``)."""
+    """One event of a kernel's feed: ``focus`` (with ``focused``), ``input``, ``kernel``
+    (with ``what``) or ``persona_step`` (with ``step``)."""
 
     seq: int
     type: str
     at: float
     focused: bool | None
     what: str | None
+    step: PersonaStep
 
 
 class FeedAnswer(TypedDict):

@@ -49,6 +49,24 @@ def approval_text(step: ToolStep) -> str:
     return shorten(step.summary or step.title, LINE_CHARS)
 
 
+def add_tool_step(
+    transcript: Transcript,
+    title: str,
+    summary: str,
+    status: str,
+    output: str,
+    error: str | None,
+    *,
+    cell_id: str | None = None,
+) -> None:
+    """A persona's tool call, and its result once it has one (a failed call with its error)."""
+    transcript.tool_call(title, summary, cell_id=cell_id)
+    if status == "failed":
+        transcript.tool_result(title, output, error=error or "failed", cell_id=cell_id)
+    elif status == "completed":
+        transcript.tool_result(title, output, cell_id=cell_id)
+
+
 def _ended(turn: ChatTurn) -> bool:
     return turn.waiting is None and not turn.running and bool(turn.items)
 
@@ -60,11 +78,7 @@ def _add_turn(transcript: Transcript, turn: ChatTurn, *, ended: bool) -> None:
         if isinstance(item, str):
             transcript.assistant(item)
             continue
-        transcript.tool_call(item.title, item.summary)
-        if item.status == "failed":
-            transcript.tool_result(item.title, item.output, error=item.error or "failed")
-        elif item.status == "completed":
-            transcript.tool_result(item.title, item.output)
+        add_tool_step(transcript, item.title, item.summary, item.status, item.output, item.error)
     if not ended:
         return
     replies = turn.replies

@@ -18,7 +18,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..wire import CHAT_ROW_PREFIX, FeedAnswer, FeedEvent, KernelState
+from ..wire import CHAT_ROW_PREFIX, FeedAnswer, FeedEvent, KernelState, PersonaStep
 
 HEARTBEAT_SECONDS = 10.0
 """How often a browser tab re-reports each open notebook (the server tells the labextension in
@@ -36,14 +36,16 @@ MAX_CLIENTS = 64
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One entry of a kernel's feed: ``focus`` (with ``focused``), ``input``, or ``kernel``
-    (with ``what``: ``restarted``, ``crashed`` or ``died``, as the server saw it)."""
+    """One entry of a kernel's feed: ``focus`` (with ``focused``), ``input``, ``kernel``
+    (with ``what``: ``restarted``, ``crashed`` or ``died``, as the server saw it), or
+    ``persona_step`` (with ``step``: a tool call of the persona the running cell addressed)."""
 
     seq: int
     type: str
     at: float
     focused: bool | None = None
     what: str | None = None
+    step: PersonaStep | None = None
 
     def to_json(self) -> FeedEvent:
         data: FeedEvent = {"seq": self.seq, "type": self.type, "at": round(self.at, 3)}
@@ -51,6 +53,8 @@ class Event:
             data["focused"] = self.focused
         elif self.type == "kernel":
             data["what"] = self.what
+        elif self.step is not None:
+            data["step"] = self.step
         return data
 
 
@@ -215,6 +219,14 @@ class FocusHub:
         now = self._clock()
         return self._append(kernel_id, self._kernel(kernel_id, now), "kernel", now, what=what)
 
+    def persona_step(self, kernel_id: str, step: PersonaStep) -> Event | None:
+        """A tool call of the persona the kernel's running ``%%ai`` cell addressed (no feed is
+        started for a kernel the hub does not know)."""
+        kernel = self._kernels.get(kernel_id)
+        if kernel is None:
+            return None
+        return self._append(kernel_id, kernel, "persona_step", self._clock(), step=step)
+
     def expire(self, now: float | None = None) -> list[str]:
         """Forget clients silent for longer than ``heartbeat_timeout``; kernels that flipped."""
         now = self._clock() if now is None else now
@@ -328,9 +340,10 @@ class FocusHub:
         now: float,
         focused: bool | None = None,
         what: str | None = None,
+        step: PersonaStep | None = None,
     ) -> Event:
         kernel.seq += 1
-        event = Event(kernel.seq, kind, now, focused, what)
+        event = Event(kernel.seq, kind, now, focused, what, step)
         kernel.events.append(event)  # the deque's maxlen keeps only the last max_events
         if self._notify is not None:
             self._notify(kernel_id)

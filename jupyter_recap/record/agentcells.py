@@ -56,6 +56,9 @@ class AgentCell:
     """The first positional argument as written (``openai-chat:gpt-4o-mini``, ``openai/gpt-4o``)."""
     format: str | None
     """The ``-f``/``--format`` value, e.g. ``code``; None when not given."""
+    persona: str | None = None
+    """The Jupyter AI 3 persona the cell addresses (``%%ai gpt-4@Claude``, ``%%ai @Claude``):
+    the magic then sends the prompt to that persona in the Jupyter server."""
 
 
 def parse_agent_cell(source: str, agent_magics: Iterable[str]) -> AgentCell | None:
@@ -81,7 +84,14 @@ def parse_agent_cell(source: str, agent_magics: Iterable[str]) -> AgentCell | No
         name, args = parts[0], parts[1].strip() if len(parts) > 1 else ""
         body = "\n".join(lines[index + 1 :]).strip()
         model, fmt = _model_and_format(args)
-        return AgentCell(magic=name, args=args, body=body, model=model, format=fmt)
+        return AgentCell(
+            magic=name,
+            args=args,
+            body=body,
+            model=model,
+            format=fmt,
+            persona=_persona(args) if name == "ai" else None,
+        )
     return None
 
 
@@ -129,6 +139,22 @@ def _model_and_format(args: str) -> tuple[str | None, str | None]:
             # agent's own argument: neither names a model.
             model = token
     return model, fmt or None
+
+
+def _persona(args: str) -> str | None:
+    """What follows the ``@`` of the first positional argument that has one (jupyter-ai's
+    magics take the text after the last ``@`` as the persona's name)."""
+    tokens = iter(_tokens(args))
+    for token in tokens:
+        if token in _VALUE_OPTIONS:
+            next(tokens, None)  # its value
+            continue
+        if token.startswith("-"):
+            continue
+        if "@" in token:
+            return token.rsplit("@", 1)[1] or None
+        return None
+    return None
 
 
 def is_recap_only_cell(source: str) -> bool:

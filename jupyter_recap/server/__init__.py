@@ -36,6 +36,7 @@ from ..settings import LONG_CELL_SECONDS
 from ..wire import CHAT_ROW_PREFIX
 from .chats import ChatSource
 from .handlers import ShuttingDown
+from .oneshot import OneShotTurns
 from .polls import LongPolls
 from .routes import routes
 from .watcher import ExecutionWatcher
@@ -198,6 +199,8 @@ class RecapServer(LoggingConfigurable):
         self._periodic: PeriodicCallback | None = None
         self.chats = ChatSource(self)
         """Jupyter AI chats (started once every extension is loaded: see RecapExtension)."""
+        self.oneshot = OneShotTurns(self)
+        """Tool calls of the personas kernels' ``%%ai model@Persona`` cells address."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -220,6 +223,10 @@ class RecapServer(LoggingConfigurable):
         if self.stopped:
             return
         try:
+            self.oneshot.start()
+        except Exception:  # an extra, like the chats
+            log.warning("jupyter_recap: could not follow one-shot persona chats", exc_info=True)
+        try:
             self.chats.start()
         except Exception:  # chats are an extra: the rest of the extension works without
             log.warning("jupyter_recap: could not follow the chats", exc_info=True)
@@ -241,6 +248,7 @@ class RecapServer(LoggingConfigurable):
             event_logger.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
         self.watcher.close()
         self.chats.stop()
+        self.oneshot.stop()
         for token in list(self._drafts_cancel):
             token.cancel()
         self.drafts.shutdown(wait=False, cancel_futures=True)

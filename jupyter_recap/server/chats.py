@@ -296,20 +296,20 @@ class ChatSource:
         message = getattr(event, "message", None)
         if message is None:
             return
-        chat.log.put(_as_dict(message))
+        chat.log.put(as_dict(message))
         if chat.model_ref is not None and getattr(message, "sender", "") not in chat.log.users:
-            chat.log.users = _users(chat.model_ref)
+            chat.log.users = chat_users(chat.model_ref)
         self._read_soon(chat)
 
     def _reread(self, chat: TrackedChat) -> None:
         """Everything from the model (attaching, a turn's end, collaboration's missed updates)."""
         model = chat.model_ref
         try:
-            messages = [_as_dict(m) for m in model.get_messages()[-MAX_MESSAGES:]]
+            messages = [as_dict(m) for m in model.get_messages()[-MAX_MESSAGES:]]
         except Exception:  # noqa: BLE001 - a model being disposed: keep what the log has
             return
         chat.log.replace(messages)
-        chat.log.users = _users(model)
+        chat.log.users = chat_users(model)
 
     def _read_soon(self, chat: TrackedChat) -> None:
         if chat.read_pending:
@@ -540,10 +540,10 @@ class ChatSource:
             self.recap.board.forget(chat_row_id(path))
 
 
-def _users(model: Any) -> dict[str, dict[str, Any]]:
+def chat_users(model: Any) -> dict[str, dict[str, Any]]:
     try:
         users = model.get_users()
-        return {str(name): _as_dict(user) for name, user in list(users.items())[:256]}
+        return {str(name): as_dict(user) for name, user in list(users.items())[:256]}
     except Exception:  # noqa: BLE001 - no users: every sender counts by its id
         return {}
 
@@ -553,7 +553,7 @@ def _collaborative(model: Any) -> bool:
     return model is not None and type(model).__name__ != "WsChatModel"
 
 
-def _as_dict(value: object) -> dict[str, Any]:
+def as_dict(value: object) -> dict[str, Any]:
     """A chat's message or user (dataclasses of jupyterlab-chat) as plain data."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from jupyter_client.session import Session
 
 from ..focus.hub import CellRun, FocusHub
+from ..record.agentcells import parse_agent_cell
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,8 @@ class ExecutionWatcher:
         self._callbacks: dict[str, list[tuple[Any, str, Any]]] = {}
         self._streams: dict[str, Any] = {}
         self._failed: set[str] = set()  # not retried until the next sync (e.g. remote kernels)
+        self.persona_cells: dict[str, tuple[str, float]] = {}
+        """Kernel id → (persona, when) while the kernel runs a ``%%ai model@Persona`` cell."""
 
     @property
     def kernel_ids(self) -> set[str]:
@@ -135,6 +139,7 @@ class ExecutionWatcher:
 
     def detach(self, kernel_id: str) -> None:
         """Close the kernel's subscription, if any."""
+        self.persona_cells.pop(kernel_id, None)
         for kernel, event, callback in self._callbacks.pop(kernel_id, ()):
             try:
                 kernel.remove_restart_callback(callback, event)
@@ -159,6 +164,9 @@ class ExecutionWatcher:
             # Headers only: most IOPub traffic is output we do not need to decode.
             msg = session.deserialize(frames, content=False)
             msg_type = msg["header"]["msg_type"]
+            if msg_type == "execute_input":
+                self._cell_input(kernel_id, session.unpack(msg["content"]))
+                return
             if msg_type not in ("status", "error"):
                 return
             parent_type = (msg.get("parent_header") or {}).get("msg_type")
@@ -171,7 +179,22 @@ class ExecutionWatcher:
             new = next_state(parent_type, state, self._hub.execution_state(kernel_id))
             if new is not None:
                 finished = self._hub.set_execution(kernel_id, new)
-                if finished is not None and self._on_cell_end is not None:
-                    self._on_cell_end(kernel_id, finished)
+                if finished is not None:
+                    self.persona_cells.pop(kernel_id, None)
+                    if self._on_cell_end is not None:
+                        self._on_cell_end(kernel_id, finished)
         except Exception:
             log.warning("jupyter_recap: unreadable IOPub message from %s", kernel_id, exc_info=True)
+
+    def _cell_input(self, kernel_id: str, content: Any) -> None:
+        """A cell starts: note the persona it addresses, when it is a Jupyter AI persona cell."""
+        code = content.get("code") if isinstance(content, dict) else None
+        persona = None
+        # Only the first line is needed; most cells are not %%ai cells at all.
+        if isinstance(code, str) and code.lstrip().startswith("%%ai"):
+            cell = parse_agent_cell(code.lstrip().split("\n", 1)[0], ("ai",))
+            persona = cell.persona if cell is not None else None
+        if persona:
+            self.persona_cells[kernel_id] = (persona, time.time())
+        else:
+            self.persona_cells.pop(kernel_id, None)

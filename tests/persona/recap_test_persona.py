@@ -28,6 +28,7 @@ from acp.exceptions import RequestError
 from jupyter_ai_acp_client.base_acp_persona import BaseAcpPersona
 from jupyter_ai_acp_client.default_acp_client import JaiAcpClient
 from jupyter_ai_persona_manager import PersonaDefaults
+from jupyter_server.serverapp import ServerApp
 from jupyter_server.utils import ensure_async
 from jupyterlab_chat.models import Message
 from tornado import web
@@ -68,7 +69,11 @@ class NotebookTools:
     server's contents manager; a run executes the cell's code in a fresh Python process."""
 
     def __init__(self, persona: BaseAcpPersona) -> None:
-        self.contents = persona.parent.parent.serverapp.contents_manager
+        # The one-shot route's persona manager (a %%ai model@Persona cell) has no extension
+        # above it: the server is then the running one.
+        extension = getattr(persona.parent, "parent", None)
+        server = getattr(extension, "serverapp", None) or ServerApp.instance()
+        self.contents = server.contents_manager
         self.root = persona.parent.root_dir
 
     def absolute(self, path: str) -> str:

@@ -258,3 +258,37 @@ def test_no_server_at_all_is_retried_quietly() -> None:
     wait_until(lambda: feed.last_error is not None)
     assert not feed.connected and "cannot reach" in (feed.last_error or "")
     feed.stop()
+
+
+STEP = {
+    "persona": "Claude",
+    "title": "run_cell",
+    "summary": "run_cell churn.ipynb cell-1",
+    "status": "failed",
+    "output": "",
+    "error": "KeyError: 'region'",
+}
+
+
+def test_a_persona_step_reaches_its_callback_and_other_events_do_not(fake_feed: FakeFeed) -> None:
+    fake_feed.answers = [
+        (200, state(1, [], True)),
+        (
+            200,
+            state(
+                4,
+                [
+                    {"seq": 2, "type": "persona_step", "at": 2000.0, "step": STEP},
+                    {"seq": 3, "type": "persona_step", "at": 2001.0, "step": "not a step"},
+                    {"seq": 4, "type": "input", "at": 2002.0},
+                ],
+                True,
+            ),
+        ),
+        (0, {}),
+    ]
+    steps: list[Any] = []
+    feed, calls = run_feed(fake_feed, on_step=steps.append)
+    wait_until(lambda: ("input",) in calls)
+    feed.stop()
+    assert steps == [STEP]

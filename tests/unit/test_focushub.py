@@ -7,6 +7,7 @@ import itertools
 import pytest
 
 from jupyter_recap.focus.hub import FocusHub
+from jupyter_recap.wire import PersonaStep
 
 
 class Clock:
@@ -224,3 +225,26 @@ def test_snapshot_json(hub: FocusHub, clock: Clock) -> None:
         "execution_state": "unknown",
         "idle_seconds": 0.0,
     }
+
+
+def test_a_persona_step_is_an_event_of_a_known_kernel_only(hub: FocusHub) -> None:
+    step: PersonaStep = {
+        "persona": "Claude",
+        "title": "edit_cell",
+        "summary": "edit_cell churn.ipynb cell-1",
+        "status": "completed",
+        "output": '{"success": true}',
+        "error": None,
+    }
+    assert hub.persona_step("k1", step) is None  # no feed is made for a kernel nobody knows
+    assert hub.events_since("k1", 0).events == ()
+    hub.set_execution("k1", "busy")
+    event = hub.persona_step("k1", step)
+    assert event is not None
+    assert event.to_json() == {
+        "seq": event.seq,
+        "type": "persona_step",
+        "at": event.at,
+        "step": step,
+    }
+    assert [e.type for e in hub.events_since("k1", 0).events] == ["persona_step"]

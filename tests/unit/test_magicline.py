@@ -193,3 +193,19 @@ def test_not_recap_only_cells(source: str) -> None:
 def test_only_a_token_that_looks_like_a_model_id_names_one(line: str, model: str | None) -> None:
     cell = parse_agent_cell(f"{line}\nsummarise the ledger", ["ai", "agent"])
     assert cell is not None and cell.model == model
+
+
+@pytest.mark.parametrize(
+    ("line", "persona"),
+    [
+        ("%%ai @Claude", "Claude"),
+        ("%%ai openai:gpt-4o@Claude", "Claude"),
+        ("%%ai -f code anthropic:claude@Jupyternaut", "Jupyternaut"),
+        ("%%ai gpt-4o", None),
+        ("%%ai gpt-4o@", None),
+        ("%%agent 20 me@work", None),  # another magic: an "@" means nothing there
+    ],
+)
+def test_a_jupyter_ai_cell_names_the_persona_it_addresses(line: str, persona: str | None) -> None:
+    cell = parse_agent_cell(f"{line}\nfix churn.ipynb", ["ai", "agent"])
+    assert cell is not None and cell.persona == persona

@@ -1,0 +1,196 @@
+"""A kernel's ``%%ai model@Persona`` cell: the persona's tool calls, sent to that kernel.
+
+jupyter-ai-magic-commands sends the prompt of such a cell to the persona manager's one-shot
+route (``POST /api/ai/message/{persona}``), which answers it in a chat of its own kept only in
+memory: no file, no chat manager, no events. The reply text goes back to the kernel, which
+records it as the cell's turn; the tool calls the persona made on the way (the notebook it
+edited, the command that failed) do not.
+
+jupyter-ai has no hook for that chat, so this module gives the route one that reports: the
+route's module makes its chat with the class its name ``YChat`` holds, and while this server
+runs that name is a subclass of jupyterlab-chat's ``YChat`` whose only addition is to hand
+itself to :class:`OneShotTurns` (which observes its messages like any chat's). The original is
+put back at stop. When the module is absent, or its ``YChat`` is not jupyterlab-chat's (another
+version, or someone else's wrapper), nothing is installed and these cells keep their
+prompt and reply only.
+
+Each tool call that ends (or waits for the person's approval) is sent once, as a
+``persona_step`` event of its feed, to the kernel whose running cell addresses that persona
+(the execution watcher reads the cell's first line on IOPub); the kernel writes it into the
+cell's turn. A one-shot chat nobody's cell addresses is left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chats.document import LINE_CHARS, MAX_MESSAGES, ToolStep, read_chat
+from ..textutil import shorten
+from ..wire import PersonaStep
+from .chats import SETTLE_SECONDS, ChatLog, as_dict, chat_users
+
+log = logging.getLogger(__name__)
+
+MAX_TURNS = 16
+"""One-shot chats followed at once (the oldest is let go)."""
+MATCH_SECONDS = 5.0
+"""A cell that started at most this long after its one-shot chat was made may still own it
+(the watcher hears the cell's input on IOPub, which can come after the magic's request)."""
+_SENT = frozenset({"completed", "failed", "waiting"})
+"""States of a tool call the kernel hears of (a running call is news only once it ends)."""
+_OUTPUT_CHARS = 2000
+"""Output of one tool call sent to the kernel (the transcript cuts it again)."""
+
+
+@dataclass(eq=False)
+class OneShotTurn:
+    """One request to the one-shot route, followed from its first message."""
+
+    opened: float
+    log: ChatLog = field(default_factory=ChatLog)
+    chat: Any = None
+    """The route's chat from a change until the read that follows it."""
+    kernel_id: str | None = None
+    cell_started: float = 0.0
+    """When the cell that owns this chat started (its kernel's watcher entry)."""
+    sent: dict[str, str] = field(default_factory=dict)
+    """Tool call id → the state last sent to the kernel."""
+    read_pending: bool = False
+
+
+class OneShotTurns:
+    """Follows the one-shot route's chats and sends their tool calls to the asking kernel."""
+
+    def __init__(self, recap: Any) -> None:
+        self.recap = recap
+        self.turns: list[OneShotTurn] = []
+        self.installed = False
+        self._module: Any = None
+        self._original: Any = None
+        self._observed: Any = None
+
+    def start(self) -> None:
+        """Give the one-shot route a chat class that reports (see the module's docstring)."""
+        try:
+            from jupyter_ai_persona_manager import handlers
+            from jupyterlab_chat.ychat import YChat
+        except ImportError:
+            return
+        if getattr(handlers, "YChat", None) is not YChat:
+            log.info("jupyter_recap: the persona manager's one-shot chat is not followed")
+            return
+        source = weakref.ref(self)
+
+        class ObservedYChat(YChat):
+            """jupyterlab-chat's chat, which tells jupyter_recap it was made."""
+
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+                turns = source()
+                if turns is not None:
+                    turns.opened(self)
+
+        self._module, self._original, self._observed = handlers, YChat, ObservedYChat
+        handlers.YChat = ObservedYChat
+        self.installed = True
+
+    def stop(self) -> None:
+        if self.installed and getattr(self._module, "YChat", None) is self._observed:
+            self._module.YChat = self._original
+        self.installed = False
+        self.turns.clear()  # their chats' observers then find them gone
+
+    # -- one request -------------------------------------------------------------------------
+
+    def opened(self, chat: Any) -> None:
+        """The route made a chat for one request (never raises into the route)."""
+        try:
+            turn = OneShotTurn(opened=time.time())
+            # The chat's own observer: its ``observe_messages`` reports nothing for a chat that
+            # was never loaded from a file (and no updates of a message in any chat).
+            chat.observe(functools.partial(self._changed, turn, weakref.ref(chat)))
+            self.turns.append(turn)
+            del self.turns[:-MAX_TURNS]
+        except Exception:  # the route works without us
+            log.warning("jupyter_recap: cannot follow a one-shot persona chat", exc_info=True)
+
+    def _changed(self, turn: OneShotTurn, chat: Any, name: str, event: Any) -> None:
+        """A change of the chat (inside its transaction: the read comes a moment later)."""
+        if name not in ("messages", "users") or turn not in self.turns:
+            return
+        # Held until the read: the route lets its chat go as soon as it has answered.
+        turn.chat = chat()
+        if not turn.read_pending:
+            turn.read_pending = True
+            asyncio.get_event_loop().call_later(SETTLE_SECONDS, self._read, turn)
+
+    def _read(self, turn: OneShotTurn) -> None:
+        turn.read_pending = False
+        chat, turn.chat = turn.chat, None
+        if chat is None:
+            return
+        try:
+            turn.log.replace([as_dict(m) for m in chat.get_messages()[-MAX_MESSAGES:]])
+            turn.log.users = chat_users(chat)
+            view = read_chat(turn.log.document())
+        except Exception:  # a chat being torn down, or one the reader refuses
+            log.debug("jupyter_recap: a one-shot chat could not be read", exc_info=True)
+            return
+        latest = view.latest
+        if latest is None or not latest.persona:
+            return
+        persona = view.persona_name()
+        if turn.kernel_id is None:
+            turn.kernel_id = self._kernel_for(persona, turn)
+            if turn.kernel_id is None:
+                return
+        for item in latest.items:
+            if not isinstance(item, ToolStep):
+                continue
+            state = "waiting" if item.waiting else item.status
+            if state not in _SENT or turn.sent.get(item.call_id) == state:
+                continue
+            turn.sent[item.call_id] = state
+            self.recap.hub.persona_step(turn.kernel_id, _step(persona, item, state))
+
+    def _kernel_for(self, persona: str, turn: OneShotTurn) -> str | None:
+        """The kernel whose running cell addresses ``persona`` and owns no other chat; of
+        several, the one whose cell started last before the chat was made."""
+        cells: dict[str, tuple[str, float]] = self.recap.watcher.persona_cells
+        # A cell makes one request: a kernel whose running cell owns a chat is taken.
+        taken = {
+            other.kernel_id
+            for other in self.turns
+            if other is not turn
+            and other.kernel_id in cells
+            and cells[other.kernel_id][1] == other.cell_started
+        }
+        wanted = persona.casefold()
+        candidates = [
+            (started, kernel_id)
+            for kernel_id, (name, started) in cells.items()
+            if name.casefold() == wanted
+            and kernel_id not in taken
+            and started <= turn.opened + MATCH_SECONDS
+        ]
+        if not candidates:
+            return None
+        turn.cell_started, kernel_id = max(candidates)
+        return kernel_id
+
+
+def _step(persona: str, step: ToolStep, state: str) -> PersonaStep:
+    return {
+        "persona": persona,
+        "title": step.title,
+        "summary": step.summary,
+        "status": state,
+        "output": shorten(step.output, _OUTPUT_CHARS),
+        "error": shorten(step.error, LINE_CHARS) if step.error is not None else None,
+    }

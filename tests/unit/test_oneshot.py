@@ -1,0 +1,105 @@
+"""A ``%%ai model@Persona`` cell's persona steps: which kernel owns a one-shot chat, and what
+the kernel writes of a step (tests/server/test_chat_persona.py runs the real route)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from jupyter_recap.ipython.reporting import AgentReporting
+from jupyter_recap.record.transcript import Transcript
+from jupyter_recap.server.oneshot import MATCH_SECONDS, OneShotTurn, OneShotTurns
+
+
+def turns(cells: dict[str, tuple[str, float]]) -> OneShotTurns:
+    recap = SimpleNamespace(watcher=SimpleNamespace(persona_cells=cells))
+    return OneShotTurns(recap)
+
+
+def test_the_chat_belongs_to_the_kernel_whose_running_cell_addresses_the_persona() -> None:
+    source = turns({"k-other": ("Jupyternaut", 99.0), "k-ask": ("claude", 100.0)})
+    assert source._kernel_for("Claude", OneShotTurn(opened=100.5)) == "k-ask"
+    assert source._kernel_for("Codex", OneShotTurn(opened=100.5)) is None
+
+
+def test_of_two_asking_kernels_the_latest_cell_wins_and_a_taken_kernel_is_skipped() -> None:
+    cells = {"k-early": ("Claude", 90.0), "k-late": ("Claude", 100.0)}
+    source = turns(cells)
+    first = OneShotTurn(opened=100.2)
+    source.turns.append(first)
+    assert source._kernel_for("Claude", first) == "k-late"
+    first.kernel_id = "k-late"
+    second = OneShotTurn(opened=100.4)
+    source.turns.append(second)
+    assert source._kernel_for("Claude", second) == "k-early"
+    # The late kernel's next cell (a new start time) may own a chat again.
+    cells["k-late"] = ("Claude", 200.0)
+    assert source._kernel_for("Claude", OneShotTurn(opened=200.1)) == "k-late"
+
+
+def test_a_cell_that_started_well_after_the_chat_does_not_own_it() -> None:
+    source = turns({"k": ("Claude", 100.0 + MATCH_SECONDS + 1)})
+    assert source._kernel_for("Claude", OneShotTurn(opened=100.0)) is None
+
+
+def reporting(transcript: Transcript) -> AgentReporting:
+    return AgentReporting(
+        None,
+        transcript,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        focus=lambda focused, at: None,
+        typed=lambda: None,
+        shown=lambda: None,
+        drafting=lambda: False,
+        banner_model_id=lambda: "",
+    )
+
+
+STEP: dict[str, Any] = {
+    "persona": "Claude",
+    "title": "run_cell",
+    "summary": "run_cell churn.ipynb cell-1",
+    "status": "failed",
+    "output": "Traceback …",
+    "error": "KeyError: 'region'",
+}
+
+
+def test_a_step_joins_the_turn_of_the_latest_prompt() -> None:
+    transcript = Transcript()
+    transcript.user("fix churn.ipynb", cell_id="cell-ask")
+    reporting(transcript).persona_step(STEP)
+    call, result = transcript.entries[1:]
+    assert (call.kind, call.name, call.cell_id) == ("tool_call", "run_cell", "cell-ask")
+    assert (result.kind, result.error, result.cell_id) == ("tool_result", STEP["error"], "cell-ask")
+
+
+def test_a_step_waiting_for_approval_is_said_as_an_event() -> None:
+    transcript = Transcript()
+    transcript.user("tidy the models", cell_id="cell-ask")
+    waiting = {**STEP, "status": "waiting", "summary": "mv models/churn.pkl models/old/"}
+    reporting(transcript).persona_step(waiting)
+    event = transcript.entries[-1]
+    assert event.kind == "event" and event.cell_id == "cell-ask"
+    assert event.text.startswith("Claude asked for your approval: mv models/churn.pkl models/old/")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {**STEP, "status": "in_progress"},
+        {**STEP, "status": "<script>"},
+        {**STEP, "title": ""},
+        {**STEP, "title": ["run_cell"]},
+        {**STEP, "error": 3},
+        {key: value for key, value in STEP.items() if key != "output"},
+        {},
+    ],
+)
+def test_a_step_the_kernel_cannot_read_is_left_out(bad: dict[str, Any]) -> None:
+    transcript = Transcript()
+    reporting(transcript).persona_step(bad)
+    assert transcript.entries == []
