@@ -72,28 +72,31 @@ class KernelState(TypedDict):
     idle_seconds: float | None
 
 
-class PersonaStep(TypedDict):
-    """A tool call of a Jupyter AI persona answering a kernel's ``%%ai model@Persona`` cell."""
+class OutsideEntry(TypedDict):
+    """An entry of a notebook's record written by something outside its kernel (a persona
+    answering a ``%%ai model@Persona`` cell, a CLI agent's hook, a change made while the person
+    was away). ``kind`` is ``user``, ``assistant``, ``tool_call``, ``tool_result``, ``outcome``
+    (``text`` is ``ok``, ``errored`` or ``aborted``) or ``event``; ``name`` is a tool's name,
+    ``error`` what a failed tool or turn said."""
 
-    persona: str
-    title: str
-    summary: str
-    status: str
-    """``completed``, ``failed``, or ``waiting`` (the persona asks the person's approval)."""
-    output: str
+    kind: str
+    text: str
+    name: str | None
     error: str | None
 
 
 class FeedEvent(TypedDict, total=False):
     """One event of a kernel's feed: ``focus`` (with ``focused``), ``input``, ``kernel``
-    (with ``what``) or ``persona_step`` (with ``step``)."""
+    (with ``what``) or ``outside`` (with ``entries``, and ``cell``: ``latest`` when they belong
+    to the turn of the kernel's latest prompt)."""
 
     seq: int
     type: str
     at: float
     focused: bool | None
     what: str | None
-    step: PersonaStep
+    entries: list[OutsideEntry]
+    cell: str
 
 
 class FeedAnswer(TypedDict):

@@ -18,7 +18,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..wire import CHAT_ROW_PREFIX, FeedAnswer, FeedEvent, KernelState, PersonaStep
+from ..wire import CHAT_ROW_PREFIX, FeedAnswer, FeedEvent, KernelState, OutsideEntry
 
 HEARTBEAT_SECONDS = 10.0
 """How often a browser tab re-reports each open notebook (the server tells the labextension in
@@ -38,14 +38,16 @@ MAX_CLIENTS = 64
 class Event:
     """One entry of a kernel's feed: ``focus`` (with ``focused``), ``input``, ``kernel``
     (with ``what``: ``restarted``, ``crashed`` or ``died``, as the server saw it), or
-    ``persona_step`` (with ``step``: a tool call of the persona the running cell addressed)."""
+    ``outside`` (with ``entries`` for the kernel's record, written outside it; ``cell``
+    ``latest`` puts them in the turn of the kernel's latest prompt)."""
 
     seq: int
     type: str
     at: float
     focused: bool | None = None
     what: str | None = None
-    step: PersonaStep | None = None
+    entries: tuple[OutsideEntry, ...] = ()
+    cell: str = ""
 
     def to_json(self) -> FeedEvent:
         data: FeedEvent = {"seq": self.seq, "type": self.type, "at": round(self.at, 3)}
@@ -53,8 +55,9 @@ class Event:
             data["focused"] = self.focused
         elif self.type == "kernel":
             data["what"] = self.what
-        elif self.step is not None:
-            data["step"] = self.step
+        elif self.type == "outside":
+            data["entries"] = list(self.entries)
+            data["cell"] = self.cell
         return data
 
 
@@ -219,13 +222,21 @@ class FocusHub:
         now = self._clock()
         return self._append(kernel_id, self._kernel(kernel_id, now), "kernel", now, what=what)
 
-    def persona_step(self, kernel_id: str, step: PersonaStep) -> Event | None:
-        """A tool call of the persona the kernel's running ``%%ai`` cell addressed (no feed is
-        started for a kernel the hub does not know)."""
+    def outside(
+        self, kernel_id: str, entries: list[OutsideEntry], *, latest_cell: bool = False
+    ) -> Event | None:
+        """Entries for the kernel's record, written outside it (no feed is started for a
+        kernel the hub does not know). ``latest_cell``: they belong to the turn of the kernel's
+        latest prompt (a persona's tool calls answering its ``%%ai`` cell)."""
         kernel = self._kernels.get(kernel_id)
-        if kernel is None:
+        if kernel is None or not entries:
             return None
-        return self._append(kernel_id, kernel, "persona_step", self._clock(), step=step)
+        now = self._clock()
+        kernel.seq += 1
+        event = Event(
+            kernel.seq, "outside", now, entries=tuple(entries), cell="latest" if latest_cell else ""
+        )
+        return self._push(kernel_id, kernel, event)
 
     def expire(self, now: float | None = None) -> list[str]:
         """Forget clients silent for longer than ``heartbeat_timeout``; kernels that flipped."""
@@ -340,10 +351,11 @@ class FocusHub:
         now: float,
         focused: bool | None = None,
         what: str | None = None,
-        step: PersonaStep | None = None,
     ) -> Event:
         kernel.seq += 1
-        event = Event(kernel.seq, kind, now, focused, what, step)
+        return self._push(kernel_id, kernel, Event(kernel.seq, kind, now, focused, what))
+
+    def _push(self, kernel_id: str, kernel: _Kernel, event: Event) -> Event:
         kernel.events.append(event)  # the deque's maxlen keeps only the last max_events
         if self._notify is not None:
             self._notify(kernel_id)

@@ -252,8 +252,8 @@ class FocusFeed:
     the person typed in the notebook; ``on_kernel(what, at)`` hears what the server saw happen
     to this kernel (``restarted``, ``crashed``, ``died``) — also the history of it on each
     (re)connection, since a restarted kernel learns of its restart only that way;
-    ``on_step(step)`` gets a tool call of the Jupyter AI persona a ``%%ai model@Persona`` cell
-    of this kernel addressed (a :class:`~jupyter_recap.wire.PersonaStep`). All run on
+    ``on_outside(entries, latest_cell)`` gets entries for the record written outside the kernel
+    (:class:`~jupyter_recap.wire.OutsideEntry`, not checked yet). All run on
     the feed's thread. ``key`` is the kernel's connection key, for the kernel's proof;
     without one only the server's headers are sent.
     """
@@ -266,7 +266,7 @@ class FocusFeed:
         on_focus: Callable[[bool, float], None],
         on_input: Callable[[], None],
         on_kernel: Callable[[str, float], None] | None = None,
-        on_step: Callable[[dict[str, Any]], None] | None = None,
+        on_outside: Callable[[list[Any], bool], None] | None = None,
         banner_model_id: str | None = None,
         key: bytes = b"",
     ) -> None:
@@ -276,7 +276,7 @@ class FocusFeed:
         self._on_focus = on_focus
         self._on_input = on_input
         self._on_kernel = on_kernel
-        self._on_step = on_step
+        self._on_outside = on_outside
         self._banner = banner_model_id
         self._cancel = CancelToken()
         self._thread: threading.Thread | None = None
@@ -393,14 +393,14 @@ class FocusFeed:
                 self._on_input()
             elif event.get("type") == "kernel":
                 self._kernel_event(event)
-            elif event.get("type") == "persona_step":
-                self._step_event(event)
+            elif event.get("type") == "outside":
+                self._outside_event(event)
         return new_seq
 
-    def _step_event(self, event: dict[str, Any]) -> None:
-        step = event.get("step")
-        if self._on_step is not None and isinstance(step, dict):
-            self._on_step(step)
+    def _outside_event(self, event: dict[str, Any]) -> None:
+        entries = event.get("entries")
+        if self._on_outside is not None and isinstance(entries, list):
+            self._on_outside(entries, event.get("cell") == "latest")
 
     def _kernel_event(self, event: dict[str, Any]) -> None:
         what = event.get("what")

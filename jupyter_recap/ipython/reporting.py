@@ -14,14 +14,15 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..chats.recap import add_tool_step
 from ..debuglog import get_logger
 from ..focus.report import CellCounts, agent_report
-from ..record.transcript import Entry, Transcript
+from ..record.transcript import Entry, Transcript, add_outside_entry
 from ..stores.workstate import WorkState
-from ..textutil import shorten
 from ..wire import AgentReport
 from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
+
+MAX_OUTSIDE_ENTRIES = 32
+"""Entries of one ``outside`` event written (a tool call is two)."""
 
 
 class AgentReporting:
@@ -96,7 +97,7 @@ class AgentReporting:
             on_focus=self._focus,
             on_input=self._typed,
             on_kernel=self.kernel_event,
-            on_step=self.persona_step,
+            on_outside=self.outside_entries,
             banner_model_id=self._banner_model_id(),
             key=key,
         )
@@ -140,26 +141,17 @@ class AgentReporting:
         if self.reporter is not None:
             self.reporter.poke()
 
-    def persona_step(self, step: dict[str, Any]) -> None:
-        """A tool call of the persona this kernel's ``%%ai model@Persona`` cell addressed,
-        written into that cell's turn (the latest prompt's cell)."""
-        fields = _step_fields(step)
-        if fields is None:
-            get_logger().info("a persona step the kernel cannot read was left out")
-            return
-        persona, title, summary, status, output, error = fields
-        cell_id = next(
-            (entry.cell_id for entry in reversed(self.transcript.entries) if entry.kind == "user"),
-            None,
-        )
-        if status == "waiting":
-            what = summary or title
-            self.transcript.event(
-                f"{persona} asked for your approval: {what} (a %%ai cell has no way to give it)",
-                cell_id=cell_id,
+    def outside_entries(self, entries: list[Any], latest_cell: bool) -> None:
+        """Entries written outside the kernel (see :class:`~jupyter_recap.wire.OutsideEntry`),
+        checked one by one; ``latest_cell`` puts them in the turn of the latest prompt."""
+        cell_id = None
+        if latest_cell:
+            cell_id = next(
+                (e.cell_id for e in reversed(self.transcript.entries) if e.kind == "user"), None
             )
-        else:
-            add_tool_step(self.transcript, title, summary, status, output, error, cell_id=cell_id)
+        for entry in entries[:MAX_OUTSIDE_ENTRIES]:
+            if not add_outside_entry(self.transcript, entry, cell_id=cell_id):
+                get_logger().info("an entry written outside the kernel was left out")
 
     def kernel_event(self, what: str, at: float) -> None:
         """The server saw this kernel restart or die: a recap should know (recorded once)."""
@@ -174,22 +166,3 @@ class AgentReporting:
         }.get(what)
         if text is not None:
             self.transcript.append(Entry("event", text, at, name="kernel"))
-
-
-def _step_fields(step: dict[str, Any]) -> tuple[str, str, str, str, str, str | None] | None:
-    """A persona step's fields, each of the type it must have, or None."""
-    texts = [step.get(key) for key in ("persona", "title", "summary", "status", "output")]
-    error = step.get("error")
-    if not all(isinstance(text, str) for text in texts) or not isinstance(error, (str, type(None))):
-        return None
-    persona, title, summary, status, output = (str(text) for text in texts)
-    if status not in ("completed", "failed", "waiting") or not title:
-        return None
-    return (
-        shorten(persona, 80) or "the persona",
-        shorten(title, 200),
-        shorten(summary, 400),
-        status,
-        output,
-        error,
-    )

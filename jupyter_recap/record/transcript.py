@@ -477,3 +477,37 @@ def set_current(transcript: Transcript | None) -> None:
     global _current
     with _current_lock:
         _current = transcript
+
+
+OUTSIDE_KINDS = frozenset({"user", "assistant", "tool_call", "tool_result", "outcome", "event"})
+"""Kinds of entry something outside the kernel may add (see ``wire.OutsideEntry``)."""
+
+
+def add_outside_entry(transcript: Transcript, entry: object, *, cell_id: str | None = None) -> bool:
+    """Append ``entry`` (an ``OutsideEntry`` as received: checked here) to ``transcript``;
+    False, and nothing appended, when it is not one."""
+    if not isinstance(entry, dict):
+        return False
+    kind, text, name, error = (entry.get(key) for key in ("kind", "text", "name", "error"))
+    if kind not in OUTSIDE_KINDS or not isinstance(text, str):
+        return False
+    if not isinstance(name, (str, type(None))) or not isinstance(error, (str, type(None))):
+        return False
+    name = clip(name, 200) if name else None
+    if kind in ("tool_call", "tool_result") and not name:
+        return False
+    if kind == "user":
+        transcript.user(text, cell_id=cell_id)
+    elif kind == "assistant":
+        transcript.assistant(text, cell_id=cell_id)
+    elif kind == "tool_call":
+        transcript.tool_call(str(name), text, cell_id=cell_id)
+    elif kind == "tool_result":
+        transcript.tool_result(str(name), text, error=error or False, cell_id=cell_id)
+    elif kind == "outcome":
+        if text not in ("ok", "errored", "aborted"):
+            return False
+        transcript.outcome(text, error, cell_id=cell_id)  # type: ignore[arg-type]
+    else:
+        transcript.event(text, cell_id=cell_id)
+    return True

@@ -15,7 +15,7 @@ version, or someone else's wrapper), nothing is installed and these cells keep t
 prompt and reply only.
 
 Each tool call that ends (or waits for the person's approval) is sent once, as a
-``persona_step`` event of its feed, to the kernel whose running cell addresses that persona
+``outside`` event of its feed, to the kernel whose running cell addresses that persona
 (the execution watcher reads the cell's first line on IOPub); the kernel writes it into the
 cell's turn. A one-shot chat nobody's cell addresses is left alone.
 """
@@ -32,7 +32,7 @@ from typing import Any
 
 from ..chats.document import LINE_CHARS, MAX_MESSAGES, ToolStep, read_chat
 from ..textutil import shorten
-from ..wire import PersonaStep
+from ..wire import OutsideEntry
 from .chats import SETTLE_SECONDS, ChatLog, as_dict, chat_users
 
 log = logging.getLogger(__name__)
@@ -157,7 +157,7 @@ class OneShotTurns:
             if state not in _SENT or turn.sent.get(item.call_id) == state:
                 continue
             turn.sent[item.call_id] = state
-            self.recap.hub.persona_step(turn.kernel_id, _step(persona, item, state))
+            self.recap.hub.outside(turn.kernel_id, _entries(persona, item, state), latest_cell=True)
 
     def _kernel_for(self, persona: str, turn: OneShotTurn) -> str | None:
         """The kernel whose running cell addresses ``persona`` and owns no other chat; of
@@ -185,12 +185,21 @@ class OneShotTurns:
         return kernel_id
 
 
-def _step(persona: str, step: ToolStep, state: str) -> PersonaStep:
-    return {
-        "persona": persona,
-        "title": step.title,
-        "summary": step.summary,
-        "status": state,
-        "output": shorten(step.output, _OUTPUT_CHARS),
-        "error": shorten(step.error, LINE_CHARS) if step.error is not None else None,
-    }
+def _entries(persona: str, step: ToolStep, state: str) -> list[OutsideEntry]:
+    """A tool call as entries of the asking cell's turn (a call waiting for approval, in words)."""
+    if state == "waiting":
+        what = shorten(step.summary or step.title, LINE_CHARS)
+        text = f"{persona} asked for your approval: {what} (a %%ai cell has no way to give it)"
+        return [{"kind": "event", "text": text, "name": None, "error": None}]
+    error = (
+        (shorten(step.error, LINE_CHARS) if step.error else "failed") if state == "failed" else None
+    )
+    return [
+        {"kind": "tool_call", "text": step.summary, "name": step.title, "error": None},
+        {
+            "kind": "tool_result",
+            "text": shorten(step.output, _OUTPUT_CHARS),
+            "name": step.title,
+            "error": error,
+        },
+    ]

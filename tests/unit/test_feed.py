@@ -260,17 +260,12 @@ def test_no_server_at_all_is_retried_quietly() -> None:
     feed.stop()
 
 
-STEP = {
-    "persona": "Claude",
-    "title": "run_cell",
-    "summary": "run_cell churn.ipynb cell-1",
-    "status": "failed",
-    "output": "",
-    "error": "KeyError: 'region'",
-}
+ENTRIES = [
+    {"kind": "event", "text": "While you were away: 1 cell edited", "name": None, "error": None}
+]
 
 
-def test_a_persona_step_reaches_its_callback_and_other_events_do_not(fake_feed: FakeFeed) -> None:
+def test_outside_entries_reach_their_callback_as_sent(fake_feed: FakeFeed) -> None:
     fake_feed.answers = [
         (200, state(1, [], True)),
         (
@@ -278,17 +273,25 @@ def test_a_persona_step_reaches_its_callback_and_other_events_do_not(fake_feed: 
             state(
                 4,
                 [
-                    {"seq": 2, "type": "persona_step", "at": 2000.0, "step": STEP},
-                    {"seq": 3, "type": "persona_step", "at": 2001.0, "step": "not a step"},
-                    {"seq": 4, "type": "input", "at": 2002.0},
+                    {
+                        "seq": 2,
+                        "type": "outside",
+                        "at": 2000.0,
+                        "entries": ENTRIES,
+                        "cell": "latest",
+                    },
+                    {"seq": 3, "type": "outside", "at": 2001.0, "entries": "not a list"},
+                    {"seq": 4, "type": "outside", "at": 2002.0, "entries": ENTRIES},
                 ],
                 True,
             ),
         ),
         (0, {}),
     ]
-    steps: list[Any] = []
-    feed, calls = run_feed(fake_feed, on_step=steps.append)
-    wait_until(lambda: ("input",) in calls)
+    received: list[Any] = []
+    feed, _ = run_feed(
+        fake_feed, on_outside=lambda entries, latest: received.append((entries, latest))
+    )
+    wait_until(lambda: len(received) == 2)
     feed.stop()
-    assert steps == [STEP]
+    assert received == [(ENTRIES, True), (ENTRIES, False)]

@@ -7,7 +7,7 @@ import itertools
 import pytest
 
 from jupyter_recap.focus.hub import FocusHub
-from jupyter_recap.wire import PersonaStep
+from jupyter_recap.wire import OutsideEntry
 
 
 class Clock:
@@ -227,24 +227,27 @@ def test_snapshot_json(hub: FocusHub, clock: Clock) -> None:
     }
 
 
-def test_a_persona_step_is_an_event_of_a_known_kernel_only(hub: FocusHub) -> None:
-    step: PersonaStep = {
-        "persona": "Claude",
-        "title": "edit_cell",
-        "summary": "edit_cell churn.ipynb cell-1",
-        "status": "completed",
-        "output": '{"success": true}',
-        "error": None,
-    }
-    assert hub.persona_step("k1", step) is None  # no feed is made for a kernel nobody knows
+def test_outside_entries_are_an_event_of_a_known_kernel_only(hub: FocusHub) -> None:
+    entries: list[OutsideEntry] = [
+        {
+            "kind": "tool_call",
+            "text": "edit_cell churn.ipynb cell-1",
+            "name": "edit_cell",
+            "error": None,
+        },
+        {"kind": "tool_result", "text": '{"success": true}', "name": "edit_cell", "error": None},
+    ]
+    assert hub.outside("k1", entries) is None  # no feed is made for a kernel nobody knows
     assert hub.events_since("k1", 0).events == ()
     hub.set_execution("k1", "busy")
-    event = hub.persona_step("k1", step)
+    assert hub.outside("k1", []) is None  # nothing to say
+    event = hub.outside("k1", entries, latest_cell=True)
     assert event is not None
     assert event.to_json() == {
         "seq": event.seq,
-        "type": "persona_step",
+        "type": "outside",
         "at": event.at,
-        "step": step,
+        "entries": entries,
+        "cell": "latest",
     }
-    assert [e.type for e in hub.events_since("k1", 0).events] == ["persona_step"]
+    assert [e.type for e in hub.events_since("k1", 0).events] == ["outside"]

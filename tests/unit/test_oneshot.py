@@ -3,14 +3,16 @@ the kernel writes of a step (tests/server/test_chat_persona.py runs the real rou
 
 from __future__ import annotations
 
+import dataclasses
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from jupyter_recap.chats.document import ToolStep
 from jupyter_recap.ipython.reporting import AgentReporting
 from jupyter_recap.record.transcript import Transcript
-from jupyter_recap.server.oneshot import MATCH_SECONDS, OneShotTurn, OneShotTurns
+from jupyter_recap.server.oneshot import MATCH_SECONDS, OneShotTurn, OneShotTurns, _entries
 
 
 def turns(cells: dict[str, tuple[str, float]]) -> OneShotTurns:
@@ -58,48 +60,68 @@ def reporting(transcript: Transcript) -> AgentReporting:
     )
 
 
-STEP: dict[str, Any] = {
-    "persona": "Claude",
-    "title": "run_cell",
-    "summary": "run_cell churn.ipynb cell-1",
-    "status": "failed",
-    "output": "Traceback …",
-    "error": "KeyError: 'region'",
-}
+def entries_of(state: str, **fields: Any) -> list[Any]:
+    step = ToolStep(
+        call_id="toolu_1",
+        title="run_cell",
+        kind="execute",
+        status="failed" if state == "failed" else "completed",
+        summary="run_cell churn.ipynb cell-1",
+        input="",
+        output="Traceback …",
+        error="KeyError: 'region'" if state == "failed" else None,
+        waiting=state == "waiting",
+        paths=(),
+        cell_id=None,
+        at=0.0,
+    )
+    return _entries("Claude", dataclasses.replace(step, **fields), state)
 
 
 def test_a_step_joins_the_turn_of_the_latest_prompt() -> None:
     transcript = Transcript()
     transcript.user("fix churn.ipynb", cell_id="cell-ask")
-    reporting(transcript).persona_step(STEP)
+    reporting(transcript).outside_entries(entries_of("failed"), True)
     call, result = transcript.entries[1:]
     assert (call.kind, call.name, call.cell_id) == ("tool_call", "run_cell", "cell-ask")
-    assert (result.kind, result.error, result.cell_id) == ("tool_result", STEP["error"], "cell-ask")
+    assert (result.kind, result.error, result.cell_id) == (
+        "tool_result",
+        "KeyError: 'region'",
+        "cell-ask",
+    )
 
 
 def test_a_step_waiting_for_approval_is_said_as_an_event() -> None:
     transcript = Transcript()
     transcript.user("tidy the models", cell_id="cell-ask")
-    waiting = {**STEP, "status": "waiting", "summary": "mv models/churn.pkl models/old/"}
-    reporting(transcript).persona_step(waiting)
+    waiting = entries_of("waiting", summary="mv models/churn.pkl models/old/")
+    reporting(transcript).outside_entries(waiting, True)
     event = transcript.entries[-1]
     assert event.kind == "event" and event.cell_id == "cell-ask"
     assert event.text.startswith("Claude asked for your approval: mv models/churn.pkl models/old/")
 
 
+GOOD: dict[str, Any] = {"kind": "tool_call", "text": "ls", "name": "Bash", "error": None}
+
+
 @pytest.mark.parametrize(
     "bad",
     [
-        {**STEP, "status": "in_progress"},
-        {**STEP, "status": "<script>"},
-        {**STEP, "title": ""},
-        {**STEP, "title": ["run_cell"]},
-        {**STEP, "error": 3},
-        {key: value for key, value in STEP.items() if key != "output"},
+        {**GOOD, "kind": "recap"},  # not a kind anything outside may write
+        {**GOOD, "kind": "<script>"},
+        {**GOOD, "name": ""},  # a tool call names its tool
+        {**GOOD, "name": ["Bash"]},
+        {**GOOD, "error": 3},
+        {**GOOD, "text": None},
+        {"kind": "outcome", "text": "finished", "name": None, "error": None},
+        {key: value for key, value in GOOD.items() if key != "text"},
         {},
+        "an entry",
     ],
 )
-def test_a_step_the_kernel_cannot_read_is_left_out(bad: dict[str, Any]) -> None:
+def test_an_entry_the_kernel_cannot_read_is_left_out(bad: Any) -> None:
     transcript = Transcript()
-    reporting(transcript).persona_step(bad)
-    assert transcript.entries == []
+    reporting(transcript).outside_entries([bad, GOOD], False)
+    assert [(e.kind, e.name, e.cell_id) for e in transcript.entries] == [
+        ("tool_call", "Bash", None)
+    ]
