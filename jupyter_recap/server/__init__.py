@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import urllib.parse
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -29,6 +30,7 @@ from tornado.ioloop import IOLoop, PeriodicCallback
 from traitlets import Float, Int
 from traitlets.config import LoggingConfigurable
 
+from ..changes.touches import Touches
 from ..focus.board import MAX_AGENTS, AgentBoard, RowChange
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
 from ..pipeline.providers.base import CancelToken
@@ -199,6 +201,8 @@ class RecapServer(LoggingConfigurable):
         self._periodic: PeriodicCallback | None = None
         self.chats = ChatSource(self)
         """Jupyter AI chats (started once every extension is loaded: see RecapExtension)."""
+        self.touches = Touches()
+        """Who worked on which notebook, when (the attribution of a change line)."""
         self.oneshot = OneShotTurns(self)
         """Tool calls of the personas kernels' ``%%ai model@Persona`` cells address."""
 
@@ -261,6 +265,24 @@ class RecapServer(LoggingConfigurable):
             _, late = await asyncio.wait(pending, timeout=grace)
             if late:
                 log.warning("jupyter_recap: %d recap drafts did not end in time", len(late))
+
+    # -- attribution -------------------------------------------------------------------------
+
+    def notebook_touched(
+        self,
+        path: str,
+        who: str,
+        at: float | None = None,
+        *,
+        edited: int = 0,
+        ran: int = 0,
+        failed: int = 0,
+    ) -> None:
+        """An agent outside the person's page worked on the notebook at ``path`` (relative to
+        the server's root): every attribution source reports here."""
+        self.touches.note(
+            path, who, time.time() if at is None else at, edited=edited, ran=ran, failed=failed
+        )
 
     # -- session recaps ----------------------------------------------------------------------
 

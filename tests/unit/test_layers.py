@@ -57,6 +57,8 @@ RANKS: dict[str, int] = {
     "stores": 3,
     "capture": 3,
     "chats": 3,
+    "changes": 3,
+    "hooks": 3,
     # 4: writing a recap, and every other model call
     "pipeline": 4,
     # 5: the pure state the adapters drive, and the HTTP client
