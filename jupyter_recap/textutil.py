@@ -187,3 +187,8 @@ def refers_back(prompt: str) -> bool:
     if words <= _SHORT_WORDS:
         return True
     return words <= _REFERRING_WORDS and _REFERRING.search(head) is not None
+
+
+def utf16_len(text: str) -> int:
+    """The length of ``text`` in UTF-16 code units: how a page (JavaScript) counts offsets."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2

@@ -46,7 +46,9 @@ class Touches:
         touches = self._by_path.pop(path, None)
         if touches is None:
             touches = deque(maxlen=MAX_PER_NOTEBOOK)
-        touches.append(Touch(who, at, edited, ran, failed))
+        touch = Touch(who, at, edited, ran, failed)
+        if not touches or touches[-1] != touch:  # a source that reports the same work again
+            touches.append(touch)
         self._by_path[path] = touches  # most recently touched last
         while len(self._by_path) > MAX_NOTEBOOKS:
             self._by_path.popitem(last=False)

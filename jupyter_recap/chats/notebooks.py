@@ -13,7 +13,7 @@ import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..textutil import error_line, shorten
+from ..textutil import error_line, shorten, utf16_len
 from ..wire import Link, OutsideActivity
 from .document import ChatView, ToolStep
 
@@ -180,10 +180,6 @@ def _links(text: str, cells: list[str], ids: dict[str, str]) -> list[Link]:
             continue
         position = start + len(cell)
         if cell in ids:
-            span = {"start": _utf16(text[:start]), "end": _utf16(text[:position])}
+            span = {"start": utf16_len(text[:start]), "end": utf16_len(text[:position])}
             links.append({**span, "cell_id": ids[cell]})  # type: ignore[typeddict-item]
     return links
-
-
-def _utf16(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
