@@ -22,6 +22,12 @@ export interface INotebookFocusReport {
   path: string;
   focused: boolean;
   client_id: string;
+  /**
+   * The page's connection to the kernel (`IKernelConnection.clientId`, the `session` of every
+   * message this page sends the kernel), so the server tells the cells this page ran from those
+   * another client ran. Left out when the page's kernel connection has none.
+   */
+  kernel_client_id?: string;
 }
 
 /** The body of `POST jupyter-recap/api/focus` for a chat document (a `.chat` file). */
@@ -265,6 +271,11 @@ export class RecapApi {
 
   input(kernelId: string, clientId: string): Promise<unknown> {
     return this.request('POST', 'input', { kernel_id: kernelId, client_id: clientId });
+  }
+
+  /** This page saved the notebook at `path`: what it saved counts as seen by the person. */
+  seen(path: string, clientId: string): Promise<unknown> {
+    return this.request('POST', 'seen', { path, client_id: clientId });
   }
 
   kernel(kernelId: string): Promise<IKernelState> {

@@ -2,14 +2,21 @@
  * Per-document focus: a notebook (or a Jupyter AI chat) is *focused* when the page is visible,
  * the browser window has focus, and it is the current document. Every change is reported to
  * the server (`POST jupyter-recap/api/focus`), and a heartbeat re-reports every open notebook
- * and chat.
+ * and chat. A notebook's report also names the page's connection to its kernel, so the server
+ * knows which of the kernel's cells were run from this page.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
-import { isChatReport, type IFocusAnswer, type IFocusReport, type RecapApi } from './api';
+import {
+  isChatReport,
+  type IFocusAnswer,
+  type IFocusReport,
+  type INotebookFocusReport,
+  type RecapApi
+} from './api';
 
 /** The file name ending of a Jupyter AI chat document. */
 export const CHAT_SUFFIX = '.chat';
@@ -63,6 +70,11 @@ interface IQueue {
 /** The key of what a report is about: its kernel and notebook, or its chat. */
 function reportKey(report: IFocusReport): string {
   return isChatReport(report) ? `chat\n${report.chat}` : `${report.kernel_id}\n${report.path}`;
+}
+
+/** The page's kernel connection a report names (none for a chat's). */
+function kernelClientOf(report: IFocusReport | undefined): string | undefined {
+  return (report as Partial<INotebookFocusReport> | undefined)?.kernel_client_id;
 }
 
 /**
@@ -142,7 +154,12 @@ export class FocusReporter implements IDisposable {
       // A chat nobody looks at is not part of the heartbeat: the server takes a chat it hears
       // nothing of as away, so an idle page with chats open sends nothing more for them.
       const beat = options.all && (report.focused || !isChatReport(report));
-      if (beat || this._sent.get(id)?.focused !== report.focused) {
+      const sent = this._sent.get(id);
+      // A new connection of the page to the same kernel is news too: until the server knows
+      // it, the cells this page runs would count as another client's.
+      const changed =
+        sent?.focused !== report.focused || kernelClientOf(sent) !== kernelClientOf(report);
+      if (beat || changed) {
         this._sent.set(id, report);
         this._enqueue(report, options.keepalive ?? false);
       }
@@ -254,12 +271,23 @@ export class FocusReporter implements IDisposable {
       }
     };
     for (const panel of this._panels) {
-      const kernelId = panel.sessionContext.session?.kernel?.id;
-      if (!kernelId || panel.isDisposed) {
+      const kernel = panel.sessionContext.session?.kernel;
+      if (!kernel?.id || panel.isDisposed) {
         continue;
       }
       const focused = page && current === panel;
-      want({ kernel_id: kernelId, path: panel.context.path, focused, client_id: this._clientId });
+      const report: INotebookFocusReport = {
+        kernel_id: kernel.id,
+        path: panel.context.path,
+        focused,
+        client_id: this._clientId
+      };
+      // The `session` of every message this page sends the kernel: the server tells by it the
+      // cells the person ran here from those another client (an agent, another tab) ran.
+      if (typeof kernel.clientId === 'string' && kernel.clientId !== '') {
+        report.kernel_client_id = kernel.clientId;
+      }
+      want(report);
     }
     for (const chat of this._chats) {
       const path = chatPath(chat);

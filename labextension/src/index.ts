@@ -22,6 +22,7 @@ import { Notifier, TitleCount } from './notify';
 import { NotebookOpener } from './open';
 import { OutsideLine, OutsideSeen } from './outside';
 import { AgentsPanel } from './panel';
+import { SeenReporter } from './seen';
 import { RecapSettings } from './settings';
 
 const PLUGIN_ID = 'jupyter-recap:plugin';
@@ -38,6 +39,8 @@ export interface IRecapClient {
   readonly clientId: string;
   readonly capabilities: ICapabilities;
   readonly focus: FocusReporter | null;
+  /** Tells the server of this page's own saves. */
+  readonly saves: SeenReporter;
   readonly banners: BannerIds;
   /** The banner mount of each notebook panel. */
   readonly mounts: Map<NotebookPanel, BannerMount>;
@@ -88,6 +91,10 @@ export async function startClient(
     });
   }
 
+  // Not tied to a feature: a server without the route answers 404 once, and is not asked again.
+  // It lives as long as the page; each notebook's context is let go when it is disposed.
+  const saves = new SeenReporter(api, clientId);
+
   // Made before the notebooks are tracked: each notebook's outside line reads the board.
   const agents = features.has('agents')
     ? new AgentsModel(api, app.serviceManager.events ?? null, features.has('usage'))
@@ -113,6 +120,7 @@ export async function startClient(
           new OutsideLine({ panel, source: agents, seen, shell: app.shell, banner: mount })
         : null;
     focus?.track(panel);
+    saves.track(panel);
     panel.disposed.connect(() => {
       input?.dispose();
       outside?.dispose();
@@ -139,7 +147,7 @@ export async function startClient(
     void model.load();
   }
 
-  return { clientId, capabilities, focus, banners, mounts, agents, panel };
+  return { clientId, capabilities, focus, saves, banners, mounts, agents, panel };
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {

@@ -6,15 +6,22 @@ import type { IFocusAnswer, IFocusReport, INotebookFocusReport, RecapApi } from 
 import { chatPath, FocusReporter } from '../focus';
 import { deferred, flush, setPage, type IDeferred } from './helpers';
 
+/** The page's connection to a kernel: the kernel's id, and the connection's own. */
+interface IFakeKernel {
+  id: string;
+  clientId?: string;
+}
+
 /** A notebook panel as the reporter reads it: its kernel, its path, and their signals. */
 class FakePanel {
-  constructor(kernelId: string | null, path: string) {
-    this.sessionContext.session = kernelId === null ? null : { kernel: { id: kernelId } };
+  constructor(kernelId: string | null, path: string, kernelClientId?: string) {
+    this.sessionContext.session =
+      kernelId === null ? null : { kernel: { id: kernelId, clientId: kernelClientId } };
     this.context.path = path;
   }
 
   readonly sessionContext = {
-    session: null as { kernel: { id: string } } | null,
+    session: null as { kernel: IFakeKernel } | null,
     kernelChanged: new Signal<unknown, unknown>(this)
   };
   readonly context = { path: '', pathChanged: new Signal<unknown, unknown>(this) };
@@ -487,6 +494,109 @@ describe('FocusReporter', () => {
     reporter.track(a.asPanel);
     await flush();
     expect(answers).toEqual([{ kernel_id: 'kernel-a', focused: true, banner_model_id: null }]);
+  });
+
+  describe("the page's kernel connection", () => {
+    /** Each request's `[path, focused, kernel_client_id]`, the field's absence as null. */
+    const connections = (mock: jest.Mock): [string, boolean, string | null][] =>
+      mock.mock.calls.map(([r]: [IFocusReport]) => [
+        pathOf(r),
+        r.focused,
+        'kernel_client_id' in r ? String((r as INotebookFocusReport).kernel_client_id) : null
+      ]);
+
+    it('is named in every report of its notebook: transitions, heartbeats and leaving', async () => {
+      const own = new FakePanel('kernel-a', 'a.ipynb', 'conn-a');
+      shell.currentWidget = own;
+      reporter.track(own.asPanel);
+      reporter.track(b.asPanel); // a kernel connection without an id of its own
+      await flush();
+      expect(server.focus.mock.calls.map(([r]) => r)).toEqual([
+        {
+          kernel_id: 'kernel-a',
+          path: 'a.ipynb',
+          focused: true,
+          client_id: 'client-1',
+          kernel_client_id: 'conn-a'
+        },
+        { kernel_id: 'kernel-b', path: 'b.ipynb', focused: false, client_id: 'client-1' }
+      ]);
+      expect(connections(server.focus)).toEqual([
+        ['a.ipynb', true, 'conn-a'],
+        ['b.ipynb', false, null]
+      ]);
+      server.focus.mockClear();
+
+      shell.activate(b);
+      await flush();
+      jest.advanceTimersByTime(10_000);
+      await flush();
+      expect(connections(server.focus)).toEqual([
+        ['a.ipynb', false, 'conn-a'],
+        ['b.ipynb', true, null],
+        ['a.ipynb', false, 'conn-a'],
+        ['b.ipynb', true, null]
+      ]);
+
+      window.dispatchEvent(new Event('pagehide'));
+      expect(connections(server.beacon)).toEqual([
+        ['a.ipynb', false, 'conn-a'],
+        ['b.ipynb', false, null]
+      ]);
+    });
+
+    it('is left out of a connection with an empty id', async () => {
+      const blank = new FakePanel('kernel-a', 'a.ipynb', '');
+      reporter.track(blank.asPanel);
+      await flush();
+      expect(connections(server.focus)).toEqual([['a.ipynb', false, null]]);
+      blank.dispose();
+    });
+
+    it('is named from the first report once the kernel starts', async () => {
+      const later = new FakePanel(null, 'c.ipynb');
+      shell.currentWidget = later;
+      reporter.track(later.asPanel);
+      await flush();
+      expect(server.focus).not.toHaveBeenCalled();
+
+      later.sessionContext.session = { kernel: { id: 'kernel-c', clientId: 'conn-c' } };
+      later.sessionContext.kernelChanged.emit(undefined);
+      await flush();
+      expect(connections(server.focus)).toEqual([['c.ipynb', true, 'conn-c']]);
+    });
+
+    it('is told at once when the page connects to the kernel anew', async () => {
+      const own = new FakePanel('kernel-a', 'a.ipynb', 'conn-1');
+      shell.currentWidget = own;
+      reporter.track(own.asPanel);
+      await flush();
+      server.focus.mockClear();
+
+      own.sessionContext.kernelChanged.emit(undefined); // nothing changed: nothing sent
+      await flush();
+      expect(server.focus).not.toHaveBeenCalled();
+
+      // Same kernel, a new connection of the page: the server learns it before the heartbeat.
+      own.sessionContext.session = { kernel: { id: 'kernel-a', clientId: 'conn-2' } };
+      own.sessionContext.kernelChanged.emit(undefined);
+      await flush();
+      expect(connections(server.focus)).toEqual([['a.ipynb', true, 'conn-2']]);
+      server.focus.mockClear();
+
+      // Another kernel: the old one is told away under its old connection.
+      own.sessionContext.session = { kernel: { id: 'kernel-a2', clientId: 'conn-3' } };
+      own.sessionContext.kernelChanged.emit(undefined);
+      await flush();
+      expect(server.focus.mock.calls.map(([r]) => [kernelOf(r), r.focused])).toEqual([
+        ['kernel-a2', true],
+        ['kernel-a', false]
+      ]);
+      expect(connections(server.focus).map(([, , connection]) => connection)).toEqual([
+        'conn-3',
+        'conn-2'
+      ]);
+    });
   });
 
   describe('chats', () => {

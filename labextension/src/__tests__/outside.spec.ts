@@ -233,6 +233,43 @@ describe('OutsideLine', () => {
     expect(shownLine()).not.toBeNull(); // following a link keeps the line
   });
 
+  it("shows the server's summary of changes while away, each cell it names a link", () => {
+    // The summary of what changed in the notebook since the person last looked, as the server
+    // words it: links to several cells, one cell named twice, a dash outside the ASCII range.
+    const text =
+      'While you were away: 2 cells added (In[4], In[5]), 1 edited (In[2]), 1 deleted, ' +
+      '3 ran (1 failed: In[5]) — by Claude via churn.chat';
+    const span = (name: string, from = 0) => ({
+      start: text.indexOf(name, from),
+      end: text.indexOf(name, from) + name.length
+    });
+    const lastIn5 = text.lastIndexOf('In[5]');
+    source.entries.set('work/churn.ipynb', {
+      text,
+      links: [
+        { ...span('In[4]'), cell_id: 'c4' },
+        { ...span('In[5]'), cell_id: 'c5' },
+        { ...span('In[2]'), cell_id: 'c2' },
+        { ...span('In[5]', lastIn5), cell_id: 'c5' }
+      ],
+      at: 100
+    });
+    start();
+    expect(notebook.top).toEqual(['outside', 'input']);
+    const shown = shownLine()?.querySelector<HTMLElement>('.jp-RecapBanner-outsideText');
+    expect(shown?.textContent).toBe(text);
+    const links = [...(shown?.querySelectorAll<HTMLAnchorElement>('a.jp-RecapBanner-link') ?? [])];
+    expect(links.map(link => [link.textContent, link.dataset.cellId])).toEqual([
+      ['In[4]', 'c4'],
+      ['In[5]', 'c5'],
+      ['In[2]', 'c2'],
+      ['In[5]', 'c5']
+    ]);
+    expect(shown?.firstChild?.textContent).toBe('While you were away: 2 cells added (');
+    links[2].click();
+    expect(select).toHaveBeenCalledWith(notebook, 'c2');
+  });
+
   it('goes when the person types in a cell of the notebook, not on moving around', () => {
     source.entries.set('work/churn.ipynb', entry(100));
     start();

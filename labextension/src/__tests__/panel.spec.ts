@@ -270,6 +270,31 @@ describe('AgentsPanel', () => {
       expect(open).toHaveBeenCalledWith('k.ipynb', 'c7');
     });
 
+    it("shows the server's summary of changes while away with a link per cell it names", () => {
+      const summary =
+        'While you were away: 2 cells added, 1 edited (In[3]), 3 ran (1 failed: In[4]) — ' +
+        'by Claude via churn.chat';
+      const at = (name: string) => summary.indexOf(name);
+      model.set([
+        row('k', {
+          outside: {
+            text: summary,
+            links: [
+              { start: at('In[3]'), end: at('In[3]') + 5, cell_id: 'c3' },
+              { start: at('In[4]'), end: at('In[4]') + 5, cell_id: 'c4' }
+            ],
+            at: 5
+          }
+        })
+      ]);
+      const line = li('k').querySelector<HTMLElement>('.jp-RecapAgents-outside');
+      expect(line?.textContent).toBe(summary);
+      const links = [...(line?.querySelectorAll<HTMLElement>('a.jp-RecapAgents-link') ?? [])];
+      expect(links.map(link => link.textContent)).toEqual(['In[3]', 'In[4]']);
+      links[1].click();
+      expect(open).toHaveBeenCalledWith('k.ipynb', 'c4');
+    });
+
     it('is plain text, and absent when there is none', () => {
       model.set([
         row('k', { outside: { text: '<b>Cl\u202eaude</b>\x07 ran In[1]', links: [], at: 5 } }),
