@@ -12,6 +12,11 @@ Exit codes are a contract for scripts: 0 a recap (or a listing) was printed, 1 t
 reason is on stderr), 2 bad usage (unknown option, missing or unreadable notebook, unknown or
 ambiguous session id, unusable model). Every failure is one ``jupyter recap: …`` line on stderr,
 never a traceback. The listing path imports neither IPython, httpx nor tornado.
+
+``jupyter recap hook`` (:mod:`jupyter_recap.cli.hook`) is what CLI agents' hooks run: one event
+on stdin into the hook spool, exit 0 and no output whatever happens. It runs on every tool call
+of an agent, so :func:`main` hands it over before anything else is loaded, and this module
+loads the rest of the command line (its stores and listings) only when it runs.
 """
 
 from __future__ import annotations
@@ -20,24 +25,11 @@ import argparse
 import os
 import re
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from .._version import __version__
 from ..errors import ConfigError, NotebookError, StoreError
 from ..textutil import SHOWN_CHARS, printable, shorten
-from .common import (
-    DEFAULT_LIMIT,
-    EXIT_NO_RECAP,
-    EXIT_OK,
-    EXIT_USAGE,
-    PROG,
-    UsageError,
-    fail,
-    print_json,
-    say,
-)
-from .lists import list_notes, list_sessions, list_usage
 
 if TYPE_CHECKING:
     from ..record.transcript import Transcript
@@ -57,12 +49,16 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but its errors are one ``jupyter recap: …`` line (no usage dump)."""
 
     def error(self, message: str) -> NoReturn:
+        from .common import EXIT_USAGE, PROG
+
         # The message may quote an argument, which may hold anything: made inert like the rest.
         self.exit(EXIT_USAGE, f"{PROG}: {printable(message)} (see {PROG} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line. ``target`` is optional so that ``--sessions`` can stand alone."""
+    from .common import DEFAULT_LIMIT, PROG
+
     parser = _Parser(
         prog=PROG,
         description="Print a 1–3 sentence recap of the agent session of a notebook (its "
@@ -136,6 +132,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``jupyter recap`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["hook"]:
+        from .hook import run_hook  # first: the agent waits for it on every tool call
+
+        return run_hook(given[1:])
+    from .common import EXIT_NO_RECAP, EXIT_USAGE, UsageError, fail
+    from .lists import list_notes, list_sessions, list_usage
+
     _tolerate_unencodable_output()
     args = build_parser().parse_args(argv)
     try:
@@ -185,6 +189,8 @@ def _session_id(target: str) -> str | None:
     An existing path or a name ending in ``.ipynb`` is a notebook (so a directory still gets the
     notebook reader's message); hex digits and dashes are an id (prefix).
     """
+    from .common import UsageError
+
     if target.endswith(".ipynb") or os.path.isfile(target):
         return None
     if _SESSION_ID.match(target) and sum(c != "-" for c in target) >= _MIN_HEX_DIGITS:
@@ -199,9 +205,12 @@ def _session_id(target: str) -> str | None:
     )
 
 
-@dataclass(frozen=True)
-class Options:
-    """How to answer: the model, JSON or text, a recap or only the request it would send."""
+class Options(NamedTuple):
+    """How to answer: the model, JSON or text, a recap or only the request it would send.
+
+    (A NamedTuple: as immutable as a frozen dataclass, without loading ``dataclasses`` for
+    ``jupyter recap hook``, which an agent runs on every tool call.)
+    """
 
     model: str | None = None
     as_json: bool = False
@@ -213,6 +222,7 @@ def _recap_notebook(path: str, options: Options) -> int:
     from ..record.notebookfile import read_notebook
     from ..settings import Recap
     from ..stores.framing import notebook_framing, record_framing
+    from .common import PROG, say
     from .stored import choose
 
     settings = Recap()
@@ -278,6 +288,7 @@ def _recap(
     extra: dict[str, str | None],
 ) -> int:
     from ..pipeline.service import draft_recap
+    from .common import EXIT_OK, print_json, say
 
     model, as_json = options.model, options.as_json
     _check_model(model, settings, transcript.active_model)
@@ -312,6 +323,7 @@ def _dry_run(
 ) -> int:
     """Print the request a recap would send (``--dry-run``), sending nothing."""
     from ..pipeline.preview import preview_request
+    from .common import EXIT_OK, print_json, say
 
     preview = preview_request(
         transcript, settings=settings, env=os.environ, model=options.model, framing=framing
@@ -342,6 +354,8 @@ def _check_model(model: str | None, settings: Recap, active_model: str | None) -
 
 
 def _no_recap(reason: str, as_json: bool, extra: dict[str, str | None] | None = None) -> int:
+    from .common import EXIT_NO_RECAP, fail, print_json
+
     if as_json:
         print_json({**(extra or {}), "recap": None, "model": None, "reason": reason})
     return fail(reason, EXIT_NO_RECAP)

@@ -38,6 +38,7 @@ from ..settings import LONG_CELL_SECONDS
 from ..wire import CHAT_ROW_PREFIX
 from .chats import ChatSource
 from .handlers import ShuttingDown
+from .hooks import HookIntake
 from .oneshot import OneShotTurns
 from .polls import LongPolls
 from .routes import routes
@@ -205,6 +206,8 @@ class RecapServer(LoggingConfigurable):
         """Who worked on which notebook, when (the attribution of a change line)."""
         self.oneshot = OneShotTurns(self)
         """Tool calls of the personas kernels' ``%%ai model@Persona`` cells address."""
+        self.hooks = HookIntake(self)
+        """CLI agents' hook events (``jupyter recap hook``), read into their notebooks."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -231,6 +234,10 @@ class RecapServer(LoggingConfigurable):
         except Exception:  # an extra, like the chats
             log.warning("jupyter_recap: could not follow one-shot persona chats", exc_info=True)
         try:
+            self.hooks.start()
+        except Exception:  # an extra too: CLI agents' hooks are read when it starts
+            log.warning("jupyter_recap: could not read CLI agents' hook events", exc_info=True)
+        try:
             self.chats.start()
         except Exception:  # chats are an extra: the rest of the extension works without
             log.warning("jupyter_recap: could not follow the chats", exc_info=True)
@@ -253,6 +260,7 @@ class RecapServer(LoggingConfigurable):
         self.watcher.close()
         self.chats.stop()
         self.oneshot.stop()
+        self.hooks.stop()
         for token in list(self._drafts_cancel):
             token.cancel()
         self.drafts.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,194 @@
+"""What a notebook's record gets from a CLI agent's session: its asks, its edits, its answer.
+
+A session of an agent (one Claude Code conversation) is a stream of hook events: a prompt,
+tool calls, a stop, again and again. A prompt does not say which notebook it is about, so a
+session's prompts are held until one of its tool calls edits (or runs) a notebook. That
+notebook then gets, as entries of its record (:class:`~jupyter_recap.wire.OutsideEntry`):
+
+1. one ``event`` saying who worked on it from outside the kernel, then the held asks
+   (``user``), then the call itself (``tool_call`` and ``tool_result``);
+2. every later tool call of the same turn;
+3. at the stop, the answer (``assistant``) and the outcome (``ok``, or ``errored`` with what
+   the agent said went wrong).
+
+So the kernel's record holds the agent's turn like one of its own cells' turns, and a recap
+written while the person is away tells it. A turn that touched no notebook keeps its ask held
+for the next one ("now put that in the notebook" needs the ask before it). A new prompt after
+a turn whose stop never came (the person interrupted the agent, which then sends none) ends
+that turn as ``aborted`` in its notebooks; so does the session's end.
+
+A tool that names no notebook but says it works on cells (an MCP server's ``insert_cell``)
+works on the notebook the session last named (its ``use_notebook``).
+
+Bounded: :data:`MAX_SESSIONS` sessions (the least recently heard from goes), each forgotten
+after :data:`IDLE_SECONDS` of silence; :data:`MAX_ASKS` held asks, :data:`MAX_NOTEBOOKS`
+notebooks and :data:`MAX_CALLS` tool calls per turn.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..wire import OutsideEntry
+from .events import HookEvent
+
+MAX_SESSIONS = 64
+IDLE_SECONDS = 6 * 3600.0
+MAX_ASKS = 4
+"""Asks held per session (the latest); a turn that never touches a notebook keeps its own."""
+MAX_NOTEBOOKS = 8
+"""Notebooks one turn writes into."""
+MAX_CALLS = 32
+"""Tool calls of one turn sent to its notebooks (after them, only the answer)."""
+
+
+class Delivery(NamedTuple):
+    """What one notebook gets of one event: entries for its record, and whether the event
+    edited or ran it (for the attribution of its change line)."""
+
+    notebook: str
+    """The notebook's absolute path."""
+    agent: str
+    at: float
+    entries: list[OutsideEntry]
+    edited: int = 0
+    ran: int = 0
+
+
+@dataclass(slots=True)
+class _Session:
+    agent: str
+    heard: float
+    asks: list[str] = field(default_factory=list)
+    touched: dict[str, None] = field(default_factory=dict)
+    """The notebooks of the turn going on, in the order it touched them."""
+    current: str | None = None
+    """The notebook the session named last (for tools that name none)."""
+    calls: int = 0
+
+
+class HookSessions:
+    """The sessions heard of, and what each event of theirs means for their notebooks."""
+
+    def __init__(self, *, max_sessions: int = MAX_SESSIONS, idle: float = IDLE_SECONDS) -> None:
+        self.max_sessions = max(1, max_sessions)
+        self.idle = idle
+        self._sessions: dict[tuple[str, str], _Session] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def feed(self, event: HookEvent) -> list[Delivery]:
+        """The entries ``event`` gives to notebooks (none while the session has not touched
+        one), after updating its session."""
+        self._forget_idle(event.at)
+        key = (event.agent, event.session)
+        session = self._sessions.pop(key, None) or _Session(event.agent, event.at)
+        session.heard = max(session.heard, event.at)
+        self._sessions[key] = session  # the most recently heard from last
+        while len(self._sessions) > self.max_sessions:
+            del self._sessions[next(iter(self._sessions))]
+        if event.kind == "prompt":
+            delivered = self._end_turn(session, event, aborted=True)
+            session.asks = [*session.asks, event.text][-MAX_ASKS:]
+            return delivered
+        if event.kind == "tool":
+            return self._tool(session, event)
+        if event.kind == "stop":
+            return self._end_turn(session, event, aborted=False)
+        delivered = self._end_turn(session, event, aborted=True)  # "end": the session is over
+        del self._sessions[key]
+        return delivered
+
+    def _tool(self, session: _Session, event: HookEvent) -> list[Delivery]:
+        if event.notebook is not None:
+            session.current = event.notebook
+        target = event.notebook or (session.current if event.touch else None)
+        edited, ran = int(event.touch == "edit"), int(event.touch == "run")
+        call = _call_entries(event)
+        delivered: list[Delivery] = []
+        first = event.touch is not None and target is not None and target not in session.touched
+        if first and target is not None:
+            entries: list[OutsideEntry] = []  # past the bounds, only the touch is noted
+            if len(session.touched) < MAX_NOTEBOOKS and session.calls < MAX_CALLS:
+                session.touched[target] = None
+                asks = [_entry("user", ask) for ask in session.asks]
+                entries = [_entry("event", _intro(event.agent)), *asks, *call]
+            delivered.append(Delivery(target, event.agent, event.at, entries, edited, ran))
+        sending = session.calls < MAX_CALLS
+        for notebook in session.touched:
+            if first and notebook == target:
+                continue
+            mine = notebook == target
+            entries = list(call) if sending else []
+            if entries or (mine and event.touch):
+                touched = (edited, ran) if mine else (0, 0)
+                delivered.append(Delivery(notebook, event.agent, event.at, entries, *touched))
+        if sending and session.touched:
+            session.calls += 1
+        return delivered
+
+    def _end_turn(self, session: _Session, event: HookEvent, *, aborted: bool) -> list[Delivery]:
+        """The turn's end in the notebooks it touched (none: its asks stay held)."""
+        if not session.touched:
+            return []
+        if aborted:
+            entries = [_entry("outcome", "aborted")]
+        else:
+            entries = [_entry("assistant", event.text)] if event.text else []
+            if event.error:
+                entries.append(_entry("outcome", "errored", error=event.error))
+            else:
+                entries.append(_entry("outcome", "ok"))
+        delivered = [
+            Delivery(notebook, event.agent, event.at, list(entries)) for notebook in session.touched
+        ]
+        session.asks, session.touched, session.calls = [], {}, 0
+        return delivered
+
+    def _forget_idle(self, now: float) -> None:
+        for key in [k for k, s in self._sessions.items() if now - s.heard > self.idle]:
+            del self._sessions[key]
+
+
+def _call_entries(event: HookEvent) -> list[OutsideEntry]:
+    name = event.tool or "tool"
+    result = event.output or ("failed" if event.error else "ok")
+    return [
+        {"kind": "tool_call", "text": event.text, "name": name, "error": None},
+        {"kind": "tool_result", "text": result, "name": name, "error": event.error},
+    ]
+
+
+def _intro(agent: str) -> str:
+    return (
+        f"{agent} worked on this notebook from outside its kernel; its asks, tool calls and "
+        "answer follow."
+    )
+
+
+def _entry(kind: str, text: str, *, error: str | None = None) -> OutsideEntry:
+    return {"kind": kind, "text": text, "name": None, "error": error}
+
+
+def notebook_under(path: str, roots: Iterable[str]) -> str | None:
+    """``path`` (a notebook's absolute path) relative to the first of ``roots`` that holds it
+    (the server's root folder: as configured, and with its links resolved), ``/``-separated;
+    None when it is not a notebook or no root holds it. Pure: nothing is opened or followed."""
+    if not path.lower().endswith(".ipynb") or not os.path.isabs(path):
+        return None
+    clean = os.path.normpath(path)
+    for root in roots:
+        if not root or not os.path.isabs(root):
+            continue
+        try:
+            relative = os.path.relpath(clean, os.path.normpath(root))
+        except ValueError:  # another drive
+            continue
+        outside = relative == os.pardir or relative.startswith(os.pardir + os.sep)
+        if not outside and relative != os.curdir and not os.path.isabs(relative):
+            return relative.replace(os.sep, "/")
+    return None
