@@ -5,8 +5,8 @@ tool calls, a stop, again and again. A prompt does not say which notebook it is 
 session's prompts are held until one of its tool calls edits (or runs) a notebook. That
 notebook then gets, as entries of its record (:class:`~jupyter_recap.wire.OutsideEntry`):
 
-1. one ``event`` saying who worked on it from outside the kernel, then the held asks
-   (``user``), then the call itself (``tool_call`` and ``tool_result``);
+1. the held asks (``user``), one ``event`` saying who took them and worked on the notebook
+   from outside its kernel, then the call itself (``tool_call`` and ``tool_result``);
 2. every later tool call of the same turn;
 3. at the stop, the answer (``assistant``) and the outcome (``ok``, or ``errored`` with what
    the agent said went wrong).
@@ -116,7 +116,7 @@ class HookSessions:
             if len(session.touched) < MAX_NOTEBOOKS and session.calls < MAX_CALLS:
                 session.touched[target] = None
                 asks = [_entry("user", ask) for ask in session.asks]
-                entries = [_entry("event", _intro(event.agent)), *asks, *call]
+                entries = [*asks, _entry("event", _intro(event.agent)), *call]
             delivered.append(Delivery(target, event.agent, event.at, entries, edited, ran))
         sending = session.calls < MAX_CALLS
         for notebook in session.touched:
@@ -164,10 +164,9 @@ def _call_entries(event: HookEvent) -> list[OutsideEntry]:
 
 
 def _intro(agent: str) -> str:
-    return (
-        f"{agent} worked on this notebook from outside its kernel; its asks, tool calls and "
-        "answer follow."
-    )
+    """Who took the asks before it (a recap's context starts at the first ask: an entry
+    before it would not be seen)."""
+    return f"Asked of {agent}, which worked on this notebook from outside its kernel."
 
 
 def _entry(kind: str, text: str, *, error: str | None = None) -> OutsideEntry:

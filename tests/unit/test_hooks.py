@@ -134,12 +134,14 @@ def test_each_agent_s_session_gives_its_notebook_the_ask_the_edit_and_the_answer
     sessions = HookSessions()
     deliveries = [delivery for event in events for delivery in sessions.feed(event)]
     kinds = [kind for kind, _ in entries_for(deliveries, notebook)]
-    # The ask was held until the session touched the notebook; the intro says who did it.
-    assert kinds[:3] == ["event", "user", "tool_call"], kinds
+    # The ask was held until the session touched the notebook; an event says who took it.
+    assert kinds[:3] == ["user", "event", "tool_call"], kinds
     assert kinds[-1] == "outcome"
     records = [e for d in deliveries if d.notebook == notebook for e in d.entries]
-    assert records[1]["text"] == events[0].text == payloads[0]["prompt"]
-    assert agent in records[0]["text"]
+    assert records[0]["text"] == events[0].text == payloads[0]["prompt"]
+    assert records[1]["text"] == f"Asked of {agent}, which worked on this notebook from " + (
+        "outside its kernel."
+    )
     stop = payloads[-1]
     if "last_assistant_message" in stop:
         assert records[-2] == {
@@ -168,8 +170,8 @@ def test_claude_code_s_notebook_edit_is_one_line_with_the_cell_and_its_new_sourc
     sessions = HookSessions()
     deliveries = [d for event in events for d in sessions.feed(event)]
     assert entries_for(deliveries, str(tmp_path / "churn.ipynb")) == [
-        ("event", None),
         ("user", None),
+        ("event", None),
         ("tool_call", "NotebookEdit"),
         ("tool_result", "NotebookEdit"),
         ("tool_call", "Bash"),
