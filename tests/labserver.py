@@ -65,6 +65,11 @@ OFF_SERVER_EXTENSIONS = (
     "jupyterlab_commands_toolkit",
     "jupyter_ai_litellm",
 )
+#: Never on in a test lab either: jupyter-mcp-server (a test extra, which tests/server runs in
+#: its own servers), the lab commands it offers as tools, and the server-side execution its
+#: tools run cells with, whose lab extension would run every cell the page runs through it.
+MCP_SERVER_EXTENSIONS = ("jupyter_mcp_server", "jupyter_mcp_tools", "jupyter_server_nbmodel")
+MCP_LAB_EXTENSIONS = ("@datalayer/jupyter-server-nbmodel", "@datalayer/jupyter-mcp-tools")
 #: The test persona (tests/persona/), which chat labs find through its entry point.
 PERSONA_DIR = TESTS / "persona"
 PERSONA_ID = "jupyter-ai-personas::recap_test_persona::TestClaudePersona"
@@ -273,8 +278,9 @@ def _isolation_config(config: Path, chat: bool, collaboration: bool) -> None:
     on_lab = (CHAT_LAB_EXTENSIONS if chat else ()) + (
         COLLABORATION_LAB_EXTENSIONS if collaboration else ()
     )
-    every_server = CHAT_SERVER_EXTENSIONS + COLLABORATION_SERVER_EXTENSIONS + OFF_SERVER_EXTENSIONS
-    every_lab = CHAT_LAB_EXTENSIONS + COLLABORATION_LAB_EXTENSIONS
+    every_server: tuple[str, ...] = CHAT_SERVER_EXTENSIONS + COLLABORATION_SERVER_EXTENSIONS
+    every_server += OFF_SERVER_EXTENSIONS + MCP_SERVER_EXTENSIONS
+    every_lab = CHAT_LAB_EXTENSIONS + COLLABORATION_LAB_EXTENSIONS + MCP_LAB_EXTENSIONS
     server: dict[str, Any] = {
         "ServerApp": {"jpserver_extensions": {name: name in on_server for name in every_server}}
     }
