@@ -21,7 +21,6 @@ loads the rest of the command line (its stores and listings) only when it runs.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
@@ -32,6 +31,8 @@ from ..errors import ConfigError, NotebookError, StoreError
 from ..textutil import SHOWN_CHARS, printable, shorten
 
 if TYPE_CHECKING:
+    import argparse
+
     from ..record.transcript import Transcript
     from ..settings import Recap
     from ..stores.framing import Framing
@@ -45,19 +46,19 @@ _HEX_OR_DASH = re.compile(r"^[0-9a-fA-F-]+$")
 _MIN_HEX_DIGITS = 4
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse, but its errors are one ``jupyter recap: …`` line (no usage dump)."""
-
-    def error(self, message: str) -> NoReturn:
-        from .common import EXIT_USAGE, PROG
-
-        # The message may quote an argument, which may hold anything: made inert like the rest.
-        self.exit(EXIT_USAGE, f"{PROG}: {printable(message)} (see {PROG} --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line. ``target`` is optional so that ``--sessions`` can stand alone."""
-    from .common import DEFAULT_LIMIT, PROG
+    import argparse  # here, not for `jupyter recap hook`
+
+    from .common import DEFAULT_LIMIT, EXIT_USAGE, PROG
+
+    class _Parser(argparse.ArgumentParser):
+        """argparse, but its errors are one ``jupyter recap: …`` line (no usage dump)."""
+
+        def error(self, message: str) -> NoReturn:
+            # The message may quote an argument, which may hold anything: made inert like the
+            # rest.
+            self.exit(EXIT_USAGE, f"{PROG}: {printable(message)} (see {PROG} --help)\n")
 
     parser = _Parser(
         prog=PROG,

@@ -537,7 +537,7 @@ def test_a_link_planted_at_the_spool_is_never_followed(tmp_path: Path) -> None:
 
 
 def test_the_command_loads_nothing_it_does_not_need(tmp_path: Path) -> None:
-    """On every tool call of the agent: no sessions store, no argparse-sized command line, no
+    """On every tool call of the agent: no sessions store, no argparse or dataclasses, no
     jupyter_core.paths (the data folder is worked out here), no server or kernel code."""
     payload = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": "hi"})
     (tmp_path / "payload.json").write_text(payload)
@@ -563,6 +563,7 @@ def test_the_command_loads_nothing_it_does_not_need(tmp_path: Path) -> None:
         "jupyter_recap.stores.sessions",
         "jupyter_recap.record.transcript",
         "jupyter_recap.cli.common",
+        "argparse",
         "dataclasses",
         "IPython",
         "tornado",
