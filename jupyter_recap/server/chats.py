@@ -418,10 +418,13 @@ class ChatSource:
                 since=self._seen_since,
                 label=self._cell_labels,
             )
+            who = f"{chat.view.persona_name()} via {chat_name(chat.path)}"
             for path, line in found.items():
+                # The change line of that notebook names the chat's agent as who changed it.
+                self.recap.notebook_touched(path, who, line["at"])
                 if path not in lines or line["at"] > lines[path]["at"]:
                     lines[path] = line
-        self.recap.board.set_outside(lines)
+        self.recap.publish_outside("chats", lines)
 
     def _seen_since(self, notebook: str) -> float:
         if notebook in self._looking:

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ..focus.board import AgentBoard
     from ..focus.hub import FocusHub
     from ..pipeline.providers.base import CancelToken
+    from .changes import NotebookChanges
     from .chats import ChatSource
     from .polls import LongPolls
 
@@ -72,6 +73,7 @@ class RunningRecap(Protocol):
     board: AgentBoard
     polls: LongPolls
     chats: ChatSource
+    changes: NotebookChanges
     max_body_bytes: int
     max_poll_timeout: float
     max_recap_drafts: int
@@ -288,12 +290,17 @@ class FocusHandler(RecapHandler):
             path = fields.string(body, "path", PATH_CHARS)
             focused = fields.flag(body, "focused")
             client_id = fields.string(body, "client_id", ID_CHARS)
+            kernel_client_id = fields.text(body, "kernel_client_id", ID_CHARS)
         self.require_kernel(kernel_id)
         self.hub.report(kernel_id, client_id, path, focused)
         self.recap.chats.looked_at(path, focused)
         board = self.recap.board
         board.set_path(kernel_id, path)
         snapshot = self.hub.snapshot(kernel_id)
+        if kernel_client_id:
+            self.recap.changes.page_session(kernel_id, kernel_client_id)
+        # The notebook is looked at when any of the person's tabs looks at it.
+        self.recap.changes.looked_at(path, snapshot.focused is True, kernel_id)
         self.reply(
             {
                 "kernel_id": kernel_id,
@@ -325,6 +332,25 @@ class FocusHandler(RecapHandler):
 
 MAX_FOCUSED_CHATS = 256
 """Chats whose focus the server follows at once (every open chat tab of every page)."""
+
+
+class SeenHandler(RecapHandler):
+    """``POST seen``: the person's page saved a notebook; what it holds now, they have seen."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body()
+        with reading_fields():
+            fields.require(body, "path", "client_id")
+            path = fields.string(body, "path", PATH_CHARS, blank=False)
+            fields.string(body, "client_id", ID_CHARS)
+        if not path.endswith(".ipynb"):
+            raise web.HTTPError(400, "%s", "path: not the path of a notebook (.ipynb)")
+        if path.startswith(("/", "\\")) or ".." in path.replace("\\", "/").split("/"):
+            raise web.HTTPError(400, "%s", "path: not a path inside the server's root")
+        await self.recap.changes.page_saved(path)
+        self.reply({})
 
 
 class InputHandler(RecapHandler):
@@ -542,6 +568,7 @@ def focus_routes(api: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "capabilities"), CapabilitiesHandler),
         (url_path_join(api, "focus"), FocusHandler),
         (url_path_join(api, "input"), InputHandler),
+        (url_path_join(api, "seen"), SeenHandler),
         (url_path_join(api, "kernels", _KERNEL_ID), KernelHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "banner"), BannerHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "events"), EventsHandler),

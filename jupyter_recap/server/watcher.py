@@ -50,11 +50,18 @@ class ExecutionWatcher:
         *,
         on_cell_end: Callable[[str, CellRun], None] | None = None,
         on_restarter: Callable[[str, str], None] | None = None,
+        on_cell_input: Callable[[str, str, str], None] | None = None,
+        on_cell_error: Callable[[str, str], None] | None = None,
     ) -> None:
         self._kernel_manager = kernel_manager
         self._hub = hub
         self._on_cell_end = on_cell_end
         self._on_restarter = on_restarter
+        self._on_cell_input = on_cell_input
+        """Called with (kernel id, the sending connection's session id, the request's msg id)
+        as each cell starts: which client ran it."""
+        self._on_cell_error = on_cell_error
+        """Called with (kernel id, the failed request's msg id)."""
         """Called with (kernel id, ``restart`` or ``dead``) by the kernel's auto-restarter:
         the process died and is being restarted, or could not be."""
         self._callbacks: dict[str, list[tuple[Any, str, Any]]] = {}
@@ -164,15 +171,21 @@ class ExecutionWatcher:
             # Headers only: most IOPub traffic is output we do not need to decode.
             msg = session.deserialize(frames, content=False)
             msg_type = msg["header"]["msg_type"]
+            parent = msg.get("parent_header") or {}
             if msg_type == "execute_input":
                 self._cell_input(kernel_id, session.unpack(msg["content"]))
+                sender, request = parent.get("session"), parent.get("msg_id")
+                if self._on_cell_input is not None and isinstance(sender, str):
+                    self._on_cell_input(kernel_id, sender, str(request))
                 return
             if msg_type not in ("status", "error"):
                 return
-            parent_type = (msg.get("parent_header") or {}).get("msg_type")
+            parent_type = parent.get("msg_type")
             if msg_type == "error":
                 if parent_type == "execute_request":
                     self._hub.cell_failed(kernel_id)
+                    if self._on_cell_error is not None:
+                        self._on_cell_error(kernel_id, str(parent.get("msg_id")))
                 return
             content = session.unpack(msg["content"])
             state = content.get("execution_state") if isinstance(content, dict) else None

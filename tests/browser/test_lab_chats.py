@@ -38,7 +38,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 def open_chat(tab: LabPage, path: str) -> None:
     """Open the chat document ``path`` in the page (it becomes the current widget)."""
     tab.page.evaluate(
-        "(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", path
+        "(path) => window.jupyterapp.commands.execute('docmanager:open', {path}).then(() => null)",
+        path,
     )
     tab.page.wait_for_function(
         """(path) => {
@@ -133,14 +134,15 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
     assert "KeyError: 'region'" in recap["recap"]
     assert recap["recap"].rstrip(".").endswith(f"Waiting for your approval: {MOVE}")
 
-    # Back, at the notebook the agent worked on: one line says what it did there.
+    # Back, at the notebook the agent worked on: one line says what changed there, and who.
     tab.set_visible(True)
     tab.set_window_focus(True)
     tab.activate("churn.ipynb")
     tab.page.wait_for_selector(OUTSIDE, state="visible", timeout=30_000)
     line = tab.page.inner_text(OUTSIDE)
-    assert "Claude (churn.chat) edited In[" in line
-    assert "and ran it; it failed: KeyError: 'region'" in line
+    assert line.startswith(
+        "While you were away: 1 cell edited, 1 ran (1 failed) — by Claude via churn.chat"
+    )
     # Its cell link selects the cell the agent edited (the last one).
     tab.page.click(f"{OUTSIDE} a.jp-RecapBanner-link")
     active = tab.page.evaluate(

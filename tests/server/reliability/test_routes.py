@@ -292,11 +292,18 @@ async def test_hostile_ids_are_a_json_400_or_404(
             message = assert_json_error(answer, (400, 404), (route, hostile[:40]))
             assert len(message) <= 200, (route, message[:300])  # a long id is not echoed back
     for route in routes:
-        if route.method == "POST" and not route.groups:  # focus, input: the id is in the body
-            for hostile in ["x" * 6000, "..", "/", "\x00", "ключ\u202e", ""]:
-                data = {"kernel_id": hostile, "path": "a.ipynb", "focused": True, "client_id": "c"}
+        if route.method != "POST" or route.groups:
+            continue
+        if route.pattern.endswith("/seen$"):  # a notebook's path is its id
+            for hostile in ["x" * 6000 + ".ipynb", "../../etc/a.ipynb", "/etc/a.ipynb", "a.py", ""]:
+                data = {"path": hostile, "client_id": "c"}
                 answer = await http(route.path(), "POST", body=json.dumps(data), headers=token)
-                assert_json_error(answer, (400, 404), (route, hostile[:40]))
+                assert_json_error(answer, (400,), (route, hostile[:40]))
+            continue
+        for hostile in ["x" * 6000, "..", "/", "\x00", "ключ\u202e", ""]:  # focus, input
+            data = {"kernel_id": hostile, "path": "a.ipynb", "focused": True, "client_id": "c"}
+            answer = await http(route.path(), "POST", body=json.dumps(data), headers=token)
+            assert_json_error(answer, (400, 404), (route, hostile[:40]))
 
 
 def reads_body(route: Route) -> bool:

@@ -1,0 +1,370 @@
+"""Notebooks changed while the person was away: what changed, and who changed it.
+
+When the person stops looking at a notebook (the page's focus reports), its cells as saved are
+fingerprinted (:mod:`..changes.cells`: hashes only); each save the person's own page makes
+(``POST seen``) fingerprints it again, so what they did themselves is never news. While they
+are away the file is watched: its size and time every :data:`POLL_SECONDS` (a stat, no read),
+and at once when the server's contents API saves it (the ``contents_service`` event). Cells
+run by a client of the kernel that is not the person's page count as ran (the execution
+watcher hears each cell's input; the page reports its kernel connection's id).
+
+A change becomes one line (:func:`..changes.diff.change_line`) naming who did it: the agents
+that reported working on the notebook since the person left (:class:`..changes.touches.Touches`),
+else "another client of the kernel" for cells run by one, "another client of the server" for a
+save through the contents API, "on disk" for the rest. The line goes into the agents board's
+``outside`` entry of the notebook (shown above the active cell and in its row, with the chats'
+lines) and, once it has settled, into the kernel's record as an event, where recaps read it.
+Reading a notebook runs on the drafts pool, never on the server's loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from ..changes.cells import Fingerprint, notebook_cells
+from ..changes.diff import Change, change_line, diff, who_words
+from ..changes.touches import normal_path
+from ..wire import OutsideActivity, OutsideEntry
+
+log = logging.getLogger(__name__)
+
+CONTENTS = "https://events.jupyter.org/jupyter_server/contents_service/v1"
+POLL_SECONDS = 2.0
+EVENT_SETTLE_SECONDS = 30.0
+"""A change line enters the kernel's record once it stayed the same this long (or at return)."""
+MAX_NOTEBOOKS = 256
+"""Notebooks tracked at once (the least recently looked at goes first)."""
+MAX_NOTEBOOK_BYTES = 64 << 20
+"""Larger notebook files are not read (their changes are not counted)."""
+MAX_PAGE_SESSIONS = 16
+"""Kernel connection ids of the person's pages remembered per kernel."""
+MAX_FOREIGN_RUNS = 256
+SEEN_WAIT_SECONDS = 5.0
+"""Longest a page's ``seen`` waits for its notebook to be read."""
+
+
+@dataclasses.dataclass(eq=False)
+class Tracked:
+    """One notebook: what the person last saw, and what happened since."""
+
+    path: str
+    baseline: Fingerprint | None = None
+    left_at: float = 0.0
+    """When the person stopped looking (what is news is what happened after)."""
+    looking: bool = False
+    stat: tuple[int, int] = (0, 0)
+    """(mtime_ns, size) of the file when it was last read."""
+    change: Change = dataclasses.field(default_factory=Change)
+    saved_by_api: bool = False
+    """The contents API saved it since the person left (the page's own saves say ``seen``)."""
+    disk_changed: bool = False
+    """The file changed since the person left."""
+    foreign_ran: int = 0
+    foreign_failed: int = 0
+    line: OutsideActivity | None = None
+    sent_text: str = ""
+    """The line the kernel's record last got."""
+    event_timer: asyncio.TimerHandle | None = None
+    reading: bool = False
+    again: bool = False
+
+
+class NotebookChanges:
+    """Tracks the notebooks the person looked at; makes their change lines (see the module)."""
+
+    def __init__(self, recap: Any) -> None:
+        self.recap = recap
+        self.notebooks: OrderedDict[str, Tracked] = OrderedDict()
+        self._page_sessions: dict[str, OrderedDict[str, None]] = {}
+        """Kernel id → the ids of the person's pages' connections to it."""
+        self._kernel_paths: OrderedDict[str, str] = OrderedDict()
+        """Kernel id → the notebook the page reports it serves (whether or not a row exists)."""
+        self._foreign: dict[str, OrderedDict[str, str]] = {}
+        """Kernel id → msg id of a cell another client runs → its notebook."""
+        self._poller: Any = None
+        self._root = Path(str(recap.serverapp.root_dir)).resolve()
+        self.reads = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        from tornado.ioloop import PeriodicCallback
+
+        events = getattr(self.recap.serverapp, "event_logger", None)
+        if events is not None:
+            events.add_listener(schema_id=CONTENTS, listener=self._on_contents)
+        self._poller = PeriodicCallback(self._poll, POLL_SECONDS * 1000)
+        self._poller.start()
+
+    def stop(self) -> None:
+        if self._poller is not None:
+            self._poller.stop()
+            self._poller = None
+        events = getattr(self.recap.serverapp, "event_logger", None)
+        if events is not None:
+            # jupyter_events raises KeyError for a schema nobody registered: nothing listened.
+            with contextlib.suppress(KeyError):
+                events.remove_listener(schema_id=CONTENTS, listener=self._on_contents)
+        for tracked in self.notebooks.values():
+            if tracked.event_timer is not None:
+                tracked.event_timer.cancel()
+
+    # -- what the page says ------------------------------------------------------------------
+
+    def looked_at(self, path: str, focused: bool, kernel_id: str | None = None) -> None:
+        """A focus report for the notebook at ``path`` (transitions matter, heartbeats not)."""
+        path = normal_path(path)
+        if not path.endswith(".ipynb"):
+            return
+        if kernel_id is not None and self._kernel_paths.get(kernel_id) != path:
+            self._kernel_paths.pop(kernel_id, None)
+            self._kernel_paths[kernel_id] = path
+            while len(self._kernel_paths) > MAX_NOTEBOOKS * 4:
+                self._kernel_paths.popitem(last=False)
+        tracked = self._track(path)
+        if focused == tracked.looking and tracked.baseline is not None:
+            return
+        tracked.looking = focused
+        if focused:
+            self._read_soon(tracked)  # the line as it stands now
+            self._send_event(tracked)  # and into the kernel's record
+        else:
+            self._seen(tracked)
+
+    async def page_saved(self, path: str) -> None:
+        """The person's page saved the notebook: what it holds now is what they saw (done when
+        the file is read, so a change made after the answer is news)."""
+        path = normal_path(path)
+        if not path.endswith(".ipynb"):
+            return
+        tracked = self._track(path)
+        self._seen(tracked)
+        deadline = time.monotonic() + SEEN_WAIT_SECONDS
+        while tracked.reading and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+
+    def page_session(self, kernel_id: str, session: str) -> None:
+        """The id of one of the person's pages' connections to ``kernel_id``."""
+        sessions = self._page_sessions.setdefault(kernel_id, OrderedDict())
+        sessions.pop(session, None)
+        sessions[session] = None
+        while len(sessions) > MAX_PAGE_SESSIONS:
+            sessions.popitem(last=False)
+
+    # -- what the kernel's IOPub says --------------------------------------------------------
+
+    def cell_input(self, kernel_id: str, session: str, msg_id: str) -> None:
+        """A cell starts in ``kernel_id``; sent by ``session`` (a connection's id)."""
+        pages = self._page_sessions.get(kernel_id)
+        if not pages or session in pages:
+            return  # the person's page, or no page ever said which it is: no guess
+        tracked = self._kernel_notebook(kernel_id)
+        if tracked is None or tracked.looking or tracked.baseline is None:
+            return
+        tracked.foreign_ran += 1
+        runs = self._foreign.setdefault(kernel_id, OrderedDict())
+        runs[msg_id] = tracked.path
+        while len(runs) > MAX_FOREIGN_RUNS:
+            runs.popitem(last=False)
+        self._update(tracked)
+
+    def cell_error(self, kernel_id: str, parent_msg_id: str) -> None:
+        runs = self._foreign.get(kernel_id)
+        path = runs.pop(parent_msg_id, None) if runs is not None else None
+        tracked = self.notebooks.get(path) if path is not None else None
+        if tracked is not None and not tracked.looking:
+            tracked.foreign_failed += 1
+            self._update(tracked)
+
+    def forget_kernel(self, kernel_id: str) -> None:
+        self._kernel_paths.pop(kernel_id, None)
+        self._page_sessions.pop(kernel_id, None)
+        self._foreign.pop(kernel_id, None)
+
+    # -- watching the files ------------------------------------------------------------------
+
+    async def _on_contents(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        action, path = data.get("action"), data.get("path")
+        if not isinstance(path, str):
+            return
+        path = normal_path(path)
+        if action == "rename":
+            source = data.get("source_path")
+            moved = (
+                self.notebooks.pop(normal_path(source), None) if isinstance(source, str) else None
+            )
+            if moved is not None:
+                moved.path = path
+                self.notebooks[path] = moved
+                self.recap.touches.rename(source, path)
+            return
+        tracked = self.notebooks.get(path)
+        if tracked is None or tracked.looking or tracked.baseline is None:
+            return
+        if action == "save":
+            tracked.saved_by_api = True
+            self._read_soon(tracked)
+        elif action == "delete":
+            self.notebooks.pop(path, None)
+            self.recap.publish_outside("changes", self._lines())
+
+    def _poll(self) -> None:
+        for tracked in list(self.notebooks.values()):
+            if tracked.looking or tracked.baseline is None or tracked.reading:
+                continue
+            try:
+                info = self._file(tracked.path).stat()
+            except OSError:
+                continue
+            if (info.st_mtime_ns, info.st_size) != tracked.stat:
+                self._read_soon(tracked)
+
+    # -- reading and diffing -----------------------------------------------------------------
+
+    def _seen(self, tracked: Tracked) -> None:
+        """Fingerprint the file as it is: the person's view from now on."""
+        tracked.left_at = time.time()
+        tracked.change = Change()
+        tracked.saved_by_api = tracked.disk_changed = False
+        tracked.foreign_ran = tracked.foreign_failed = 0
+        tracked.baseline = None  # until read: nothing is news before that
+        self._read_soon(tracked, baseline=True)
+        self._update(tracked)
+
+    def _read_soon(self, tracked: Tracked, *, baseline: bool = False) -> None:
+        if tracked.reading:
+            tracked.again = True
+            return
+        tracked.reading = True
+
+        async def read() -> None:
+            try:
+                found = await self.recap.in_pool(lambda: self._read_file(tracked.path))
+            except Exception:  # the server stopping, or a file being replaced
+                log.debug("jupyter_recap: reading %s failed", tracked.path, exc_info=True)
+                found = None
+            finally:
+                tracked.reading = False
+            if found is not None:
+                stat, cells = found
+                if tracked.stat != (0, 0) and stat != tracked.stat and not baseline:
+                    tracked.disk_changed = True
+                tracked.stat = stat
+                if baseline or tracked.baseline is None:
+                    tracked.baseline = Fingerprint(cells)
+                    tracked.change = Change()
+                else:
+                    tracked.change = diff(tracked.baseline.cells(), cells)
+                self._update(tracked)
+            if tracked.again:
+                tracked.again = False
+                self._read_soon(tracked)
+
+        task = asyncio.ensure_future(read())
+        task.add_done_callback(lambda _: None)
+
+    def _read_file(self, path: str) -> tuple[tuple[int, int], list[Any]] | None:
+        """(stat, cells) of the notebook file, or None when it cannot be read as one."""
+        file = self._file(path)
+        try:
+            with file.open("rb") as handle:
+                info = os.fstat(handle.fileno())
+                if info.st_size > MAX_NOTEBOOK_BYTES:
+                    return None
+                data = json.loads(handle.read())
+        except (OSError, ValueError):
+            return None
+        self.reads += 1
+        if not isinstance(data, dict):
+            return None
+        return (info.st_mtime_ns, info.st_size), notebook_cells(data)
+
+    def _file(self, path: str) -> Path:
+        file = (self._root / path).resolve()
+        if not file.is_relative_to(self._root):
+            raise OSError("outside the server's root")  # a page names this server's notebooks
+        return file
+
+    # -- the line ----------------------------------------------------------------------------
+
+    def _update(self, tracked: Tracked) -> None:
+        line = self._line(tracked)
+        if line == tracked.line:
+            return
+        tracked.line = line
+        self.recap.publish_outside("changes", self._lines())
+        if tracked.event_timer is not None:
+            tracked.event_timer.cancel()
+            tracked.event_timer = None
+        if line is not None and tracked.looking:
+            self._send_event(tracked)  # the person is back: the line is final
+        elif line is not None:
+            loop = asyncio.get_event_loop()
+            tracked.event_timer = loop.call_later(EVENT_SETTLE_SECONDS, self._send_event, tracked)
+
+    def _line(self, tracked: Tracked) -> OutsideActivity | None:
+        if tracked.baseline is None:
+            return None
+        change = tracked.change
+        if tracked.foreign_ran > change.ran:
+            change = dataclasses.replace(
+                change,
+                ran=tracked.foreign_ran,
+                failed=max(change.failed, tracked.foreign_failed),
+            )
+        if not change:
+            return None
+        names = self.recap.touches.who_since(tracked.path, tracked.left_at)
+        by = who_words(names)
+        if by is None:
+            if tracked.foreign_ran and not (tracked.disk_changed or tracked.saved_by_api):
+                by = "by another client of the kernel"
+            elif tracked.saved_by_api:
+                by = "by another client of the server"
+            elif tracked.disk_changed:
+                by = "on disk"
+        text, links = change_line(change, by)
+        touched = self.recap.touches.since(tracked.path, tracked.left_at)
+        at = max([t.at for t in touched], default=tracked.left_at)
+        return {"text": text, "links": links, "at": at}
+
+    def _lines(self) -> dict[str, OutsideActivity]:
+        return {path: t.line for path, t in self.notebooks.items() if t.line is not None}
+
+    def _send_event(self, tracked: Tracked) -> None:
+        """The line into the record of the notebook's kernels (once per new text)."""
+        if tracked.event_timer is not None:
+            tracked.event_timer.cancel()
+            tracked.event_timer = None
+        line = tracked.line
+        if line is None or line["text"] == tracked.sent_text:
+            return
+        tracked.sent_text = line["text"]
+        entry: OutsideEntry = {"kind": "event", "text": line["text"], "name": None, "error": None}
+        for kernel_id, path in self._kernel_paths.items():
+            if path == tracked.path:
+                self.recap.hub.outside(kernel_id, [entry])
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _track(self, path: str) -> Tracked:
+        tracked = self.notebooks.pop(path, None) or Tracked(path)
+        self.notebooks[path] = tracked  # the most recently reported last
+        while len(self.notebooks) > MAX_NOTEBOOKS:
+            _, old = self.notebooks.popitem(last=False)
+            if old.event_timer is not None:
+                old.event_timer.cancel()
+        return tracked
+
+    def _kernel_notebook(self, kernel_id: str) -> Tracked | None:
+        path = self._kernel_paths.get(kernel_id)
+        return self.notebooks.get(path) if path is not None else None

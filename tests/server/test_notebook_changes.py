@@ -1,0 +1,243 @@
+"""A notebook changed while the person was away: the line that says what changed, and who did it.
+
+A real `jupyter lab` on 127.0.0.1 and real kernels; the page's part (its focus reports, with its
+kernel connection's id, and its ``seen`` after its own saves) is sent the way the labextension
+sends it. The line is read from the notebook's row, as the page reads it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernelutil import execute, stream_text
+from labserver import LabServer, running_lab
+
+pytestmark = pytest.mark.timeout(180)
+
+FOLDERS = itertools.count(1)
+PAGE = "page-connection-1"
+"""The page's kernel connection id (JupyterLab's ``clientId``), as its focus reports name it."""
+SETUP = """\
+import time
+%load_ext jupyter_recap
+from jupyter_recap.ipython.extension import extension_for
+ext = extension_for(get_ipython())
+deadline = time.time() + 20
+while not (ext.feed and ext.feed.connected) and time.time() < deadline:
+    time.sleep(0.05)
+print('connected' if ext.feed and ext.feed.connected else ext.feed and ext.feed.last_error)
+"""
+
+
+def until(check: Callable[[], Any], seconds: float = 30.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    tmp: Path = tmp_path_factory.mktemp("changes")
+    with running_lab(tmp, {"JUPYTER_RECAP_MODEL": "offline"}) as server:
+        yield server
+
+
+def cell(cell_id: str, source: str, count: int | None = None) -> dict[str, Any]:
+    return {
+        "cell_type": "code",
+        "id": cell_id,
+        "source": source,
+        "metadata": {},
+        "execution_count": count,
+        "outputs": [],
+    }
+
+
+def notebook(*cells: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "cells": list(cells),
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+START = notebook(
+    cell("load", "rows = [1, 2, 3]", 1),
+    cell("clean", "rows = [r for r in rows if r]", 2),
+    cell("total", "total = sum(rows)", 3),
+    cell("show", "print(total)", 4),
+)
+
+
+class Notebook:
+    """A notebook of the lab with a kernel, and the person's page reporting for it."""
+
+    def __init__(self, lab: LabServer, name: str = "work.ipynb") -> None:
+        self.lab = lab
+        folder = lab.root / f"changes-{next(FOLDERS)}"
+        folder.mkdir()
+        self.path = f"{folder.name}/{name}"
+        self.file = lab.root / self.path
+        self.file.write_text(json.dumps(START, indent=1))
+        session = {"path": self.path, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+        self.kernel_id = lab.api("POST", "api/sessions", session)["kernel"]["id"]
+
+    def look(self, focused: bool) -> None:
+        report = {
+            "kernel_id": self.kernel_id,
+            "path": self.path,
+            "focused": focused,
+            "client_id": "page-1",
+            "kernel_client_id": PAGE,
+        }
+        self.lab.api("POST", "jupyter-recap/api/focus", report)
+
+    def leave(self) -> None:
+        """The person looks elsewhere; the page's save on the way makes it what they saw."""
+        self.look(False)
+        self.lab.api("POST", "jupyter-recap/api/seen", {"path": self.path, "client_id": "page-1"})
+
+    def outside(self) -> dict[str, Any] | None:
+        """The notebook's line as the page reads it with the agents list (a kernel without
+        jupyter_recap loaded has no row; its notebook's line is there all the same)."""
+        answer = self.lab.api("GET", "jupyter-recap/api/agents")
+        outside: dict[str, Any] | None = answer.get("outside", {}).get(self.path)
+        return outside
+
+    def line(self, contains: str = "While you were away") -> dict[str, Any]:
+        return until(lambda: (o := self.outside()) and contains in o["text"] and o)
+
+    def close(self) -> None:
+        self.lab.api("DELETE", f"api/kernels/{self.kernel_id}")
+
+
+def linked(line: dict[str, Any]) -> dict[str, str]:
+    """The linked words of a line → the cell id each link opens."""
+    return {line["text"][link["start"] : link["end"]]: link["cell_id"] for link in line["links"]}
+
+
+def test_a_notebook_rewritten_on_disk_while_away_says_what_changed(lab: LabServer) -> None:
+    work = Notebook(lab)
+    try:
+        work.look(True)
+        work.leave()
+        # An agent in a terminal rewrites the file: one cell edited, one deleted, two added.
+        changed = notebook(
+            cell("load", "rows = load('2024.csv')", 1),
+            cell("total", "total = sum(rows)", 3),
+            cell("show", "print(total)", 4),
+            cell("plot", "plot(rows)"),
+            cell("save", "save(rows)"),
+        )
+        work.file.write_text(json.dumps(changed, indent=1))
+        line = work.line()
+        assert line["text"] == ("While you were away: 2 cells added, 1 edited, 1 deleted — on disk")
+        assert linked(line) == {"2 cells added": "plot", "1 edited": "load"}
+        # Back: the line stays for the page to show; away again, it is what they saw.
+        work.look(True)
+        work.leave()
+        until(lambda: work.outside() is None)
+    finally:
+        work.close()
+
+
+def test_the_line_enters_the_kernel_s_record_when_the_person_returns(lab: LabServer) -> None:
+    work = Notebook(lab)
+    kc = lab.connect(work.kernel_id)
+    try:
+        kc.session.session = PAGE  # this client is the person's page
+        assert stream_text(execute(kc, SETUP)).strip() == "connected"
+        work.look(True)
+        work.leave()
+        changed = notebook(*START["cells"][:3])
+        work.file.write_text(json.dumps(changed, indent=1))
+        assert work.line()["text"] == "While you were away: 1 cell deleted — on disk"
+        work.look(True)
+        request = until(
+            lambda: (
+                "Event: While you were away: 1 cell deleted — on disk"
+                in (text := stream_text(execute(kc, "%recap --dry-run --model openai:gpt-test")))
+                and text
+            )
+        )
+        assert "on disk" in request
+    finally:
+        kc.stop_channels()
+        work.close()
+
+
+def test_a_save_through_the_server_by_another_client(lab: LabServer) -> None:
+    work = Notebook(lab)
+    try:
+        work.look(True)
+        work.leave()
+        model = lab.api("GET", f"api/contents/{work.path}")
+        content = model["content"]
+        content["cells"][2]["source"] = "total = sum(rows) * 2"
+        lab.api("PUT", f"api/contents/{work.path}", {"type": "notebook", "content": content})
+        line = work.line()
+        assert (
+            line["text"] == "While you were away: 1 cell edited — by another client of the server"
+        )
+        assert linked(line) == {"1 cell edited": "total"}
+    finally:
+        work.close()
+
+
+def test_cells_run_by_another_client_of_the_kernel_count_as_ran(lab: LabServer) -> None:
+    work = Notebook(lab)
+    page = lab.connect(work.kernel_id)
+    other = lab.connect(work.kernel_id)
+    try:
+        page.session.session = PAGE
+        work.look(True)
+        execute(page, "x = 1")  # the person's own cell, while they look
+        work.leave()
+        execute(page, "y = 2")  # queued by the person before they left: theirs
+        for code in ("a = 1", "b = a + 1", "raise KeyError('region')"):
+            execute(other, code)  # an MCP server or a script on the kernel
+        line = work.line()
+        assert line["text"] == (
+            "While you were away: 3 cells ran (1 failed) — by another client of the kernel"
+        )
+        assert line["links"] == []
+    finally:
+        page.stop_channels()
+        other.stop_channels()
+        work.close()
+
+
+def test_no_line_when_nothing_changed_or_the_person_saved_their_own_work(
+    lab: LabServer,
+) -> None:
+    mine, theirs = Notebook(lab, "mine.ipynb"), Notebook(lab, "theirs.ipynb")
+    try:
+        for work in (mine, theirs):
+            work.look(True)
+            work.leave()
+        # The person's page saves their own edit (autosave after they left): seen.
+        edited = notebook(*START["cells"], cell("mine", "print('mine')"))
+        mine.file.write_text(json.dumps(edited, indent=1))
+        lab.api("POST", "jupyter-recap/api/seen", {"path": mine.path, "client_id": "page-1"})
+        # Meanwhile an agent changes the other notebook: once its line is there, the poll
+        # that would have seen a change of the first has run too.
+        theirs.file.write_text(json.dumps(notebook(*START["cells"][1:]), indent=1))
+        assert theirs.line()["text"] == "While you were away: 1 cell deleted — on disk"
+        time.sleep(2.5)  # one more poll of the files
+        assert mine.outside() is None
+        mine.look(True)
+        assert mine.outside() is None
+    finally:
+        mine.close()
+        theirs.close()
