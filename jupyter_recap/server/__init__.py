@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop, PeriodicCallback
-from traitlets import Float, Int
+from traitlets import Float, Int, Unicode
 from traitlets.config import LoggingConfigurable
 
 from ..changes.touches import Touches
@@ -35,11 +35,11 @@ from ..focus.board import MAX_AGENTS, AgentBoard, RowChange
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
 from ..pipeline.providers.base import CancelToken
 from ..settings import LONG_CELL_SECONDS
-from ..wire import CHAT_ROW_PREFIX, OutsideActivity
-from .changes import NotebookChanges
+from ..wire import CHAT_ROW_PREFIX
 from .chats import ChatSource
 from .handlers import ShuttingDown
 from .hooks import HookIntake
+from .mcp import McpAttribution
 from .oneshot import OneShotTurns
 from .polls import LongPolls
 from .routes import routes
@@ -150,6 +150,14 @@ class RecapServer(LoggingConfigurable):
         costs the server about 50 KiB.""",
     ).tag(config=True)
 
+    mcp_otel_file = Unicode(
+        "",
+        help="""The OpenTelemetry span file (JSON lines) of a jupyter-mcp-server that runs as
+        its own process: the file its JUPYTER_MCP_OTEL_FILE names. The notebook changes its tool
+        calls make in this server are attributed to it. Empty: the file JUPYTER_MCP_OTEL_FILE
+        names in this server's environment, if any.""",
+    ).tag(config=True)
+
     long_cell_seconds = Float(
         LONG_CELL_SECONDS,
         help="""A cell that runs at least this long is shown in the agents panel when it
@@ -185,8 +193,6 @@ class RecapServer(LoggingConfigurable):
             self.hub,
             on_cell_end=self._cell_ended,
             on_restarter=self._restarter_fired,
-            on_cell_input=lambda *args: self.changes.cell_input(*args),
-            on_cell_error=lambda *args: self.changes.cell_error(*args),
         )
         # Not the loop's default executor: jupyter_server saves notebooks on that one, and a
         # few minute-long model calls would queue every save behind them.
@@ -207,14 +213,12 @@ class RecapServer(LoggingConfigurable):
         """Jupyter AI chats (started once every extension is loaded: see RecapExtension)."""
         self.touches = Touches()
         """Who worked on which notebook, when (the attribution of a change line)."""
-        self.changes = NotebookChanges(self)
-        """What changed in the notebooks the person looked at, while they were away."""
-        self._outside: dict[str, dict[str, OutsideActivity]] = {}
-        """Each source's lines of what happened in notebooks while the person was away."""
         self.oneshot = OneShotTurns(self)
         """Tool calls of the personas kernels' ``%%ai model@Persona`` cells address."""
         self.hooks = HookIntake(self)
         """CLI agents' hook events (``jupyter recap hook``), read into their notebooks."""
+        self.mcp = McpAttribution(self)
+        """Notebook changes made through MCP servers, attributed to them."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -228,7 +232,6 @@ class RecapServer(LoggingConfigurable):
             if AGENTS_SCHEMA not in event_logger.schemas:
                 event_logger.register_event_schema(_AGENTS_EVENT)
         interval_ms = max(0.05, self.reconcile_interval) * 1000
-        self.changes.start()
         self._periodic = PeriodicCallback(self.reconcile, interval_ms)
         self._periodic.start()
         self.reconcile()
@@ -245,6 +248,10 @@ class RecapServer(LoggingConfigurable):
             self.hooks.start()
         except Exception:  # an extra too: CLI agents' hooks are read when it starts
             log.warning("jupyter_recap: could not read CLI agents' hook events", exc_info=True)
+        try:
+            self.mcp.start()
+        except Exception:  # an extra, like the chats
+            log.warning("jupyter_recap: could not attribute MCP servers' changes", exc_info=True)
         try:
             self.chats.start()
         except Exception:  # chats are an extra: the rest of the extension works without
@@ -266,10 +273,10 @@ class RecapServer(LoggingConfigurable):
         if event_logger is not None:
             event_logger.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
         self.watcher.close()
-        self.changes.stop()
         self.chats.stop()
         self.oneshot.stop()
         self.hooks.stop()
+        self.mcp.stop()
         for token in list(self._drafts_cancel):
             token.cancel()
         self.drafts.shutdown(wait=False, cancel_futures=True)
@@ -284,15 +291,6 @@ class RecapServer(LoggingConfigurable):
                 log.warning("jupyter_recap: %d recap drafts did not end in time", len(late))
 
     # -- attribution -------------------------------------------------------------------------
-
-    def publish_outside(self, source: str, lines: dict[str, OutsideActivity]) -> None:
-        """One source's lines of what happened in notebooks while the person was away (the
-        chats' agents, the notebooks' changes); a notebook's change line, which names who did
-        it, wins over a chat's line of the same notebook."""
-        self._outside[source] = lines
-        merged = dict(self._outside.get("chats", {}))
-        merged.update(self._outside.get("changes", {}))
-        self.board.set_outside(merged)
 
     def notebook_touched(
         self,
@@ -383,7 +381,6 @@ class RecapServer(LoggingConfigurable):
             self.watcher.detach(kernel_id)
             self.hub.forget(kernel_id)
             self.board.forget(kernel_id)
-            self.changes.forget_kernel(kernel_id)
         elif action == "start" and kernel_id in self.kernel_manager:
             self.watcher.attach(kernel_id)
         elif action == "restart" and kernel_id in self.kernel_manager:
@@ -407,9 +404,6 @@ class RecapServer(LoggingConfigurable):
             self.chats.focus(kernel_id[len(CHAT_ROW_PREFIX) :], focused)
         else:
             self.polls.notify(kernel_id)
-            row = self.board.row(kernel_id)
-            if row is not None and focused is not None and row["path"]:
-                self.changes.looked_at(row["path"], focused, kernel_id)  # e.g. the tab closed
         self.board.focus(kernel_id, focused)
 
     def _board_changed(self, kernel_id: str, action: RowChange, version: int) -> None:
