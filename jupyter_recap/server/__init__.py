@@ -35,7 +35,8 @@ from ..focus.board import MAX_AGENTS, AgentBoard, RowChange
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
 from ..pipeline.providers.base import CancelToken
 from ..settings import LONG_CELL_SECONDS
-from ..wire import CHAT_ROW_PREFIX
+from ..wire import CHAT_ROW_PREFIX, OutsideActivity
+from .changes import NotebookChanges
 from .chats import ChatSource
 from .handlers import ShuttingDown
 from .hooks import HookIntake
@@ -193,6 +194,8 @@ class RecapServer(LoggingConfigurable):
             self.hub,
             on_cell_end=self._cell_ended,
             on_restarter=self._restarter_fired,
+            on_cell_input=lambda *args: self.changes.cell_input(*args),
+            on_cell_error=lambda *args: self.changes.cell_error(*args),
         )
         # Not the loop's default executor: jupyter_server saves notebooks on that one, and a
         # few minute-long model calls would queue every save behind them.
@@ -213,6 +216,10 @@ class RecapServer(LoggingConfigurable):
         """Jupyter AI chats (started once every extension is loaded: see RecapExtension)."""
         self.touches = Touches()
         """Who worked on which notebook, when (the attribution of a change line)."""
+        self.changes = NotebookChanges(self)
+        """What changed in the notebooks the person looked at, while they were away."""
+        self._outside: dict[str, dict[str, OutsideActivity]] = {}
+        """Each source's lines of what happened in notebooks while the person was away."""
         self.oneshot = OneShotTurns(self)
         """Tool calls of the personas kernels' ``%%ai model@Persona`` cells address."""
         self.hooks = HookIntake(self)
@@ -232,6 +239,7 @@ class RecapServer(LoggingConfigurable):
             if AGENTS_SCHEMA not in event_logger.schemas:
                 event_logger.register_event_schema(_AGENTS_EVENT)
         interval_ms = max(0.05, self.reconcile_interval) * 1000
+        self.changes.start()
         self._periodic = PeriodicCallback(self.reconcile, interval_ms)
         self._periodic.start()
         self.reconcile()
@@ -273,6 +281,7 @@ class RecapServer(LoggingConfigurable):
         if event_logger is not None:
             event_logger.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
         self.watcher.close()
+        self.changes.stop()
         self.chats.stop()
         self.oneshot.stop()
         self.hooks.stop()
@@ -291,6 +300,15 @@ class RecapServer(LoggingConfigurable):
                 log.warning("jupyter_recap: %d recap drafts did not end in time", len(late))
 
     # -- attribution -------------------------------------------------------------------------
+
+    def publish_outside(self, source: str, lines: dict[str, OutsideActivity]) -> None:
+        """One source's lines of what happened in notebooks while the person was away (the
+        chats' agents, the notebooks' changes); a notebook's change line, which names who did
+        it, wins over a chat's line of the same notebook."""
+        self._outside[source] = lines
+        merged = dict(self._outside.get("chats", {}))
+        merged.update(self._outside.get("changes", {}))
+        self.board.set_outside(merged)
 
     def notebook_touched(
         self,
@@ -381,6 +399,7 @@ class RecapServer(LoggingConfigurable):
             self.watcher.detach(kernel_id)
             self.hub.forget(kernel_id)
             self.board.forget(kernel_id)
+            self.changes.forget_kernel(kernel_id)
         elif action == "start" and kernel_id in self.kernel_manager:
             self.watcher.attach(kernel_id)
         elif action == "restart" and kernel_id in self.kernel_manager:
@@ -404,6 +423,9 @@ class RecapServer(LoggingConfigurable):
             self.chats.focus(kernel_id[len(CHAT_ROW_PREFIX) :], focused)
         else:
             self.polls.notify(kernel_id)
+            row = self.board.row(kernel_id)
+            if row is not None and focused is not None and row["path"]:
+                self.changes.looked_at(row["path"], focused, kernel_id)  # e.g. the tab closed
         self.board.focus(kernel_id, focused)
 
     def _board_changed(self, kernel_id: str, action: RowChange, version: int) -> None:
