@@ -22,7 +22,9 @@ Three places show which agent drove a notebook through MCP tools, each reported 
   started using it (``use_notebook``), which is taken as the notebook active from then on
   when it is a notebook under the server's root (``churn`` or ``churn.ipynb``). Edits
   (``tool_call:insert_cell``, …) go to that active notebook; those made while none is known
-  are not attributed.
+  are not attributed. Several processes may write one file: each exporter names itself (its
+  resource's ``service.instance.id``), and each one's active notebook is its own. A file the
+  jupyter-mcp-server extension of this server writes is not read (its hooks tell already).
 - **jupyter_server_mcp** (the MCP server Jupyter AI runs inside this server; every persona's
   notebook tools and every CLI agent pointed at its port pass there): a FastMCP middleware
   added to its server once it has started notes each tool call whose arguments name a notebook
