@@ -188,6 +188,8 @@ class SpoolReader:
         if info.st_size < self.offset:
             self.offset = 0  # cut short by hand: read it again from its start
         lines, self.offset = _read_lines(self.path, self.offset, identity)
+        if self.offset + MAX_LINE_BYTES < info.st_size:
+            self._seen = None  # more than a partial line is left: the next look reads on
         return found + [data for data in (_parse(line) for line in lines) if data is not None]
 
     def _finish_rotated(self) -> list[dict[str, Any]]:

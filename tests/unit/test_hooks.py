@@ -636,6 +636,22 @@ def test_a_partial_last_line_waits_and_a_torn_one_is_skipped(store: Path) -> Non
     assert [item["n"] for item in reader.read()] == [2, 3]
 
 
+def test_a_long_backlog_is_read_over_several_looks(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hookspool, "READ_BYTES", 1024)
+    monkeypatch.setattr(hookspool, "MAX_LINE_BYTES", 300)
+    reader = SpoolReader(store)
+    reader.skip_to_end()
+    for n in range(40):
+        append(line(n, 100), store=store)
+    seen: list[int] = []
+    for _ in range(40):
+        if reader.changed():
+            seen += [item["n"] for item in reader.read()]
+    assert seen == list(range(40))
+
+
 def test_the_spool_rotates_and_the_reader_follows_without_loss(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
