@@ -523,3 +523,32 @@ def test_hook_events_it_cannot_read_never_reach_jupyter_mcp_server(
         run(handler.on_event(event, context="not a dict", arguments=7))
         run(handler.on_event(event, context={}, tool_name=None, outputs=object()))
     assert mcp.recap.touches.since("churn.ipynb", 0) == []
+
+
+def test_two_processes_writing_one_span_file_keep_their_own_notebooks(
+    tmp_path: Path, jp_asyncio_loop: Any
+) -> None:
+    write_notebook(tmp_path, "churn.ipynb", ["a"])
+    write_notebook(tmp_path, "report.ipynb", ["b"])
+    mcp = attribution(tmp_path)
+
+    def span(writer: str, name: str, **attributes: Any) -> dict[str, Any]:
+        resource = {"attributes": {"service.instance.id": writer}}
+        return {"name": name, "attributes": attributes, "resource": resource}
+
+    spans = [
+        span("one", "kernel_lifecycle", event_type="started", **{"kernel.name": "churn"}),
+        span("two", "kernel_lifecycle", event_type="started", **{"kernel.name": "report"}),
+        span("one", "tool_call:insert_cell", **{"tool.name": "insert_cell"}),
+        span("two", "tool_call:overwrite_cell_source"),
+        span("two", "tool_call:delete_cell", error=True, **{"error.message": "out of range"}),
+        span("one", "execute", **{"kernel.id": "unknown-here"}),
+        span("one", "tool_call:execute_cell", **{"result.summary": TRACEBACK[:200]}),
+        span("two", "kernel_lifecycle", event_type="started", **{"kernel.name": "elsewhere"}),
+        span("two", "tool_call:insert_cell"),  # in a notebook this server cannot name
+    ]
+    for each in spans:
+        jp_asyncio_loop.run_until_complete(mcp.span(each))
+    touches = mcp.recap.touches
+    assert totals(touches.since("churn.ipynb", 0)) == (1, 1, 1)
+    assert totals(touches.since("report.ipynb", 0)) == (1, 0, 0)
