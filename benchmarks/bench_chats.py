@@ -46,6 +46,7 @@ from labfocus import LabPage  # noqa: E402
 from labserver import (  # noqa: E402
     CHAT_SERVER_EXTENSIONS,
     COLLABORATION_SERVER_EXTENSIONS,
+    MCP_SERVER_EXTENSIONS,
     OFF_SERVER_EXTENSIONS,
 )
 
@@ -67,7 +68,8 @@ class Server:
 
         # Only these two: every other extension installed here stays off (one of Jupyter AI's
         # fetches a price list from the internet as it loads).
-        others = CHAT_SERVER_EXTENSIONS + COLLABORATION_SERVER_EXTENSIONS + OFF_SERVER_EXTENSIONS
+        others: tuple[str, ...] = CHAT_SERVER_EXTENSIONS + COLLABORATION_SERVER_EXTENSIONS
+        others += OFF_SERVER_EXTENSIONS + MCP_SERVER_EXTENSIONS
         extensions = {name: False for name in others}
         extensions.update({"jupyter_recap": True, "jupyterlab_chat": True})
         config = Config(

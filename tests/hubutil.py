@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import psutil
 import websocket
+from labserver import isolation_config
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -235,6 +236,8 @@ c.Spawner.http_timeout = 60
 c.Spawner.environment = {{
     "PATH": {path!r},
     "PYTHONPATH": {pythonpath!r},
+    # Jupyter AI, collaboration and the MCP servers installed as test extras stay off.
+    "JUPYTER_CONFIG_DIR": {str(tmp / "user-config")!r},
     # Each user's session records and debug log under their own home.
     "JUPYTER_RECAP_HOME": lambda spawner: spawner.home_dir + "/recap-store",
     "JUPYTER_RECAP_LOG": lambda spawner: spawner.home_dir + "/recap-debug.log",
@@ -252,6 +255,7 @@ def running_hub(tmp: Path, users: Sequence[str]) -> Iterator[Hub]:
     homes = {user: tmp / "home" / user for user in users}
     for home in homes.values():
         home.mkdir(parents=True)
+    isolation_config(tmp / "user-config", chat=False, collaboration=False)
     config = tmp / "jupyterhub_config.py"
     config.write_text(_config(tmp, users, password, ports), encoding="utf-8")
     env = {

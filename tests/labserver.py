@@ -22,7 +22,7 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python
 
 # The test extras install Jupyter AI 3 and jupyter-collaboration, whose packages enable their
 # server and lab extensions for every server of the environment. A test lab runs without them
-# unless it asks: these lists say which belong to which, and ``_isolation_config`` turns the
+# unless it asks: these lists say which belong to which, and ``isolation_config`` turns the
 # rest off in the lab's own config folder (the user level, which outranks the environment's).
 
 #: Jupyter AI's chat: the chat transport, its router, the personas and the ACP client that
@@ -203,7 +203,7 @@ def running_lab(
     """
     root = tmp / "notebooks"
     root.mkdir()
-    _isolation_config(tmp / "config", chat=chat, collaboration=collaboration)
+    isolation_config(tmp / "config", chat=chat, collaboration=collaboration)
     python_path = [str(ROOT), str(TESTS)]
     if chat:
         python_path += [str(PERSONA_DIR), str(_persona_distribution(tmp / "persona-site"))]
@@ -269,7 +269,7 @@ def running_lab(
         stop_server(process, log)
 
 
-def _isolation_config(config: Path, chat: bool, collaboration: bool) -> None:
+def isolation_config(config: Path, chat: bool, collaboration: bool) -> None:
     """Write the lab's user-level config: Jupyter AI's and collaboration's server and lab
     extensions off, but for the groups asked for (see the lists at the top)."""
     on_server = (CHAT_SERVER_EXTENSIONS if chat else ()) + (
