@@ -99,8 +99,8 @@ export class AgentsModel implements IDisposable {
   }
 
   /**
-   * What chats' agents did in the notebook at `path` while the person was away: the newer of
-   * its row's `outside` and the last full list's entry for that path; null when neither has one.
+   * What changed in the notebook at `path` while the person was away: the newer of its row's
+   * `outside` and the last full list's entry for that path; null when neither has one.
    */
   outsideFor(path: string): IOutsideActivity | null {
     let newest: IOutsideActivity | null = validOutside(this._outside.get(path));

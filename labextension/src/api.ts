@@ -114,7 +114,8 @@ export type AgentEvent =
   | { type: 'long_cell'; at: number; seconds: number; failed: boolean };
 
 /**
- * What agents outside the kernel (a chat's persona) did in a notebook while the person was away:
+ * What changed in a notebook while the person was away, and who changed it (an agent of a chat
+ * or a terminal, an MCP server, another client of the kernel or the server, or a write on disk):
  * one line of text with links to the cells it names. `at` (UNIX seconds) is the latest step.
  */
 export interface IOutsideActivity {
@@ -159,7 +160,7 @@ export interface IAgentRow {
   model: string | null;
   /** The tool call a chat's agent waits to have approved: plain text, at most 200 characters. */
   approval: string | null;
-  /** A notebook's: what a chat's agent did in it while the person was away. */
+  /** A notebook's: what changed in it while the person was away (see IOutsideActivity). */
   outside: IOutsideActivity | null;
   /** +1 at most once per absence, when a turn ends while away. */
   notice: number;
@@ -198,7 +199,7 @@ export interface IAgentList {
   now: number;
   version: number;
   agents: IAgentRow[];
-  /** Per notebook path, with or without a row: what chats' agents did there while away. */
+  /** Per notebook path, with or without a row: what changed there while the person was away. */
   outside?: Record<string, IOutsideActivity>;
 }
 

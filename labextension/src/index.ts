@@ -22,6 +22,7 @@ import { Notifier, TitleCount } from './notify';
 import { NotebookOpener } from './open';
 import { OutsideLine, OutsideSeen } from './outside';
 import { AgentsPanel } from './panel';
+import { DiskReload } from './reload';
 import { SeenReporter } from './seen';
 import { RecapSettings } from './settings';
 
@@ -100,6 +101,9 @@ export async function startClient(
     ? new AgentsModel(api, app.serviceManager.events ?? null, features.has('usage'))
     : null;
   const seen = new OutsideSeen();
+  // The panel's rows and each notebook's outside line show cells through it, reloading a
+  // notebook from disk when the cell a link names is only there.
+  const opener = new NotebookOpener(app, tracker, new DiskReload(app));
 
   const track = (panel: NotebookPanel): void => {
     if (panel.isDisposed || tracked.has(panel)) {
@@ -117,7 +121,7 @@ export async function startClient(
     const outside =
       agents !== null
         ? // eslint-disable-next-line jupyter/require-disposable-ownership -- disposed with the panel
-          new OutsideLine({ panel, source: agents, seen, shell: app.shell, banner: mount })
+          new OutsideLine({ panel, source: agents, seen, shell: app.shell, banner: mount, opener })
         : null;
     focus?.track(panel);
     saves.track(panel);
@@ -135,7 +139,6 @@ export async function startClient(
   if (agents !== null) {
     const model = agents;
     focus?.answered.connect((_, answer) => model.noteServerVersion(answer.agents_version));
-    const opener = new NotebookOpener(app, tracker);
     // Both live as long as the page, like the model they follow: nothing ever disposes them.
     // eslint-disable-next-line jupyter/require-disposable-ownership -- lives as long as the page
     new Notifier({ model, settings, opener, shell: app.shell, tracker, clientId });

@@ -1,6 +1,8 @@
 /**
  * Open a notebook at a cell, or a chat: the agents panel's rows and links, the notifications'
- * "Open" action and the banner's cell links all end here.
+ * "Open" action and the banner's cell links all end here. A cell that the page does not have
+ * may be in the notebook's newer version on disk: the opener then asks its `IDiskReload`
+ * (reload.ts) to bring that version in.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
@@ -15,11 +17,22 @@ export function hasNotebook(path: string | null | undefined): path is string {
   return typeof path === 'string' && path !== '';
 }
 
+/** Brings a notebook's newer version on disk into the page (reload.ts's DiskReload). */
+export interface IDiskReload {
+  /**
+   * `panel` lacks the cell `cellId` a link names: reload it from disk when that is newer and
+   * loses nothing of the person's. Resolves to whether it was reloaded. Never rejects.
+   */
+  reloadFor(panel: NotebookPanel, cellId: string): Promise<boolean>;
+}
+
 /** Opens (or activates) notebooks by path and selects a cell in them. */
 export class NotebookOpener {
+  /** Without `disk`, a cell the page does not have is not looked for on disk. */
   constructor(
     private readonly _app: JupyterFrontEnd,
-    private readonly _tracker: INotebookTracker
+    private readonly _tracker: INotebookTracker,
+    private readonly _disk: IDiskReload | null = null
   ) {}
 
   /** The open notebook panel with this path, if any (the current one wins). */
@@ -79,11 +92,28 @@ export class NotebookOpener {
         }
       }
       if (cellId !== null) {
-        await selectCell(panel, cellId);
+        await this.showCell(panel, cellId);
       }
     } catch (error) {
       console.warn(`jupyter_recap: could not open ${path}`, error);
     }
+  }
+
+  /**
+   * Select and scroll to the cell `cellId` of the open `panel`, as `selectCell` does. A cell the
+   * page does not have was often added on disk while the person was away (the changes the
+   * "while you were away" line links to): the notebook is then reloaded from disk first, when
+   * that is newer and nothing unsaved would be lost (else a notification offers JupyterLab's
+   * reload). Resolves to whether the cell was selected.
+   */
+  async showCell(panel: NotebookPanel, cellId: string): Promise<boolean> {
+    if (await selectCell(panel, cellId)) {
+      return true;
+    }
+    if (this._disk === null || !(await this._disk.reloadFor(panel, cellId))) {
+      return false;
+    }
+    return selectCell(panel, cellId);
   }
 }
 

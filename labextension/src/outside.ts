@@ -1,6 +1,9 @@
 /**
- * The "outside" line of a notebook: what a Jupyter AI chat's agent did in it while the person
- * was away ("Claude (churn.chat) edited In[7] and ran it; it failed: KeyError: 'region'").
+ * The "outside" line of a notebook: what changed in it while the person was away, whoever
+ * changed it: an agent of a Jupyter AI chat ("Claude (churn.chat) edited In[7] and ran it; it
+ * failed: KeyError: 'region'"), an agent in a terminal, an MCP server, another client of the
+ * kernel or of the server, or anything that wrote the file on disk ("While you were away:
+ * 2 cells added, 1 edited, 1 deleted — on disk").
  *
  * The server keeps one such entry per notebook path (a row's `outside`, or the list's `outside`
  * map for notebooks without a row). When the person is back at that notebook (it is the current
@@ -8,7 +11,8 @@
  * the line appears above the active cell: inside the kernel's recap banner when that shows there,
  * else in a small element of its own that looks like one. It shows once per new activity, and
  * goes when the person closes it, types in a cell of the notebook or runs one (as the banner is
- * cleared). Its text is made plain (text.ts); its cell links select the cell, as the banner's do.
+ * cleared). Its text is made plain (text.ts); its cell links select the cell, as the banner's do,
+ * and reload the notebook from disk first when the cell is only there (open.ts's `showCell`).
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { NotebookActions, type Notebook, type NotebookPanel } from '@jupyterlab/notebook';
@@ -21,7 +25,7 @@ import { MOUNT_CLASS } from './banner';
 import { pageLookedAt } from './focus';
 import { appendLinked } from './format';
 import { isTyping } from './input';
-import { selectCell } from './open';
+import type { NotebookOpener } from './open';
 
 /** The line itself: text, cell links, and its close button. */
 export const LINE_CLASS = 'jp-RecapBanner-outsideLine';
@@ -69,6 +73,8 @@ export interface IOutsideLineOptions {
   shell: JupyterFrontEnd.IShell;
   /** The kernel's banner of this notebook, when the server has the banner feature. */
   banner?: IBannerView | null;
+  /** Shows the cell a link names, reloading the notebook from disk when the cell is only there. */
+  opener: Pick<NotebookOpener, 'showCell'>;
 }
 
 /** Keeps the outside line of one notebook panel. */
@@ -79,6 +85,7 @@ export class OutsideLine implements IDisposable {
     this._seen = options.seen;
     this._shell = options.shell;
     this._banner = options.banner ?? null;
+    this._opener = options.opener;
     this._holder = new Widget();
     this._holder.addClass('jp-RecapBanner');
     this._holder.addClass(HOLDER_CLASS);
@@ -205,7 +212,11 @@ export class OutsideLine implements IDisposable {
     }
   }
 
-  /** A link selects its cell; the close button closes. Neither reaches the banner's handlers. */
+  /**
+   * A link selects its cell (after a reload from disk, when the cell is only there: the changes
+   * the line tells of are often made on disk); the close button closes. Neither reaches the
+   * banner's handlers.
+   */
   private readonly _onClick = (event: MouseEvent): void => {
     const target = event.target;
     if (!(target instanceof Element)) {
@@ -221,7 +232,7 @@ export class OutsideLine implements IDisposable {
     if (cellId) {
       event.preventDefault();
       event.stopPropagation();
-      void selectCell(this._panel, cellId);
+      void this._opener.showCell(this._panel, cellId);
     }
   };
 
@@ -247,6 +258,7 @@ export class OutsideLine implements IDisposable {
   private readonly _seen: OutsideSeen;
   private readonly _shell: JupyterFrontEnd.IShell;
   private readonly _banner: IBannerView | null;
+  private readonly _opener: Pick<NotebookOpener, 'showCell'>;
   private readonly _holder: Widget;
   private readonly _line: HTMLElement;
   private _shown = false;

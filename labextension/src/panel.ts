@@ -275,10 +275,13 @@ export class AgentsPanel extends Widget {
     }
 
     if (!isChat(row) && row.outside?.text) {
-      // What a chat's agent did in this notebook while the person was away; its links open the
-      // notebook at the cells it names, as the recap's do.
+      // What changed in this notebook while the person was away, whoever changed it; its links
+      // open the notebook at the cells it names, as the recap's do (reloading it from disk when
+      // a cell is only there: the opener's `showCell`).
       const outside = part('div', 'jp-RecapAgents-outside', li);
-      outside.title = 'Done in this notebook by an agent of a chat';
+      outside.title =
+        'Changed in this notebook while you were away: by an agent of a chat or a terminal, ' +
+        'an MCP server, another client, or on disk';
       appendLinked(outside, row.outside.text, row.outside.links, cellLink);
     }
 

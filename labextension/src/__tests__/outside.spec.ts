@@ -5,7 +5,6 @@ import { Panel, Widget } from '@lumino/widgets';
 
 import type { IOutsideActivity } from '../api';
 import { MOUNT_CLASS } from '../banner';
-import { selectCell } from '../open';
 import { OutsideLine, OutsideSeen, type IBannerView, type IOutsideSource } from '../outside';
 import { setPage, unsafeIn } from './helpers';
 
@@ -15,10 +14,10 @@ jest.mock('@jupyterlab/notebook', () => {
   return { NotebookActions: { executionScheduled: new signaling.Signal({}) } };
 });
 jest.mock('@jupyterlab/rendermime', () => ({ MimeModel: class {} }));
-jest.mock('../open', () => ({ selectCell: jest.fn(async () => true) }));
 
 const scheduled = NotebookActions.executionScheduled as unknown as Signal<unknown, unknown>;
-const select = selectCell as jest.Mock;
+/** The opener's `showCell`: selects the cell, reloading from disk when only there (reload.spec). */
+const select = jest.fn(async (_panel: NotebookPanel, _cellId: string) => true);
 
 /** A notebook panel as the line reads it: its path, its active cell and their signals. */
 class FakeNotebook {
@@ -103,7 +102,8 @@ describe('OutsideLine', () => {
       source,
       seen,
       shell: shell as unknown as JupyterFrontEnd.IShell,
-      banner
+      banner,
+      opener: { showCell: select }
     });
     lines.push(line);
     return line;

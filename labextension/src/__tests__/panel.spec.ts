@@ -264,6 +264,11 @@ describe('AgentsPanel', () => {
       ]);
       const line = li('k').querySelector<HTMLElement>('.jp-RecapAgents-outside');
       expect(line?.textContent).toBe(outsideText);
+      // Not only chats change a notebook while the person is away: its tooltip says so.
+      expect(line?.title).toBe(
+        'Changed in this notebook while you were away: by an agent of a chat or a terminal, ' +
+          'an MCP server, another client, or on disk'
+      );
       const link = line?.querySelector<HTMLElement>('a.jp-RecapAgents-link');
       expect(link?.textContent).toBe('In[7]');
       link?.click();
