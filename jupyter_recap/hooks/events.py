@@ -226,6 +226,7 @@ def _tool_event(
     raw_name = payload.get("tool_name")
     if not isinstance(raw_name, str) or not raw_name.strip():
         return None
+    raw_name = raw_name[: 4 * NAME_CHARS]
     tool = _clean_line(redact, short_tool_name(raw_name), NAME_CHARS) or "tool"
     raw_input = payload.get("tool_input")
     inputs: Mapping[str, Any] = raw_input if isinstance(raw_input, dict) else {}
