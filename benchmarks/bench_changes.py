@@ -113,15 +113,15 @@ def line_latencies(tab: LabPage, lab: LabServer, samples: int) -> list[float]:
     file = lab.root / NAME
     out = []
     for index in range(samples):
-        tab.page.evaluate(
-            """() => {
-              Object.defineProperty(document, 'visibilityState',
-                {configurable: true, get: () => 'hidden'});
-              Object.defineProperty(document, 'hidden', {configurable: true, get: () => true});
-              document.dispatchEvent(new Event('visibilitychange'));
-            }"""
-        )
-        # What the page saves on the way out (the server reads it before answering).
+        # Hidden, and the server told so (it reads what the person saw as it hears it) ...
+        with tab.page.expect_response(
+            lambda r: (
+                "/jupyter-recap/api/focus" in r.url
+                and json.loads(r.request.post_data or "{}").get("focused") is False
+            )
+        ):
+            tab.set_visible(False)
+        # ... then what the page saves on the way out (read before the answer).
         lab.api("POST", "jupyter-recap/api/seen", {"path": NAME, "client_id": "bench"})
         notebook = json.loads(file.read_text())
         notebook["cells"][2]["source"] = f"step = {index}"
