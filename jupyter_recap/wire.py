@@ -199,6 +199,8 @@ class AgentList(TypedDict):
     version: int
     agents: list[AgentRow]
     outside: dict[str, OutsideActivity]
+    left_out: int
+    """Rows dropped to keep the board's bound whose kernel or chat is still there ("+N more")."""
 
 
 class AgentAnswer(TypedDict):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import posixpath
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,7 +25,9 @@ from ..wire import CHAT_ROW_PREFIX, AgentRow, NeedsYou, OutsideActivity, RowKind
 from .validate import Report
 
 MAX_AGENTS = 64
-"""Rows kept; beyond it the row updated least recently goes."""
+"""Rows kept; beyond it an idle row goes first (see :func:`_eviction_order`)."""
+MAX_REMEMBERED = 4096
+"""Rows whose notices (and whose leaving out) the board remembers after they left it."""
 
 MAX_ROW_EVENTS = 10
 """Server events (restarts, deaths, long cells) kept per row."""
@@ -85,6 +87,11 @@ class AgentBoard:
         self.max_agents = max(1, max_agents)
         self._clock = clock
         self._rows: dict[str, _Row] = {}
+        self._notices: OrderedDict[str, tuple[int, bool]] = OrderedDict()
+        """Row id → (notice, noticed) of rows that left the board: a row that comes back goes
+        on counting, so the page, which remembers the notices it gave, notifies it again."""
+        self.left_out: OrderedDict[str, None] = OrderedDict()
+        """Rows dropped to keep ``max_agents`` whose kernel (or chat) is still there."""
         self.outside: dict[str, OutsideActivity] = {}
         """Notebook path → what chats' agents did there while the person was away."""
         self.version = 0
@@ -96,9 +103,9 @@ class AgentBoard:
         """A kernel's new agent state; a turn that ended while away makes it need the person."""
         row = self._rows.get(kernel_id)
         if row is None:
-            row = self._rows[kernel_id] = _Row(kernel_id, self._clock())
-            self._evict()
+            row = self._rows[kernel_id] = self._new_row(kernel_id)
         self._apply(row, report)
+        self._evict()
 
     def chat(self, path: str, report: Report, facts: ChatFacts, *, history: bool = False) -> None:
         """A chat's new state (its latest turn as a report, and its persona's facts).
@@ -111,8 +118,14 @@ class AgentBoard:
         row_id = chat_row_id(path)
         row = self._rows.get(row_id)
         if row is None:
-            row = self._rows[row_id] = _Row(row_id, self._clock(), path=path, kind="chat")
+            row = self._rows[row_id] = self._new_row(row_id, path=path, kind="chat")
+        try:
+            self._chat(row, report, facts, history=history)
+        finally:
             self._evict()
+
+    def _chat(self, row: _Row, report: Report, facts: ChatFacts, *, history: bool) -> None:
+        row_id = row.kernel_id
         before = row.chat
         row.chat = facts
         if history:
@@ -204,7 +217,11 @@ class AgentBoard:
     def focus(self, kernel_id: str, focused: bool | None) -> None:
         """The kernel's aggregate focus changed: looking at it ends the absence."""
         row = self._rows.get(kernel_id)
-        if row is None or focused is not True:
+        if focused is not True:
+            return
+        if row is None:
+            if kernel_id in self._notices:  # a dropped row's absence ends too
+                self._notices[kernel_id] = (self._notices[kernel_id][0], False)
             return
         row.noticed = False
         if row.needs_you is not None:
@@ -245,8 +262,19 @@ class AgentBoard:
 
     def forget(self, kernel_id: str) -> None:
         """The kernel was shut down or culled: its row leaves the panel."""
+        self._notices.pop(kernel_id, None)
+        if self.left_out.pop(kernel_id, None) is not None:
+            self.version += 1  # "+N more" shrinks
         if self._rows.pop(kernel_id, None) is not None:
             self._announce(kernel_id, "remove")
+
+    def keep_left_out(self, alive: set[str]) -> None:
+        """Only rows whose kernel (or chat) is still there count as left out."""
+        gone = [row_id for row_id in self.left_out if row_id not in alive]
+        for row_id in gone:
+            del self.left_out[row_id]
+        if gone:
+            self.version += 1
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -315,10 +343,38 @@ class AgentBoard:
         if self._on_change is not None:
             self._on_change(kernel_id, action, self.version)
 
+    def _new_row(self, row_id: str, **fields: Any) -> _Row:
+        row = _Row(row_id, self._clock(), **fields)
+        row.notice, row.noticed = self._notices.pop(row_id, (0, False))
+        if self.left_out.pop(row_id, None) is not None:
+            self.version += 1
+        return row
+
     def _evict(self) -> None:
+        """Past ``max_agents``, drop the row that matters least: never one that needs the
+        person while another does not (see :func:`_eviction_order`)."""
         while len(self._rows) > self.max_agents:
-            oldest = min(self._rows.values(), key=lambda row: row.updated)
-            self.forget(oldest.kernel_id)
+            victim = min(self._rows.values(), key=_eviction_order)
+            del self._rows[victim.kernel_id]
+            self._notices[victim.kernel_id] = (victim.notice, victim.noticed)
+            self.left_out[victim.kernel_id] = None
+            for remembered in (self._notices, self.left_out):
+                while len(remembered) > MAX_REMEMBERED:
+                    remembered.popitem(last=False)
+            self._announce(victim.kernel_id, "remove")
+
+
+def _eviction_order(row: _Row) -> tuple[int, float]:
+    """Which row goes first when the board is full: idle rows, then rows at work, then those
+    that need the person (waiting for approval last); the least recently updated of a kind."""
+    state = _state(row)
+    if row.needs_you is not None or state == "waiting":
+        rank = 3 if state == "waiting" else 2
+    elif state in ("running", "restarting"):
+        rank = 1
+    else:
+        rank = 0
+    return rank, row.updated
 
 
 def _state(row: _Row) -> RowState:

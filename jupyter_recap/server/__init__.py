@@ -31,7 +31,7 @@ from traitlets import Float, Int, Unicode
 from traitlets.config import LoggingConfigurable
 
 from ..changes.touches import Touches
-from ..focus.board import MAX_AGENTS, AgentBoard, RowChange
+from ..focus.board import MAX_AGENTS, AgentBoard, RowChange, chat_row_id
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
 from ..pipeline.providers.base import CancelToken
 from ..settings import LONG_CELL_SECONDS
@@ -381,6 +381,7 @@ class RecapServer(LoggingConfigurable):
                 # notebook's next kernel reports.
                 if not self.board.is_dead(kernel_id):
                     self.board.forget(kernel_id)
+            self.board.keep_left_out(running | {chat_row_id(p) for p in self.chats.chats})
             self.watcher.sync(running)
             self.hub.expire()
             for kernel_id in self.board.kernel_ids():

@@ -443,6 +443,7 @@ class AgentsHandler(RecapHandler):
                 "version": board.version,
                 "agents": board.rows(),
                 "outside": board.outside,
+                "left_out": len(board.left_out),
             }
         )
 

@@ -275,8 +275,54 @@ def test_the_oldest_row_goes_when_the_board_is_full(
     clock.tick()
     board.report("k4", running(clock.now))
     assert board.kernel_ids() == {"k1", "k3", "k4"}
-    assert [(k, action) for k, action, _ in changes] == [("k2", "remove"), ("k4", "update")]
+    assert [(k, action) for k, action, _ in changes] == [("k4", "update"), ("k2", "remove")]
     assert len(board.rows()) == 3
+    assert list(board.left_out) == ["k2"]
+
+
+def test_a_full_board_drops_idle_rows_before_those_that_need_the_person(
+    clock: Clock, facts: Facts
+) -> None:
+    """Regression: the least recently updated row went whatever its state, so at 70 kernels
+    notebooks that had finished while the person was away left the panel."""
+    board = AgentBoard(facts=facts, max_agents=2, clock=clock)
+    facts.focused.update(needs=False, idle=False, new=False)
+    board.report("needs", ended("ok", clock.tick()))  # finished while away: needs the person
+    board.report("idle", Report(turn="ok", last_activity=clock.tick()))
+    board.report("new", Report(last_activity=clock.tick()))  # loads the extension, third
+    assert board.kernel_ids() == {"needs", "new"}
+    assert row(board, "needs")["needs_you"] == "finished"
+    assert list(board.left_out) == ["idle"]
+    # Only rows that need the person: the least recently updated of them goes.
+    board.report("new", ended("errored", clock.tick()))
+    board.report("third", ended("ok", clock.tick()))
+    assert board.kernel_ids() == {"new", "third"}
+    assert list(board.left_out) == ["idle", "needs"]
+    # A kernel that is gone is no longer left out; one that reports again comes back.
+    board.keep_left_out({"needs"})
+    assert list(board.left_out) == ["needs"]
+    board.forget("needs")
+    assert list(board.left_out) == []
+
+
+def test_a_dropped_row_that_comes_back_is_noticed_again(clock: Clock, facts: Facts) -> None:
+    """Regression: a row that came back started counting notices at 1 again, which the page
+    had already notified: it never notified that notebook again."""
+    board = AgentBoard(facts=facts, max_agents=1, clock=clock)
+    facts.focused.update(a=False, b=False, c=False)
+    board.report("a", ended("ok", clock.tick()))
+    assert row(board, "a")["notice"] == 1
+    board.report("b", ended("ok", clock.tick()))  # both need the person: "a" is older, it goes
+    assert board.kernel_ids() == {"b"}
+    board.forget("b")
+    board.report("a", ended("ok", clock.tick()))  # back in the same absence: no new notice
+    assert row(board, "a")["notice"] == 1
+    board.report("c", ended("ok", clock.tick()))  # "a" goes again
+    assert "a" not in board.kernel_ids()
+    board.focus("a", True)  # the person looks at its notebook, then leaves; a turn ends
+    board.forget("c")
+    board.report("a", ended("ok", clock.tick()))
+    assert row(board, "a")["notice"] == 2  # a new notice: the page notifies it
 
 
 # -- kernel events ---------------------------------------------------------------------------
