@@ -163,6 +163,14 @@ class ServerLink:
         self.headers = dict(server.headers)
         if key:
             self.headers[KERNEL_HEADER] = kernel_proof(key, kernel_id)
+        # One client per thread that asks (the feed's long poll, the reporter's reports), each
+        # keeping its connection to the server open: a new one every 25 s per kernel left
+        # hundreds of sockets closing at a time with many kernels.
+        self._local = threading.local()
+        self._clients: list[Any] = []
+        self._clients_lock = threading.Lock()
+        self.connections = 0
+        """Clients made (one per asking thread, and one more after each failed request)."""
 
     @property
     def base(self) -> str:
@@ -194,9 +202,14 @@ class ServerLink:
                 provider_id="the Jupyter server",
                 max_bytes=MAX_ANSWER_BYTES,
                 secret_headers=(KERNEL_HEADER,),
+                client=self._client(),
             )
         except ProviderError as error:  # no answer at all (the transport's one-line reason)
+            self._drop_client()  # a server that restarted is reached on a new connection
             raise LinkUnreachable(str(error)) from None
+        except Cancelled:
+            self._drop_client()  # its connection was closed mid-answer
+            raise
         if not 200 <= status < 300:
             excerpt = shorten(printable(error_message(raw or b"")), _EXCERPT_CHARS)
             raise _status_error(status, excerpt)
@@ -209,6 +222,36 @@ class ServerLink:
         if not isinstance(data, dict):
             raise LinkBadAnswer("the server sent JSON that is not an object")
         return data
+
+    def close(self) -> None:
+        """Close every client's connections (the feed and the reporter stopped)."""
+        with self._clients_lock:
+            clients, self._clients = self._clients, []
+        for client in clients:
+            client.close()
+
+    def _client(self) -> Any:
+        client = getattr(self._local, "client", None)
+        if client is None:
+            import httpx
+
+            from ..pipeline.providers.transport import ssl_context
+
+            client = httpx.Client(verify=ssl_context(), limits=httpx.Limits(max_connections=1))
+            self._local.client = client
+            with self._clients_lock:
+                self._clients.append(client)
+                self.connections += 1
+        return client
+
+    def _drop_client(self) -> None:
+        client = getattr(self._local, "client", None)
+        self._local.client = None
+        if client is not None:
+            with self._clients_lock:
+                if client in self._clients:
+                    self._clients.remove(client)
+            client.close()
 
 
 def _status_error(status: int, excerpt: str) -> LinkError:

@@ -98,3 +98,36 @@ def test_unloading_takes_the_banner_off_the_server(kernel: Any) -> None:
     assert lab.api("GET", route)["banner_model_id"] is not None
     # The module's other tests talk to `ext`: leave them the loaded extension, connected.
     assert stream_text(execute(kc, RECONNECT)).strip() == "connected"
+
+
+def test_the_long_poll_keeps_one_connection_to_the_server(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Regression: each poll opened a new TCP connection (every 25 s per kernel), which left
+    hundreds of sockets closing at a time with many kernels. Polls answered every 0.2 s here."""
+    import psutil
+
+    tmp: Path = tmp_path_factory.mktemp("feedconn")
+    env = {"JUPYTER_RECAP_MODEL": "offline"}
+    with running_lab(tmp, env, args=["--RecapServer.max_poll_timeout=0.2"]) as lab:
+        kernel_id = lab.api("POST", "api/kernels", {"name": "python3"})["id"]
+        kc = lab.connect(kernel_id)
+        try:
+            assert stream_text(execute(kc, "%load_ext jupyter_recap\n" + RECONNECT)) == (
+                "connected\n"
+            )
+            pid = int(stream_text(execute(kc, "import os; print(os.getpid())")))
+            port = int(lab.url.rsplit(":", 1)[1].strip("/"))
+            ports: set[int] = set()
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:  # about 15 polls
+                for conn in psutil.Process(pid).net_connections(kind="tcp"):
+                    if conn.raddr and conn.raddr.port == port and conn.status == "ESTABLISHED":
+                        ports.add(conn.laddr.port)
+                time.sleep(0.02)
+            polls = stream_text(execute(kc, "print(ext.feed.routes.connections)"))
+            # The feed's connection, and the reporter's: not one per poll.
+            assert 1 <= len(ports) <= 2, ports
+            assert int(polls) <= 2
+        finally:
+            kc.stop_channels()

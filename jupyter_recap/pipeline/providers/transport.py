@@ -9,6 +9,7 @@ not wake a thread blocked reading it, shutting it down does.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
@@ -87,7 +88,7 @@ def _shut_down(stream: Any) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:
+def ssl_context() -> ssl.SSLContext:
     """Built once: loading the CA bundle costs ~50 ms, a client per call would pay it each time."""
     import httpx
 
@@ -178,6 +179,7 @@ def exchange(
     provider_id: str,
     max_bytes: int = 1_000_000,
     secret_headers: Iterable[str] = (),
+    client: httpx.Client | None = None,
 ) -> tuple[int, bytes | None]:
     """One request within the limits: the status and the body (None when longer than
     ``max_bytes``; an error body is read up to 64 kB).
@@ -186,6 +188,8 @@ def exchange(
     link to its Jupyter server does, with errors of its own). Only getting no answer raises:
     :class:`~jupyter_recap.errors.ProviderTimeout`, ``ProviderUnavailable`` or
     ``ProviderBadResponse`` (``provider=provider_id``), or ``Cancelled`` when ``cancel`` fires.
+    ``client``: a client of the caller's whose connections are kept for its next requests (one
+    that asks the same server again and again); else one for this request alone.
     """
     import httpx  # lazily: importing jupyter_recap must stay cheap
 
@@ -203,12 +207,21 @@ def exchange(
     try:
         # identity: a compressed answer could expand far past max_bytes between two checks
         sent = {"accept-encoding": "identity", **headers}
-        with (
-            httpx.Client(timeout=httpx.Timeout(timeout), verify=_ssl_context()) as client,
-            client.stream(
-                method, url, json=body, headers=sent, extensions={"trace": abort.trace}
-            ) as response,
-        ):
+        with contextlib.ExitStack() as stack:
+            if client is None:
+                client = stack.enter_context(
+                    httpx.Client(timeout=httpx.Timeout(timeout), verify=ssl_context())
+                )
+            response = stack.enter_context(
+                client.stream(
+                    method,
+                    url,
+                    json=body,
+                    headers=sent,
+                    timeout=httpx.Timeout(timeout),
+                    extensions={"trace": abort.trace},
+                )
+            )
             limit = max_bytes if response.is_success else _ERROR_BODY_LIMIT
             raw = _read_capped(response, limit, deadline, abort)
             status = response.status_code
