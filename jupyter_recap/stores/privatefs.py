@@ -29,7 +29,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..debuglog import get_logger
 from ..errors import StoreWriteError, UnsafeStoreError
 
 DIR_MODE = 0o700
@@ -160,6 +159,8 @@ def ensure_subdir(path: Path, *, what: str = "the memory folder") -> Path:
 
 
 def _refuse_file(path: Path, why: str) -> None:
+    from ..debuglog import get_logger  # here: the hook command must start fast (see cli/hook)
+
     get_logger().warning("store: ignoring %s: %s", path, why)
 
 
@@ -267,5 +268,7 @@ def move_aside(path: Path, problem: object, *, what: str, fresh: str, log_as: st
             f"{failure.strerror or failure}"
         ) from None
     message = f"{what} was corrupt ({problem}); it was moved to {backup} and {fresh}"
+    from ..debuglog import get_logger
+
     get_logger().warning("%s: %s", log_as, message)
     return message
