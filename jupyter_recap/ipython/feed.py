@@ -203,6 +203,7 @@ class ServerLink:
                 max_bytes=MAX_ANSWER_BYTES,
                 secret_headers=(KERNEL_HEADER,),
                 client=self._client(),
+                streams=self._local.streams,
             )
         except ProviderError as error:  # no answer at all (the transport's one-line reason)
             self._drop_client()  # a server that restarted is reached on a new connection
@@ -239,6 +240,7 @@ class ServerLink:
 
             client = httpx.Client(verify=ssl_context(), limits=httpx.Limits(max_connections=1))
             self._local.client = client
+            self._local.streams = []
             with self._clients_lock:
                 self._clients.append(client)
                 self.connections += 1
@@ -341,11 +343,13 @@ class FocusFeed:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop at once: the poll in progress is aborted, not waited for."""
+        """Stop at once: the poll in progress is aborted, not waited for; the link's kept
+        connections are closed (a reporter sharing the link is stopped before)."""
         self._cancel.cancel()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(timeout=2)
         self._thread = None
+        self.routes.close()
 
     # -- the thread ------------------------------------------------------------------------
 

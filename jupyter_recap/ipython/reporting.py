@@ -124,7 +124,6 @@ class AgentReporting:
             self.reporter = None
         if self.feed is not None:
             self.feed.stop()
-            self.feed.routes.close()
             self.feed = None
 
     def report(self) -> AgentReport:

@@ -51,9 +51,11 @@ _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
 class _Abort:
     """Aborts one exchange from another thread (deadline timer or cancel token)."""
 
-    def __init__(self) -> None:
+    def __init__(self, streams: list[Any] | None = None) -> None:
         self._lock = threading.Lock()
-        self._streams: list[Any] = []
+        # A caller's client reuses its connection: its stream, seen connecting on an earlier
+        # exchange, is in the list the caller keeps for that client.
+        self._streams: list[Any] = streams if streams is not None else []
         self.reason: str | None = None
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
@@ -63,6 +65,7 @@ class _Abort:
         stream = info.get("return_value")
         with self._lock:
             self._streams.append(stream)
+            del self._streams[:-_KEPT_STREAMS]
             fired = self.reason is not None
         if fired:  # aborted while connecting: stop as soon as there is a socket to stop
             _shut_down(stream)
@@ -76,6 +79,10 @@ class _Abort:
             streams = list(self._streams)
         for stream in streams:
             _shut_down(stream)
+
+
+_KEPT_STREAMS = 4
+"""Network streams remembered for a reused client (its latest connections)."""
 
 
 def _shut_down(stream: Any) -> None:
@@ -180,6 +187,7 @@ def exchange(
     max_bytes: int = 1_000_000,
     secret_headers: Iterable[str] = (),
     client: httpx.Client | None = None,
+    streams: list[Any] | None = None,
 ) -> tuple[int, bytes | None]:
     """One request within the limits: the status and the body (None when longer than
     ``max_bytes``; an error body is read up to 64 kB).
@@ -189,7 +197,9 @@ def exchange(
     :class:`~jupyter_recap.errors.ProviderTimeout`, ``ProviderUnavailable`` or
     ``ProviderBadResponse`` (``provider=provider_id``), or ``Cancelled`` when ``cancel`` fires.
     ``client``: a client of the caller's whose connections are kept for its next requests (one
-    that asks the same server again and again); else one for this request alone.
+    that asks the same server again and again), with ``streams``, a list the caller keeps for
+    that client (its connections, so a cancel can abort a request on a reused one); else one
+    client for this request alone.
     """
     import httpx  # lazily: importing jupyter_recap must stay cheap
 
@@ -199,7 +209,7 @@ def exchange(
     secrets = _secrets(headers, secret_headers)
     timeout = max(timeout, 0.001)
     deadline = time.monotonic() + timeout
-    abort = _Abort()
+    abort = _Abort(streams)
     timer = threading.Timer(timeout, abort.fire, args=("timeout",))
     timer.daemon = True
     unregister = cancel.on_cancel(lambda: abort.fire("cancel")) if cancel else (lambda: None)
