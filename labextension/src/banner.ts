@@ -7,6 +7,12 @@
  * manager resolves it) and keeps it at index 0 of the active cell's layout. The view shows and
  * hides itself; while hidden its root is `display: none` and the mount takes no room.
  *
+ * The view is rendered only once the page's widget manager holds the model. After a reload with
+ * many notebooks open, a manager restores each kernel's widgets when that kernel answers, which
+ * a busy one does only after its running cell: until then the mount looks again, locally, at
+ * growing delays and whenever the kernel opens that widget's comm or goes idle. Rendering
+ * earlier would make the widget renderer wait two seconds and log "widget model not found".
+ *
  * After Run All the active cell, and with it the banner, is often far below what is on screen.
  * So when the person comes back to the notebook, or a new recap appears while they look at it,
  * the notebook is scrolled to show the banner: once for each return or recap (the person may
@@ -32,8 +38,18 @@ export const HOST_CLASS = 'jp-mod-recapBanner';
 /** Dispatched (bubbling) by the banner view when a cell link is clicked; detail `{ cellId }`. */
 export const SELECT_CELL_EVENT = 'jupyter-recap:select-cell';
 
-/** Delays of the retries when a view cannot be rendered yet (model not known to the page). */
+/** Delays of the retries when a view cannot be rendered yet (no widget manager, no view). */
 export const RENDER_RETRIES_MS = [250, 500, 1_000, 2_000, 4_000, 8_000];
+/** The first delay of the looks for the banner's model in the page; each next one doubles... */
+export const MODEL_WAIT_FIRST_MS = 100;
+/** ...up to this. A look reads the kernel connection's comms: no request, nothing logged. */
+export const MODEL_WAIT_MAX_MS = 5_000;
+/**
+ * How long the looks go on. A busy kernel answers the widget manager's restore only after its
+ * running cell, which can take long; past this the kernel going idle or opening the model's
+ * comm still brings the view.
+ */
+export const MODEL_WAIT_LIMIT_MS = 600_000;
 /** Delays of the server look-ups after a new widget appears in the kernel. */
 export const LOOKUP_DELAYS_MS = [150, 600, 1_500, 4_000];
 /** A key pressed in the notebook this recently means the person is typing: never scroll then. */
@@ -159,6 +175,11 @@ export class BannerMount implements IDisposable {
       this._retryLater(modelId);
       return;
     }
+    if (!this._modelArrived(modelId)) {
+      this._awaitModel(modelId);
+      return;
+    }
+    this._waitingFor = null;
     const mount = new Panel();
     mount.addClass(MOUNT_CLASS);
     mount.node.dataset.modelId = modelId;
@@ -398,6 +419,67 @@ export class BannerMount implements IDisposable {
     }
   }
 
+  /**
+   * Whether the page holds the banner's widget model: its kernel connection has the model's
+   * comm, which the widget manager creates as it registers the model (restoring the kernel's
+   * widgets after a reload, or on the kernel's comm_open). A connection that cannot tell (no
+   * `hasComm`, or one that leaves comms to another connection of the page): yes, try.
+   */
+  private _modelArrived(modelId: string): boolean {
+    const kernel = this._panel.sessionContext.session?.kernel;
+    if (!kernel || typeof kernel.hasComm !== 'function' || kernel.handleComms === false) {
+      return true;
+    }
+    return kernel.hasComm(modelId);
+  }
+
+  /**
+   * Look for the model again later: at doubling delays from `MODEL_WAIT_FIRST_MS` up to
+   * `MODEL_WAIT_MAX_MS`, for `MODEL_WAIT_LIMIT_MS` in all (then only the kernel's comm_open of
+   * it, the kernel going idle, a new id or kernel bring it). A model not there yet is no error:
+   * nothing is logged but a debug line when the looks end.
+   */
+  private _awaitModel(modelId: string): void {
+    if (this._waitingFor !== modelId) {
+      this._waitingFor = modelId;
+      this._waitStart = Date.now();
+      this._waitDelay = MODEL_WAIT_FIRST_MS;
+    }
+    if (Date.now() - this._waitStart >= MODEL_WAIT_LIMIT_MS) {
+      if (this._waitDelay > 0) {
+        this._waitDelay = 0; // said once
+        console.debug('jupyter_recap: the banner widget model is not in the page yet', modelId);
+      }
+      return;
+    }
+    const delay = this._waitDelay;
+    this._waitDelay = Math.min(delay * 2, MODEL_WAIT_MAX_MS);
+    window.clearTimeout(this._retry);
+    this._retry = window.setTimeout(() => {
+      this._retry = 0;
+      if (this._modelId === modelId && this._mount === null) {
+        void this._render(modelId);
+      }
+    }, delay);
+  }
+
+  /** The model may have arrived (its comm opened, the kernel answered): render it if it did. */
+  private _checkArrival(): void {
+    const modelId = this._waitingFor;
+    if (
+      modelId === null ||
+      modelId !== this._modelId ||
+      this._mount !== null ||
+      this._disposed ||
+      !this._modelArrived(modelId)
+    ) {
+      return;
+    }
+    window.clearTimeout(this._retry);
+    this._retry = 0;
+    void this._render(modelId);
+  }
+
   private _retryLater(modelId: string): void {
     if (this._attempts >= RENDER_RETRIES_MS.length) {
       return; // until the id changes or a new widget appears in the kernel
@@ -419,6 +501,7 @@ export class BannerMount implements IDisposable {
   }
 
   private _onKernelChanged(): void {
+    this._waitingFor = null; // another connection: look for the model afresh
     this._lookUp();
     this.sync();
   }
@@ -433,6 +516,10 @@ export class BannerMount implements IDisposable {
       this._generation++;
       this._unmount();
       this._modelId = null;
+      this._waitingFor = null;
+    } else if (status === 'idle') {
+      // A busy kernel answers the widget manager's restore once idle: the model may be there.
+      this._checkArrival();
     }
   }
 
@@ -444,6 +531,14 @@ export class BannerMount implements IDisposable {
     const content = msg.content as KernelMessage.ICommOpenMsg['content'];
     if (content.target_name === 'jupyter.widget') {
       this._attempts = 0;
+      // The page handles the comm_open (the manager makes the model) before it is told of it:
+      // the model awaited is there now. Another widget after the looks for it ended: they
+      // start again, with the look-ups below.
+      if (content.comm_id === this._waitingFor) {
+        this._checkArrival();
+      } else if (this._waitingFor !== null && this._retry === 0) {
+        this._waitingFor = null;
+      }
       this._lookUp();
     }
   }
@@ -492,7 +587,13 @@ export class BannerMount implements IDisposable {
   private _modelId: string | null = null;
   private _generation = 0;
   private _attempts = 0;
+  /** The retry or look timer (one at a time: 0 when none is set). */
   private _retry = 0;
+  /** The model id the mount waits to arrive in the page, null when it waits for none. */
+  private _waitingFor: string | null = null;
+  /** When the wait for `_waitingFor` began (`Date.now()`), and the delay of the next look. */
+  private _waitStart = 0;
+  private _waitDelay = 0;
   private _lookups: number[] = [];
   /** Model ids whose widget was closed in this page: never rendered again. */
   private readonly _closed = new Set<string>();

@@ -8,6 +8,8 @@ import {
   BannerIds,
   BannerMount,
   LOOKUP_DELAYS_MS,
+  MODEL_WAIT_LIMIT_MS,
+  MODEL_WAIT_MAX_MS,
   RENDER_RETRIES_MS,
   TYPING_MS,
   WIDGET_MIME
@@ -153,6 +155,125 @@ describe('BannerMount: retries while the banner cannot be shown yet', () => {
     await jest.advanceTimersByTimeAsync(LOOKUP_DELAYS_MS[0]);
     expect(kernel).toHaveBeenCalledWith('kernel-1');
     expect(notebook.shownBanner).not.toBeNull();
+  });
+});
+
+describe("BannerMount: waits for the banner's widget model to arrive in the page", () => {
+  /** The comms of the page's kernel connection: the widget manager's models. */
+  let comms: Set<string>;
+  let mount: BannerMount;
+  let created: jest.SpyInstance;
+  let logged: jest.SpyInstance[];
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+    logged = [jest.spyOn(console, 'error'), jest.spyOn(console, 'warn')];
+    notebook = new FakeNotebook();
+    notebook.hasManager = true; // the manager is there, restoring the kernel's widgets
+    comms = new Set();
+    Object.assign(notebook.sessionContext.session.kernel, {
+      handleComms: true,
+      hasComm: (id: string) => comms.has(id)
+    });
+    // The renderer would wait for the model and then log an error if it never came.
+    Object.defineProperty(notebook, 'knowsModel', {
+      configurable: true,
+      get: () => comms.has('banner-1')
+    });
+    created = jest.spyOn(notebook.content.rendermime, 'createRenderer');
+    const ids = new BannerIds();
+    ids.set('kernel-1', 'banner-1'); // the focus answer named it before the page restored it
+    mount = new BannerMount(notebook as unknown as NotebookPanel, ids, {
+      kernel: jest.fn(async (kernelId: string) => ({
+        kernel_id: kernelId,
+        focused: true,
+        banner_model_id: 'banner-1',
+        execution_state: 'busy',
+        idle_seconds: null
+      }))
+    } as unknown as RecapApi);
+  });
+
+  afterEach(() => {
+    mount.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  const quiet = (): void => {
+    for (const spy of logged) {
+      expect(spy).not.toHaveBeenCalled();
+    }
+  };
+
+  it('renders nothing and logs nothing while the model is not there, then shows it when its comm opens', async () => {
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(created).not.toHaveBeenCalled();
+    expect(notebook.shownBanner).toBeNull();
+    quiet();
+
+    // The kernel opens the widget's comm: the page made the model before it tells of it.
+    comms.add('banner-1');
+    notebook.sessionContext.iopubMessage.emit({
+      header: { msg_type: 'comm_open' },
+      content: { target_name: 'jupyter.widget', comm_id: 'banner-1' }
+    } as unknown as KernelMessage.IMessage);
+    await flush();
+    expect(notebook.shownBanner).not.toBeNull();
+    expect(created).toHaveBeenCalledTimes(1);
+    quiet();
+  });
+
+  it('shows a model the manager restored (no comm_open) at its next look, looks that grow to a bound', async () => {
+    await jest.advanceTimersByTimeAsync(30_000);
+    comms.add('banner-1'); // the busy kernel answered the manager's restore at last
+    await jest.advanceTimersByTimeAsync(MODEL_WAIT_MAX_MS);
+    expect(notebook.shownBanner).not.toBeNull();
+    expect(created).toHaveBeenCalledTimes(1);
+    quiet();
+  });
+
+  it('stops looking after MODEL_WAIT_LIMIT_MS; the kernel going idle brings the view then', async () => {
+    await jest.advanceTimersByTimeAsync(MODEL_WAIT_LIMIT_MS + MODEL_WAIT_MAX_MS);
+    expect(jest.getTimerCount()).toBe(0); // no look left waiting
+    comms.add('banner-1');
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(notebook.shownBanner).toBeNull();
+    expect(console.debug).toHaveBeenCalledTimes(1);
+
+    notebook.sessionContext.statusChanged.emit('idle');
+    await flush();
+    expect(notebook.shownBanner).not.toBeNull();
+    quiet();
+  });
+
+  it('renders at once from a connection that cannot tell (comms left to another one)', async () => {
+    mount.dispose();
+    Object.assign(notebook.sessionContext.session.kernel, { handleComms: false });
+    // The page's other connection to the kernel holds the model: the renderer finds it.
+    Object.defineProperty(notebook, 'knowsModel', { get: () => true });
+    const ids = new BannerIds();
+    ids.set('kernel-1', 'banner-1');
+    mount = new BannerMount(notebook as unknown as NotebookPanel, ids, {
+      kernel: jest.fn(() => new Promise(() => undefined))
+    } as unknown as RecapApi);
+    await flush();
+    expect(notebook.shownBanner).not.toBeNull();
+    expect(created).toHaveBeenCalledTimes(1);
+  });
+
+  it('looks again, from the start, once another widget of the kernel opens', async () => {
+    await jest.advanceTimersByTimeAsync(MODEL_WAIT_LIMIT_MS + MODEL_WAIT_MAX_MS);
+    comms.add('banner-1');
+    // Another widget of the kernel opened: the banner id is asked again, and the looks restart.
+    notebook.sessionContext.iopubMessage.emit({
+      header: { msg_type: 'comm_open' },
+      content: { target_name: 'jupyter.widget', comm_id: 'other' }
+    } as unknown as KernelMessage.IMessage);
+    await jest.advanceTimersByTimeAsync(LOOKUP_DELAYS_MS[0] + MODEL_WAIT_MAX_MS);
+    expect(notebook.shownBanner).not.toBeNull();
+    quiet();
   });
 });
 
