@@ -93,6 +93,15 @@ export class AgentsModel implements IDisposable {
     return this._rows;
   }
 
+  /**
+   * How many rows the server left out of its board to keep it bounded, whose kernel or chat is
+   * still there ("+N more"), as of the last full list; null when the server says nothing of it
+   * (older than `left_out`) or sent no count. Single-row answers do not carry it.
+   */
+  get leftOut(): number | null {
+    return this._leftOut;
+  }
+
   /** The row with this id (a kernel id, or `chat:<path>`). */
   get(id: string): IAgentRow | undefined {
     return this._rows.find(row => rowId(row) === id);
@@ -221,6 +230,7 @@ export class AgentsModel implements IDisposable {
     }
     this._rows = mixed ? sortRows(rows) : rows;
     this._outside = outsideMap(answer.outside);
+    this._leftOut = leftOutCount(answer.left_out);
     // After a reset (the server restarted and counts from 0 again) the server's number wins.
     this._version = reset ? answer.version : Math.max(this._version, answer.version);
     this._advance();
@@ -359,6 +369,7 @@ export class AgentsModel implements IDisposable {
   private _rows: IAgentRow[] = [];
   /** The last full list's `outside` entries, by notebook path. */
   private _outside = new Map<string, IOutsideActivity>();
+  private _leftOut: number | null = null;
   private _version = 0;
   private _offset = 0;
   private _seq = 0;
@@ -547,6 +558,13 @@ function validOutside(value: IOutsideActivity | null | undefined): IOutsideActiv
   const usable =
     typeof value.text === 'string' && value.text.trim() !== '' && Number.isFinite(value.at);
   return usable ? value : null;
+}
+
+/** The list's `left_out` as a count, or null when there is none that is a count. */
+function leftOutCount(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0
+    ? Math.floor(value)
+    : null;
 }
 
 /** The list's `outside` object as a map (an older server sends none). */

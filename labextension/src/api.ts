@@ -201,6 +201,12 @@ export interface IAgentList {
   agents: IAgentRow[];
   /** Per notebook path, with or without a row: what changed there while the person was away. */
   outside?: Record<string, IOutsideActivity>;
+  /**
+   * Rows the server dropped to keep its bound (`c.RecapServer.max_agents`) whose kernel or chat
+   * is still there: idle ones first, never one that needs the person while another does not.
+   * An older server sends none.
+   */
+  left_out?: number;
 }
 
 /** `GET jupyter-recap/api/agents/{id}`. */

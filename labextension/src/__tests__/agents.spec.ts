@@ -18,11 +18,14 @@ class FakeServer {
   version = 0;
   rows: IAgentRow[] = [];
   outside: Record<string, IOutsideActivity> | undefined = {};
+  /** What the list says of rows left out of the board's bound (undefined: an older server). */
+  leftOut: unknown = undefined;
   readonly agents = jest.fn(async (): Promise<IAgentList> => ({
     now: 1_000,
     version: this.version,
     agents: this.rows,
-    outside: this.outside
+    outside: this.outside,
+    ...(this.leftOut === undefined ? {} : { left_out: this.leftOut as number })
   }));
   readonly agent = jest.fn(async (id: string): Promise<IAgentAnswer> => {
     const found = this.rows.find(r => r.id === id);
@@ -316,6 +319,39 @@ describe('AgentsModel: rows by id, and the outside activity of notebooks', () =>
     expect(model.outsideFor('nan.ipynb')).toBeNull();
     expect(model.outsideFor('null.ipynb')).toBeNull();
     expect(model.outsideFor('c.ipynb')).toBeNull();
+  });
+
+  it('keeps how many rows the last full list left out; null when it says nothing usable', async () => {
+    const events = new FakeEvents();
+    model.dispose();
+    model = new AgentsModel(server.api, events.manager);
+    server.rows = [row('a')];
+    await model.load();
+    expect(model.leftOut).toBeNull(); // an older server: no left_out at all
+
+    server.leftOut = 6;
+    server.version = 1;
+    await model.load();
+    expect(model.leftOut).toBe(6);
+    // A pushed row's answer carries no count: the last list's stays.
+    server.version = 2;
+    events.push('a', 2);
+    await flush();
+    expect(server.agent).toHaveBeenCalledWith('a');
+    expect(model.leftOut).toBe(6);
+
+    server.leftOut = 0;
+    await model.load();
+    expect(model.leftOut).toBe(0);
+
+    for (const bad of [-1, Number.NaN, Infinity, '6', null]) {
+      server.leftOut = bad;
+      await model.load();
+      expect(model.leftOut).toBeNull();
+    }
+    server.leftOut = 2.7;
+    await model.load();
+    expect(model.leftOut).toBe(2);
   });
 
   it('takes a list without an outside map (an older server) as none', async () => {
