@@ -165,6 +165,46 @@ export function stateText(row: IAgentRow, now: number): string {
   }
 }
 
+/**
+ * What an expanded row adds about where the work stopped and who wrote the recap:
+ * `stopped at In[14], which failed · recap by openai:gpt-4o-mini`; '' when it knows neither. A
+ * chat's model is on its agent line instead, and a chat has no cells.
+ */
+export function stopLine(row: IAgentRow): string {
+  if (isChat(row)) {
+    return '';
+  }
+  const parts: string[] = [];
+  const label = clip(firstLine(plainText(row.stop_cell?.label)));
+  if (label) {
+    parts.push(row.stop_cell?.failed ? `stopped at ${label}, which failed` : `stopped at ${label}`);
+  }
+  const model = clip(firstLine(plainText(row.recap?.model)));
+  if (model && row.recap?.text) {
+    parts.push(`recap by ${model}`);
+  }
+  return parts.join(' · ');
+}
+
+/**
+ * The line at the end of the agents panel's list when the server left rows out of its bound,
+ * `+6 more notebooks not shown (idle)`; '' when it left none out (or, older, did not say). The
+ * server drops idle rows first, and a dropped row comes back when its kernel or chat reports
+ * again: the rows not shown are the quiet ones.
+ */
+export function leftOutText(count: number | null): string {
+  if (count === null || !(count > 0)) {
+    return '';
+  }
+  return `+${shownCount(count)} more ${count === 1 ? 'notebook' : 'notebooks'} not shown (idle)`;
+}
+
+/** The tooltip of the "+N more" line: why some notebooks are not in the list. */
+export const LEFT_OUT_TITLE =
+  'The panel keeps the notebooks that need you and leaves out idle ones past its limit ' +
+  '(c.RecapServer.max_agents on the server). A notebook left out comes back when its agent ' +
+  'works again.';
+
 /** One server event, e.g. `a cell ran 3 min 12 s and failed · 5 min ago`. */
 export function eventText(event: AgentEvent, now: number): string {
   let what: string;

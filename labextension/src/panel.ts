@@ -2,10 +2,21 @@
  * The "Agents" side panel: which agent notebooks and Jupyter AI chats finished, failed, or need
  * the person (a chat waiting for the approval of a tool call first).
  *
- * One `<li>` per row of the board, in the server's order, and at the bottom one line of what
- * recaps cost today. Every string from the server or the model is written with textContent or
- * as text nodes; nothing here is parsed as HTML. And each goes through `plainText` (text.ts)
- * where it is shown, so no escape sequence, control character or bidi override reaches the page.
+ * One `<li>` per row of the board, in the server's order, then "+N more" when the server left
+ * rows out of its bound. Above the list a header (title, controls), below it one line of what
+ * recaps cost today: both stay in view while the list between them scrolls, so with seventy
+ * notebooks the title and the day's cost are still where they were.
+ *
+ * A row is compact, two lines (name and time; state and the first line of the recap), so about
+ * twenty fit a 900 px panel. The rest of it (chat agent, path, the outside line, progress, where
+ * the work stopped, the recap's model, the whole recap, events) is in the row's details: shown
+ * while the row has the keyboard focus, or while it is expanded with its disclosure button (or
+ * → and ←). Hovering shows the whole recap, error and approval as tooltips but moves nothing:
+ * rows that grew under the pointer would shift the rows below it as the pointer passes.
+ *
+ * Every string from the server or the model is written with textContent or as text nodes;
+ * nothing here is parsed as HTML. And each goes through `plainText` (text.ts) where it is shown,
+ * so no escape sequence, control character or bidi override reaches the page.
  */
 import { LabIcon } from '@jupyterlab/ui-components';
 import type { Message } from '@lumino/messaging';
@@ -20,9 +31,12 @@ import {
   approvalText,
   eventText,
   firstLine,
+  LEFT_OUT_TITLE,
+  leftOutText,
   NO_NOTEBOOK,
   shownProgress,
   stateText,
+  stopLine,
   usageText,
   usageTitle
 } from './format';
@@ -61,6 +75,12 @@ interface IRowView {
   events: HTMLElement;
 }
 
+/** The class of an expanded row (its details shown until collapsed again). */
+export const EXPANDED_CLASS = 'jp-mod-expanded';
+
+/** Each row's details get an id of their own, for the disclosure button's aria-controls. */
+let detailsCount = 0;
+
 /** The agents panel. */
 export class AgentsPanel extends Widget {
   constructor(options: IAgentsPanelOptions) {
@@ -75,14 +95,19 @@ export class AgentsPanel extends Widget {
     // label: JupyterLab would print it next to the icon, unlike its own side panels.
     this.title.caption = 'Agents';
 
+    // Header, scrolling body, footer: only the body scrolls (style/index.css), so the title, the
+    // controls and the day's cost stay in view however long the list is.
     const header = part('div', 'jp-RecapAgents-header', this.node);
     part('h2', 'jp-RecapAgents-title', header).textContent = 'Agents';
-    this._desktop = part('div', 'jp-RecapAgents-desktop', this.node);
-    this._message = part('div', 'jp-RecapAgents-empty', this.node);
-    this._list = part('ul', 'jp-RecapAgents-list', this.node) as HTMLUListElement;
+    this._desktop = part('div', 'jp-RecapAgents-desktop', header);
+    const body = part('div', 'jp-RecapAgents-body', this.node);
+    this._message = part('div', 'jp-RecapAgents-empty', body);
+    this._list = part('ul', 'jp-RecapAgents-list', body) as HTMLUListElement;
     this._list.setAttribute('aria-label', 'Agent notebooks and chats');
     this._list.addEventListener('click', this);
     this._list.addEventListener('keydown', this);
+    this._more = part('div', 'jp-RecapAgents-more', body);
+    this._more.hidden = true;
     this._usage = part('div', 'jp-RecapAgents-usage', this.node);
     this._usage.hidden = true;
 
@@ -107,6 +132,10 @@ export class AgentsPanel extends Widget {
         return;
       }
       event.preventDefault();
+      if (target.closest('.jp-RecapAgents-toggle') !== null) {
+        this._setExpanded(li, !li.classList.contains(EXPANDED_CLASS));
+        return; // the disclosure button only shows or hides the details: nothing opens
+      }
       const row = this._views.get(li.dataset.rowId ?? '')?.row;
       if (row === undefined) {
         return;
@@ -123,10 +152,17 @@ export class AgentsPanel extends Widget {
       }
     } else if (event.type === 'keydown') {
       const key = (event as KeyboardEvent).key;
-      // Only on the row itself: a focused link handles Enter as a click on its own.
-      if ((key === 'Enter' || key === ' ') && target.classList.contains('jp-RecapAgents-row')) {
+      // Only on the row itself: a focused link or button handles Enter as a click on its own.
+      if (!target.classList.contains('jp-RecapAgents-row')) {
+        return;
+      }
+      if (key === 'Enter' || key === ' ') {
         event.preventDefault();
         (target as HTMLElement).click();
+      } else if (key === 'ArrowRight' || key === 'ArrowLeft') {
+        // As in a tree: → expands the row, ← collapses it.
+        event.preventDefault();
+        this._setExpanded(target as HTMLLIElement, key === 'ArrowRight');
       }
     }
   }
@@ -205,6 +241,7 @@ export class AgentsPanel extends Widget {
     }
     this._renderDesktop();
     this._renderMessage();
+    this._renderMore();
     const now = this._model.serverNow();
     const rows = this._model.rows;
     const keep = new Set(rows.map(rowId));
@@ -212,6 +249,7 @@ export class AgentsPanel extends Widget {
       if (!keep.has(id)) {
         view.li.remove();
         this._views.delete(id);
+        this._expanded.delete(id);
       }
     }
     rows.forEach((row, index) => {
@@ -229,13 +267,18 @@ export class AgentsPanel extends Widget {
     this._scheduleClock();
   }
 
-  /** Build (or rebuild, reusing `li` so keyboard focus stays) the row's element. */
+  /**
+   * Build (or rebuild, reusing `li` so keyboard focus stays) the row's element: the compact
+   * part (top line, summary line), then its details (see the module's comment). Every part the
+   * details hold is in the DOM whether shown or not, so what reads a row's text reads it all.
+   */
   private _renderRow(row: IAgentRow, now: number, reuse?: HTMLLIElement): IRowView {
     const li = reuse ?? document.createElement('li');
     li.replaceChildren();
     li.tabIndex = 0;
     li.setAttribute('role', 'button');
     this._markRow(li, row);
+    const id = rowId(row);
 
     const top = part('div', 'jp-RecapAgents-top', li);
     const dot = part('span', 'jp-RecapAgents-dot', top);
@@ -243,15 +286,13 @@ export class AgentsPanel extends Widget {
     dot.hidden = row.needs_you === null;
     part('span', 'jp-RecapAgents-name', top).textContent = plainText(row.name);
     const activity = part('span', 'jp-RecapAgents-activity', top);
+    const toggle = part('button', 'jp-RecapAgents-toggle', top) as HTMLButtonElement;
+    toggle.type = 'button';
 
-    if (isChat(row)) {
-      const agent = part('div', 'jp-RecapAgents-agent', li);
-      agent.textContent = agentLine(row);
-      agent.title = agent.textContent;
-    }
-    this._renderPath(li, row);
-
-    const state = part('div', 'jp-RecapAgents-state', li);
+    // The compact line: the state (an error's first line, an approval) and the recap's first
+    // line, cut with an ellipsis; expanded, both wrap and the recap shows whole.
+    const summary = part('div', 'jp-RecapAgents-summary', li);
+    const state = part('div', 'jp-RecapAgents-state', summary);
     const stateLine = part('span', 'jp-RecapAgents-stateText', state);
     // The approval is cut to a line in the state; its tooltip has the whole call.
     stateLine.title = row.state === 'waiting' ? approvalText(row) : '';
@@ -262,23 +303,33 @@ export class AgentsPanel extends Widget {
       error.textContent = firstLine(errorText);
       error.title = errorText;
     }
-
     if (row.drafting) {
-      const recap = part('div', 'jp-RecapAgents-recap jp-mod-drafting', li);
+      const recap = part('div', 'jp-RecapAgents-recap jp-mod-drafting', summary);
       recap.textContent = 'drafting…';
     } else if (row.recap !== null && row.recap.text) {
-      const recap = part('div', 'jp-RecapAgents-recap', li);
-      const model = plainText(row.recap.model);
-      recap.title = model ? `Recap by ${model}` : 'Recap';
+      const recap = part('div', 'jp-RecapAgents-recap', summary);
       // A chat has no cells to show: its recap stays text.
       appendLinked(recap, row.recap.text, isChat(row) ? [] : row.recap.links, cellLink);
+      // Hovering the cut line reads the whole recap (and who wrote it) without moving a row.
+      const model = plainText(row.recap.model);
+      recap.title = `${recap.textContent}\n\n${model ? `Recap by ${model}` : 'Recap'}`;
     }
+
+    const details = part('div', 'jp-RecapAgents-details', li);
+    details.id = `jp-RecapAgents-details-${++detailsCount}`;
+    toggle.setAttribute('aria-controls', details.id);
+    if (isChat(row)) {
+      const agent = part('div', 'jp-RecapAgents-agent', details);
+      agent.textContent = agentLine(row);
+      agent.title = agent.textContent;
+    }
+    this._renderPath(li, details, row);
 
     if (!isChat(row) && row.outside?.text) {
       // What changed in this notebook while the person was away, whoever changed it; its links
       // open the notebook at the cells it names, as the recap's do (reloading it from disk when
       // a cell is only there: the opener's `showCell`).
-      const outside = part('div', 'jp-RecapAgents-outside', li);
+      const outside = part('div', 'jp-RecapAgents-outside', details);
       outside.title =
         'Changed in this notebook while you were away: by an agent of a chat or a terminal, ' +
         'an MCP server, another client, or on disk';
@@ -287,7 +338,7 @@ export class AgentsPanel extends Widget {
 
     const shown = shownProgress(row.progress);
     if (shown !== null) {
-      const holder = part('div', 'jp-RecapAgents-progressRow', li);
+      const holder = part('div', 'jp-RecapAgents-progressRow', details);
       const progress = part('progress', 'jp-RecapAgents-progress', holder) as HTMLProgressElement;
       // A progress element's max must be positive; an empty task list shows as 0 of 1.
       const max = Math.max(shown.total, 1);
@@ -298,10 +349,46 @@ export class AgentsPanel extends Widget {
       progress.setAttribute('aria-label', `tasks done: ${shown.label}`);
     }
 
-    const events = part('div', 'jp-RecapAgents-events', li);
+    const stop = stopLine(row);
+    if (stop) {
+      part('div', 'jp-RecapAgents-stop', details).textContent = stop;
+    }
+    const events = part('div', 'jp-RecapAgents-events', details);
+    this._showExpanded(li, this._expanded.has(id));
     const view: IRowView = { li, row, state, activity, events };
     this._updateTimes(view, now);
     return view;
+  }
+
+  /** Expand or collapse a row (kept through its re-renders until the row leaves the board). */
+  private _setExpanded(li: HTMLLIElement, expanded: boolean): void {
+    const id = li.dataset.rowId ?? '';
+    if (expanded) {
+      this._expanded.add(id);
+    } else {
+      this._expanded.delete(id);
+    }
+    this._showExpanded(li, expanded);
+  }
+
+  /** The row's class and its disclosure button's state, words and tooltip. */
+  private _showExpanded(li: HTMLLIElement, expanded: boolean): void {
+    li.classList.toggle(EXPANDED_CLASS, expanded);
+    const toggle = li.querySelector<HTMLButtonElement>('.jp-RecapAgents-toggle');
+    if (toggle !== null) {
+      toggle.setAttribute('aria-expanded', String(expanded));
+      const name = li.querySelector('.jp-RecapAgents-name')?.textContent ?? '';
+      toggle.setAttribute('aria-label', `${expanded ? 'Hide' : 'Show'} the details of ${name}`);
+      toggle.title = expanded ? 'Hide details' : 'Show details';
+    }
+  }
+
+  /** "+N more" after the list: rows the server left out to keep its bound (none: hidden). */
+  private _renderMore(): void {
+    const text = leftOutText(this._model.leftOut);
+    this._more.textContent = text;
+    this._more.title = text ? LEFT_OUT_TITLE : '';
+    this._more.hidden = !text;
   }
 
   /** The parts of a row that change with the clock alone. */
@@ -330,7 +417,7 @@ export class AgentsPanel extends Widget {
    * `data-kernel-id`.
    */
   private _markRow(li: HTMLLIElement, row: IAgentRow): void {
-    li.className = 'jp-RecapAgents-row';
+    li.className = 'jp-RecapAgents-row'; // `jp-mod-expanded` is set again after (_showExpanded)
     li.classList.toggle('jp-RecapAgents-row-chat', isChat(row));
     li.classList.toggle('jp-RecapAgents-row-waiting', row.state === 'waiting');
     li.classList.toggle('jp-mod-needsYou', row.needs_you !== null);
@@ -345,8 +432,8 @@ export class AgentsPanel extends Widget {
    * The row's notebook (or chat) path, and what a click on the row does (its tooltip). A kernel
    * started on its own has no notebook: the row says so, and a click shows why nothing opens.
    */
-  private _renderPath(li: HTMLLIElement, row: IAgentRow): void {
-    const path = part('div', 'jp-RecapAgents-path', li);
+  private _renderPath(li: HTMLLIElement, details: HTMLElement, row: IAgentRow): void {
+    const path = part('div', 'jp-RecapAgents-path', details);
     if (hasNotebook(row.path)) {
       path.textContent = plainText(row.path);
       path.title = path.textContent;
@@ -358,8 +445,11 @@ export class AgentsPanel extends Widget {
     path.classList.add('jp-mod-noNotebook');
     li.title = NO_NOTEBOOK;
     li.setAttribute('aria-disabled', 'true');
-    // Filled on a click; a status, so a screen reader says it as it appears.
-    const note = part('div', 'jp-RecapAgents-note', li);
+    // Filled on a click; a status, so a screen reader says it as it appears. Not among the
+    // details: a compact row shows it too.
+    const note = document.createElement('div');
+    note.className = 'jp-RecapAgents-note';
+    li.insertBefore(note, details);
     note.setAttribute('role', 'status');
     note.hidden = true;
   }
@@ -453,8 +543,11 @@ export class AgentsPanel extends Widget {
   private readonly _desktop: HTMLElement;
   private readonly _message: HTMLElement;
   private readonly _list: HTMLUListElement;
+  private readonly _more: HTMLElement;
   private readonly _usage: HTMLElement;
   private readonly _views = new Map<string, IRowView>();
+  /** The ids of the rows the person expanded. */
+  private readonly _expanded = new Set<string>();
   private _clock = 0;
   private _period = 0;
 }

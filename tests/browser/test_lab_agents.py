@@ -101,6 +101,25 @@ TOAST_SETTLE_MS = 500
 
 USAGE_LINE = "#jupyter-recap-agents .jp-RecapAgents-usage:not([hidden])"
 
+# Where the panel's parts are: row heights, the header's top and the usage line's bottom
+# against the panel's, which of panel and list scroll.
+LAYOUT = """() => {
+  const panel = document.getElementById('jupyter-recap-agents');
+  const box = panel.getBoundingClientRect();
+  const at = (name) => panel.querySelector(name).getBoundingClientRect();
+  return {
+    rows: [...panel.querySelectorAll('.jp-RecapAgents-row')]
+      .map(row => row.getBoundingClientRect().height),
+    header_top: at('.jp-RecapAgents-header').top - box.top,
+    usage_bottom: box.bottom - at('.jp-RecapAgents-usage').bottom,
+    panel_scrolls: getComputedStyle(panel).overflowY,
+    list_scrolls: getComputedStyle(panel.querySelector('.jp-RecapAgents-body')).overflowY,
+  };
+}"""
+
+#: A compact row: two lines (name and time; state and the recap's first line), about 40 px.
+COMPACT_ROW_PX = 44
+
 
 def wait_usage(tab: LabPage, *parts: str, timeout: float = 20) -> str:
     """Wait until the panel's usage line holds every one of ``parts``; the line then."""
@@ -162,6 +181,12 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     assert {row["name"] for row in listed} == {BILLING, FRONT}
     # Offline recaps call no model: nothing spent yet, read when the panel was shown.
     assert wait_usage(tab, "Recaps today:") == "Recaps today: no model calls"
+    # Compact rows between a header and a usage line that stay where they are: only the list
+    # between them scrolls.
+    layout = tab.page.evaluate(LAYOUT)
+    assert all(height <= COMPACT_ROW_PX for height in layout["rows"]), layout
+    assert abs(layout["header_top"]) < 1 and abs(layout["usage_bottom"]) < 1, layout
+    assert (layout["panel_scrolls"], layout["list_scrolls"]) == ("hidden", "auto"), layout
 
     # A turn in the notebook being looked at: no mark, no notification. Recaps were paid for
     # meanwhile; the kernel's report (a push) is when the panel reads today's cost again.
@@ -173,6 +198,16 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     ended = f"rows.some(r => r.kernel === {front!r} && r.activity && r.state !== 'running')"
     [looked_at] = [row for row in wait_rows(tab, ended) if row["kernel"] == front]
     assert (looked_at["state"], looked_at["marked"]) == ("idle", False)
+    # Its disclosure button shows the rest of the row, and opens nothing.
+    selector = f'.jp-RecapAgents-row[data-kernel-id="{front}"]'
+    tab.page.click(f"{selector} .jp-RecapAgents-toggle")
+    assert tab.page.get_attribute(f"{selector} .jp-RecapAgents-toggle", "aria-expanded") == "true"
+    assert tab.page.is_visible(f"{selector} .jp-RecapAgents-path")
+    box = tab.page.locator(selector).bounding_box()
+    assert box is not None and box["height"] > COMPACT_ROW_PX
+    tab.page.click(f"{selector} .jp-RecapAgents-toggle")
+    assert not tab.page.is_visible(f"{selector} .jp-RecapAgents-path")
+    assert active_cell(tab, FRONT) >= 0  # still the current notebook: nothing was opened
 
     # The background notebook's agent finishes: its row goes to the top, marked.
     assert tab.run_as_cell(BILLING, BILLING_CELLS[1], "cell-1") == "ok"

@@ -2,7 +2,8 @@ import { Signal } from '@lumino/signaling';
 
 import type { AgentsModel } from '../agents';
 import type { IAgentRow, IUsage } from '../api';
-import { AgentsPanel } from '../panel';
+import { LEFT_OUT_TITLE } from '../format';
+import { AgentsPanel, EXPANDED_CLASS } from '../panel';
 import { RecapSettings } from '../settings';
 import { chatRow, fakeOpener, row, unsafeIn, type FakeOpener } from './helpers';
 
@@ -25,6 +26,7 @@ class FakeUsage {
 /** The agents board as the panel reads it. */
 class FakeModel {
   rows: IAgentRow[] = [];
+  leftOut: number | null = null;
   isLoaded = true;
   loadFailed = false;
   readonly usage = new FakeUsage();
@@ -102,9 +104,11 @@ describe('AgentsPanel', () => {
       expect(text('k', 'path')).toBe('work/train.ipynb');
       expect(text('k', 'error')).toBe('ValueError: bad');
       expect(text('k', 'recap')).toBe('Trained the model.');
+      // Its tooltip, for the line cut short: the whole recap and who wrote it.
       expect(li('k').querySelector<HTMLElement>('.jp-RecapAgents-recap')?.title).toBe(
-        'Recap by m1'
+        'Trained the model.\n\nRecap by m1'
       );
+      expect(text('k', 'stop')).toBe('stopped at In[14], which failed · recap by m1');
       expect(li('k').title).toBe('Open this notebook at In[14]');
       expect(unsafeIn(li('k').textContent)).toEqual([]);
     });
@@ -309,6 +313,166 @@ describe('AgentsPanel', () => {
       expect(line?.textContent).toBe('<b>Claude</b> ran In[1]');
       expect(line?.querySelector('b')).toBeNull();
       expect(li('j').querySelector('.jp-RecapAgents-outside')).toBeNull();
+    });
+  });
+
+  describe('a compact row', () => {
+    const busy = (fields: Partial<IAgentRow> = {}): IAgentRow =>
+      row('k', {
+        state: 'errored',
+        error: 'KeyError: region\n  File "x.py"',
+        last_activity: 1_000 - 120,
+        recap: {
+          text: 'Fixed the totals.\nThen the rounding of In[3].',
+          model: 'm1',
+          at: 0,
+          links: [{ start: 39, end: 44, cell_id: 'c3' }]
+        },
+        outside: { text: 'While you were away: 1 cell edited — on disk', links: [], at: 5 },
+        progress: { done: 2, total: 5 },
+        stop_cell: { cell_id: 'c9', label: 'In[9]', failed: true },
+        events: [{ type: 'restarted', at: 1_000 - 60, crashed: false }],
+        ...fields
+      });
+    const toggle = (id = 'k'): HTMLButtonElement =>
+      li(id).querySelector<HTMLButtonElement>('button.jp-RecapAgents-toggle')!;
+    const details = (id = 'k'): HTMLElement =>
+      li(id).querySelector<HTMLElement>('.jp-RecapAgents-details')!;
+
+    it('shows name, time, state and recap up front; the rest is in its details, collapsed', () => {
+      model.set([busy()]);
+      const shown = li('k');
+      expect(shown.classList).not.toContain(EXPANDED_CLASS);
+      const top = shown.querySelector('.jp-RecapAgents-top')!;
+      expect(top.querySelector('.jp-RecapAgents-name')?.textContent).toBe('k.ipynb');
+      expect(top.querySelector('.jp-RecapAgents-activity')?.textContent).toBe('2 min ago');
+      const summary = shown.querySelector('.jp-RecapAgents-summary')!;
+      expect(summary.querySelector('.jp-RecapAgents-stateText')?.textContent).toBe('errored');
+      expect(summary.querySelector('.jp-RecapAgents-error')?.textContent).toBe('KeyError: region');
+      expect(summary.querySelector('.jp-RecapAgents-recap')?.textContent).toBe(
+        'Fixed the totals.\nThen the rounding of In[3].'
+      );
+      // Everything else is in the DOM (what reads a row's text reads it), among the details.
+      const rest = details();
+      for (const name of ['path', 'outside', 'progressRow', 'stop', 'events']) {
+        expect(rest.querySelector(`.jp-RecapAgents-${name}`)).not.toBeNull();
+      }
+      expect(text('k', 'outside')).toBe('While you were away: 1 cell edited — on disk');
+      expect(text('k', 'events')).toBe('kernel restarted 1 min ago');
+      expect(text('k', 'stop')).toBe('stopped at In[9], which failed · recap by m1');
+      // The disclosure button: a real button, in the tab order, naming what it controls.
+      const button = toggle();
+      expect(button.type).toBe('button');
+      expect(button.tabIndex).toBe(0);
+      expect(button.getAttribute('aria-expanded')).toBe('false');
+      expect(button.getAttribute('aria-controls')).toBe(rest.id);
+      expect(rest.id).not.toBe('');
+      expect(button.getAttribute('aria-label')).toBe('Show the details of k.ipynb');
+    });
+
+    it('gives each row details of their own id', () => {
+      model.set([busy(), row('j')]);
+      expect(details('k').id).not.toBe(details('j').id);
+      expect(toggle('j').getAttribute('aria-controls')).toBe(details('j').id);
+    });
+
+    it('expands and collapses with its disclosure button, and opens nothing then', () => {
+      model.set([busy()]);
+      toggle().click();
+      expect(li('k').classList).toContain(EXPANDED_CLASS);
+      expect(toggle().getAttribute('aria-expanded')).toBe('true');
+      expect(toggle().getAttribute('aria-label')).toBe('Hide the details of k.ipynb');
+      expect(toggle().title).toBe('Hide details');
+      toggle().click();
+      expect(li('k').classList).not.toContain(EXPANDED_CLASS);
+      expect(toggle().getAttribute('aria-expanded')).toBe('false');
+      expect(open).not.toHaveBeenCalled();
+      // The rest of the row still opens the notebook.
+      li('k').click();
+      expect(open).toHaveBeenCalledWith('k.ipynb', 'c9');
+    });
+
+    it('expands with → and collapses with ← on the focused row; Enter still opens it', () => {
+      model.set([busy()]);
+      const key = (name: string): void => {
+        li('k').dispatchEvent(new KeyboardEvent('keydown', { key: name, bubbles: true }));
+      };
+      key('ArrowRight');
+      expect(li('k').classList).toContain(EXPANDED_CLASS);
+      expect(toggle().getAttribute('aria-expanded')).toBe('true');
+      key('ArrowLeft');
+      expect(li('k').classList).not.toContain(EXPANDED_CLASS);
+      expect(open).not.toHaveBeenCalled();
+      key('Enter');
+      expect(open).toHaveBeenCalledWith('k.ipynb', 'c9');
+    });
+
+    it('stays expanded through new states of its row, and forgets it once the row is gone', () => {
+      model.set([busy(), row('j')]);
+      toggle().click();
+      const expanded = li('k');
+      model.set([busy({ state: 'running', error: null }), row('j')]);
+      expect(li('k')).toBe(expanded); // the same element, rebuilt
+      expect(li('k').classList).toContain(EXPANDED_CLASS);
+      expect(toggle().getAttribute('aria-expanded')).toBe('true');
+      expect(li('j').classList).not.toContain(EXPANDED_CLASS);
+
+      model.set([row('j')]);
+      model.set([busy(), row('j')]);
+      expect(li('k').classList).not.toContain(EXPANDED_CLASS);
+    });
+
+    it('keeps the header and the usage line out of the list that scrolls', () => {
+      model.usage.usage = { today: null, cost: null, error: 'no ledger' };
+      model.usage.changed.emit();
+      model.set([busy()]);
+      const parts = [...panel.node.children].map(child => child.className);
+      expect(parts).toEqual([
+        'jp-RecapAgents-header',
+        'jp-RecapAgents-body',
+        expect.stringContaining('jp-RecapAgents-usage')
+      ]);
+      const header = panel.node.querySelector('.jp-RecapAgents-header')!;
+      expect(header.querySelector('.jp-RecapAgents-title')?.textContent).toBe('Agents');
+      expect(header.querySelector('.jp-RecapAgents-desktop')).not.toBeNull();
+      const body = panel.node.querySelector('.jp-RecapAgents-body')!;
+      expect(body.querySelector('.jp-RecapAgents-list li')).toBe(li('k'));
+      expect(panel.node.lastElementChild?.textContent).toBe('Recaps today: unknown — no ledger');
+      // That only the body scrolls (style/index.css) is measured in chromium:
+      // tests/browser/test_lab_agents.py.
+    });
+  });
+
+  describe('"+N more"', () => {
+    const more = (): HTMLElement => panel.node.querySelector<HTMLElement>('.jp-RecapAgents-more')!;
+
+    it('says after the last row how many the server left out, and why in its tooltip', () => {
+      model.leftOut = 6;
+      model.set([row('k'), row('j')]);
+      expect(more().hidden).toBe(false);
+      expect(more().textContent).toBe('+6 more notebooks not shown (idle)');
+      expect(more().title).toBe(LEFT_OUT_TITLE);
+      expect(LEFT_OUT_TITLE).toContain('c.RecapServer.max_agents');
+      expect(more().previousElementSibling?.classList).toContain('jp-RecapAgents-list');
+      model.leftOut = 1;
+      model.set([row('k')]);
+      expect(more().textContent).toBe('+1 more notebook not shown (idle)');
+      model.leftOut = 2 ** 70;
+      model.set([row('k')]);
+      expect(more().textContent).toBe('+9,999+ more notebooks not shown (idle)');
+    });
+
+    it('shows nothing when none was left out, or the server did not say (older)', () => {
+      model.leftOut = 0;
+      model.set([row('k')]);
+      expect(more().hidden).toBe(true);
+      model.leftOut = 3;
+      model.set([row('k')]);
+      model.leftOut = null;
+      model.set([row('k')]);
+      expect(more().hidden).toBe(true);
+      expect(more().textContent).toBe('');
+      expect(more().title).toBe('');
     });
   });
 
