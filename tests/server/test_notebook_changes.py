@@ -116,7 +116,8 @@ class Notebook:
         return outside
 
     def line(self, contains: str = "While you were away") -> dict[str, Any]:
-        return until(lambda: (o := self.outside()) and contains in o["text"] and o)
+        found: dict[str, Any] = until(lambda: (o := self.outside()) and contains in o["text"] and o)
+        return found
 
     def close(self) -> None:
         self.lab.api("DELETE", f"api/kernels/{self.kernel_id}")

@@ -296,8 +296,8 @@ async def test_hostile_ids_are_a_json_400_or_404(
             continue
         if route.pattern.endswith("/seen$"):  # a notebook's path is its id
             for hostile in ["x" * 6000 + ".ipynb", "../../etc/a.ipynb", "/etc/a.ipynb", "a.py", ""]:
-                data = {"path": hostile, "client_id": "c"}
-                answer = await http(route.path(), "POST", body=json.dumps(data), headers=token)
+                seen = {"path": hostile, "client_id": "c"}
+                answer = await http(route.path(), "POST", body=json.dumps(seen), headers=token)
                 assert_json_error(answer, (400,), (route, hostile[:40]))
             continue
         for hostile in ["x" * 6000, "..", "/", "\x00", "ключ\u202e", ""]:  # focus, input
