@@ -108,10 +108,8 @@ class LabPage:
 
     def open_document(self, name: str) -> None:
         """Open another notebook in the same page (it becomes the current document)."""
-        # The widget the command resolves to is not data: only its opening is awaited.
         self.page.evaluate(
-            "(path) => window.jupyterapp.commands.execute('docmanager:open', {path}).then(() => 0)",
-            name,
+            "(path) => window.jupyterapp.commands.execute('docmanager:open', {path})", name
         )
         self.wait_for_kernel(name)
 
