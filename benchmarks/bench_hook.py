@@ -42,7 +42,7 @@ PAYLOAD = {
     "hook_event_name": "PostToolUse",
     "tool_name": "NotebookEdit",
     "tool_input": {
-        "notebook_path": "/work/churn.ipynb",
+        "notebook_path": "/home/ana/projects/churn.ipynb",
         "cell_id": "cell-1",
         "new_source": "df['region'] = df['region'].fillna('unknown')",
         "edit_mode": "replace",
