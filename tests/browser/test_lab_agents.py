@@ -246,7 +246,9 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     tab.page.wait_for_timeout(TOAST_SETTLE_MS)
     assert toasts(tab) == []
 
-    # Opening the row goes to the cell where the work stopped: the latest agent cell.
+    # Opening the row goes to the cell where the work stopped: the latest agent cell. (Once the
+    # reloaded page has restored its layout, which makes its own current document.)
+    tab.page.evaluate("() => window.jupyterapp.restored.then(() => 0)")
     tab.page.click(f'.jp-RecapAgents-row[data-kernel-id="{billing}"]')
     tab.page.wait_for_function(
         "(name) => window.jupyterapp.shell.currentWidget?.context?.path === name", arg=BILLING
