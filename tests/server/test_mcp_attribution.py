@@ -37,7 +37,7 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:Extension endpoints without:jupyter_server.utils.JupyterServerAuthWarning"
 )
 
-NOTEBOOK = "work/churn.ipynb"
+NOTEBOOK = "analysis/churn.ipynb"
 CELLS = ["import math", "rows = 1 / 0", "print('done')"]
 
 #: jupyter-mcp-server as an extension of this server, with the extensions its tools use: the
@@ -370,7 +370,7 @@ async def test_jupyter_server_mcp_tool_calls_are_attributed_to_the_client(
     write_notebook(jp_root_dir, "report.ipynb", ["summary"])
     write_notebook(jp_root_dir.parent, "outside.ipynb", ["secret"])
     jp_serverapp.web_app.settings.setdefault("jupyter-ai", {})["persona-managers"] = {
-        "chat-1": PersonaManager({CLAUDE_ACP: Persona()}, "work/churn.chat")
+        "chat-1": PersonaManager({CLAUDE_ACP: Persona()}, "analysis/churn.chat")
     }
     # As the server starts it: jupyter_server_mcp makes its MCP server only then, after ours.
     await jp_serverapp.extension_manager.start_all_extensions()
@@ -430,16 +430,16 @@ def attribution(root: Path, **settings: Any) -> Any:
 
 def test_only_notebooks_under_the_root_are_named(tmp_path: Path) -> None:
     root = tmp_path / "root"
-    (root / "work").mkdir(parents=True)
+    (root / "analysis").mkdir(parents=True)
     (tmp_path / "link").symlink_to(root)
     mcp = attribution(root)
-    assert mcp.notebook_path("work/churn.ipynb") == "work/churn.ipynb"
-    assert mcp.notebook_path("./work//churn.ipynb") == "work/churn.ipynb"
-    assert mcp.notebook_path(str(root / "work" / "churn.ipynb")) == "work/churn.ipynb"
+    assert mcp.notebook_path("analysis/churn.ipynb") == "analysis/churn.ipynb"
+    assert mcp.notebook_path("./analysis//churn.ipynb") == "analysis/churn.ipynb"
+    assert mcp.notebook_path(str(root / "analysis" / "churn.ipynb")) == "analysis/churn.ipynb"
     assert mcp.notebook_path(str(tmp_path / "link" / "churn.ipynb")) == "churn.ipynb"
-    for outside in ("../churn.ipynb", "work/../../churn.ipynb", str(tmp_path / "churn.ipynb")):
+    for outside in ("../churn.ipynb", "analysis/../../churn.ipynb", str(tmp_path / "churn.ipynb")):
         assert mcp.notebook_path(outside) is None, outside
-    for other in ("work/train.py", "", None, 3, "a\x00.ipynb", "x" * 5000 + ".ipynb"):
+    for other in ("analysis/train.py", "", None, 3, "a\x00.ipynb", "x" * 5000 + ".ipynb"):
         assert mcp.notebook_path(other) is None, other
 
 

@@ -123,12 +123,12 @@ def test_a_fingerprint_keeps_hashes_only_in_24_bytes_a_cell() -> None:
 def test_touches_are_bounded_deduplicated_and_named_once_each() -> None:
     touches = Touches()
     for at in range(MAX_PER_NOTEBOOK + 10):
-        touches.note("work/churn.ipynb", "Claude Code", float(at))
-    touches.note("./work/churn.ipynb", "Claude Code", float(at))  # the same work, again
-    touches.note("work//churn.ipynb", "jupyter-mcp-server", 100.0, ran=2, failed=1)
-    assert len(touches.since("work/churn.ipynb", -1)) == MAX_PER_NOTEBOOK
-    assert touches.who_since("work/churn.ipynb", 5.0) == ["jupyter-mcp-server", "Claude Code"]
-    assert touches.who_since("work/churn.ipynb", 100.0) == []
+        touches.note("analysis/churn.ipynb", "Claude Code", float(at))
+    touches.note("./analysis/churn.ipynb", "Claude Code", float(at))  # the same work, again
+    touches.note("analysis//churn.ipynb", "jupyter-mcp-server", 100.0, ran=2, failed=1)
+    assert len(touches.since("analysis/churn.ipynb", -1)) == MAX_PER_NOTEBOOK
+    assert touches.who_since("analysis/churn.ipynb", 5.0) == ["jupyter-mcp-server", "Claude Code"]
+    assert touches.who_since("analysis/churn.ipynb", 100.0) == []
 
 
 cell_ids = st.sampled_from(["a", "b", "c", "d", "e", None])

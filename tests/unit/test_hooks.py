@@ -388,7 +388,7 @@ def test_the_state_is_bounded() -> None:
     ("path", "expected"),
     [
         ("/srv/root/a.ipynb", "a.ipynb"),
-        ("/srv/root/work/deep/b.ipynb", "work/deep/b.ipynb"),
+        ("/srv/root/analysis/deep/b.ipynb", "analysis/deep/b.ipynb"),
         ("/srv/root/../root/c.ipynb", "c.ipynb"),
         ("/srv/root/../elsewhere/c.ipynb", None),
         ("/srv/root2/d.ipynb", None),
@@ -760,9 +760,9 @@ class FakeRecap:
         self.serverapp = type("ServerApp", (), {"root_dir": str(root)})()
         self.board = FakeBoard(
             [
-                {"kind": "notebook", "kernel_id": "k1", "path": "work/churn.ipynb"},
+                {"kind": "notebook", "kernel_id": "k1", "path": "analysis/churn.ipynb"},
                 {"kind": "notebook", "kernel_id": "k2", "path": "other.ipynb"},
-                {"kind": "chat", "kernel_id": None, "path": "work/churn.ipynb"},
+                {"kind": "chat", "kernel_id": None, "path": "analysis/churn.ipynb"},
             ]
         )
         self.hub = FakeHub()
@@ -780,8 +780,8 @@ def test_the_intake_sends_new_events_to_the_notebook_s_kernel_and_notes_who(
     store = tmp_path / "store"
     monkeypatch.setenv("JUPYTER_RECAP_HOME", str(store))
     root = tmp_path / "root"
-    (root / "work").mkdir(parents=True)
-    payloads = session("claude_code_session.json", root / "work")
+    (root / "analysis").mkdir(parents=True)
+    payloads = session("claude_code_session.json", root / "analysis")
     first = normalise(payloads[0], at=1.0)
     assert first is not None
     append({**first.to_json(), "text": "history, not news"})
@@ -798,7 +798,7 @@ def test_the_intake_sends_new_events_to_the_notebook_s_kernel_and_notes_who(
         intake.poll()
     finally:
         intake.stop()
-    assert recap.touched == [("work/churn.ipynb", CLAUDE_CODE, 2.0, 1, 0)]
+    assert recap.touched == [("analysis/churn.ipynb", CLAUDE_CODE, 2.0, 1, 0)]
     assert {kernel for kernel, _ in recap.hub.sent} == {"k1"}
     sent = [entry for _, entries in recap.hub.sent for entry in entries]
     texts = [entry["text"] for entry in sent if entry["kind"] == "user"]
