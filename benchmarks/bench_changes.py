@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
 from bench_browser import INSTRUMENT, banner_latencies, percentile  # noqa: E402
 from browser import launch  # noqa: E402
 from figurelib import figure  # noqa: E402
-from labfocus import EXT, LabPage  # noqa: E402
+from labfocus import EXT, LabPage, reports_unfocused  # noqa: E402
 from labserver import LabServer, running_lab  # noqa: E402
 
 from jupyter_recap.changes.cells import Fingerprint, notebook_cells  # noqa: E402
@@ -117,7 +117,7 @@ def line_latencies(tab: LabPage, lab: LabServer, samples: int) -> list[float]:
         with tab.page.expect_response(
             lambda r: (
                 "/jupyter-recap/api/focus" in r.url
-                and json.loads(r.request.post_data or "{}").get("focused") is False
+                and reports_unfocused(r.request.post_data)
             )
         ):
             tab.set_visible(False)

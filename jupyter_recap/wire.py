@@ -60,6 +60,8 @@ class FocusAnswer(TypedDict):
     focused: bool | None
     banner_model_id: str | None
     agents_version: int
+    recapped: bool
+    """jupyter_recap runs in the kernel (it polled its feed): pages keep reporting its focus."""
 
 
 class KernelState(TypedDict):

@@ -91,10 +91,22 @@ class LabPage:
     def focus_reports(self, kernel_id: str) -> list[bool]:
         """The ``focused`` values this page reported for ``kernel_id``, in order."""
         return [
-            body["focused"]
+            report["focused"]
             for route, body in self.reports
-            if route == "focus" and body.get("kernel_id") == kernel_id
+            if route == "focus"
+            for report in focus_bodies(body)
+            if report.get("kernel_id") == kernel_id
         ]
+
+    def focus_kernels(self) -> set[str]:
+        """The kernels this page reported the focus of so far."""
+        return {
+            str(report.get("kernel_id"))
+            for route, body in self.reports
+            if route == "focus"
+            for report in focus_bodies(body)
+            if "kernel_id" in report
+        }
 
     # -- documents and cells ---------------------------------------------------------------
 
@@ -333,3 +345,16 @@ class LabPage:
                 "('state', 'text', 'model', 'reason', 'dismissed')}",
             )
         )
+
+
+def focus_bodies(body: Any) -> list[dict[str, Any]]:
+    """The reports of one ``POST focus`` body: a page's batch, or a single report."""
+    if not isinstance(body, dict):
+        return []
+    reports = body.get("reports")
+    return [r for r in reports if isinstance(r, dict)] if isinstance(reports, list) else [body]
+
+
+def reports_unfocused(post_data: str | None) -> bool:
+    """Whether a ``POST focus`` request (its body) reports some notebook as not focused."""
+    return any(r.get("focused") is False for r in focus_bodies(json.loads(post_data or "{}")))

@@ -24,8 +24,12 @@ HEARTBEAT_SECONDS = 10.0
 """How often a browser tab re-reports each open notebook (the server tells the labextension in
 its capabilities)."""
 
-HEARTBEAT_TIMEOUT = 3 * HEARTBEAT_SECONDS
-"""Silence after which a tab is forgotten: three heartbeats missed."""
+HEARTBEAT_MISSES = 3
+"""A tab is forgotten after this many heartbeat periods without a word."""
+
+HEARTBEAT_TIMEOUT = HEARTBEAT_MISSES * HEARTBEAT_SECONDS
+"""Silence after which a tab is forgotten (the server's tab time-out; the page beats a third
+as often)."""
 
 MAX_EVENTS = 100
 """Events kept per kernel (the protocol promises the last 100)."""
@@ -160,6 +164,8 @@ class FocusHub:
         self._clock = clock
         self._notify = notify
         self._kernels: dict[str, _Kernel] = {}
+        self._recapped: set[str] = set()
+        """Kernels whose jupyter_recap polled their feed: pages keep reporting their focus."""
 
     # -- inputs ------------------------------------------------------------------------------
 
@@ -247,16 +253,25 @@ class FocusHub:
             if self._expire_kernel(kernel_id, kernel, now, emit=True)
         ]
 
+    def feed_polled(self, kernel_id: str) -> bool:
+        """The kernel's extension asked for its feed; True the first time (it is news to the
+        pages, which report focus only for such kernels once they know of them)."""
+        if kernel_id in self._recapped:
+            return False
+        self._recapped.add(kernel_id)
+        return True
+
     def forget(self, kernel_id: str) -> None:
         """Drop everything about a kernel that was shut down or culled."""
+        self._recapped.discard(kernel_id)
         if self._kernels.pop(kernel_id, None) is not None and self._notify is not None:
             self._notify(kernel_id)  # wakes its long polls, which then find it gone
 
     # -- reads -------------------------------------------------------------------------------
 
     def kernel_ids(self) -> set[str]:
-        """Kernels with state."""
-        return set(self._kernels)
+        """Kernels with state (or known to run jupyter_recap)."""
+        return set(self._kernels) | self._recapped
 
     def chat_paths(self) -> list[str]:
         """The chats pages report focus for (their paths)."""
@@ -271,6 +286,10 @@ class FocusHub:
 
     def has_kernel(self, kernel_id: str) -> bool:
         return kernel_id in self._kernels
+
+    def recapped(self, kernel_id: str) -> bool:
+        """Whether jupyter_recap runs in the kernel (it polled its feed since it was seen)."""
+        return kernel_id in self._recapped
 
     def focused(self, kernel_id: str) -> bool | None:
         kernel = self._kernels.get(kernel_id)

@@ -98,8 +98,8 @@ class RecapServer(LoggingConfigurable):
     heartbeat_timeout = Float(
         HEARTBEAT_TIMEOUT,
         help=f"""Seconds after which a browser tab that stopped reporting a notebook's focus is
-        forgotten, which counts as the person being away. Tabs report every
-        {HEARTBEAT_SECONDS:g} s.""",
+        forgotten, which counts as the person being away. Pages report three times as often
+        (every {HEARTBEAT_SECONDS:g} s at the default), in one request per page.""",
     ).tag(config=True)
 
     max_body_bytes = Int(

@@ -22,6 +22,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from http.client import responses
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
@@ -36,7 +37,7 @@ from ..errors import StoreError
 from ..focus import fields
 from ..focus.board import chat_row_id
 from ..focus.fields import FieldError
-from ..focus.hub import HEARTBEAT_SECONDS
+from ..focus.hub import HEARTBEAT_MISSES
 from ..focus.validate import ID_CHARS, ReportError, parse_report
 from ..stores.usage import UsageLedger
 from ..textutil import format_cost, printable, shorten
@@ -44,6 +45,7 @@ from ..wire import (
     CHAT_ROW_PREFIX,
     KERNEL_HEADER,
     DayUsageJSON,
+    FocusAnswer,
     UsageJSON,
     kernel_proof,
     strict_json,
@@ -102,6 +104,13 @@ class ShuttingDown(RuntimeError):
     """The server is shutting down: no new work is started (a route answers 503)."""
 
 
+def _message(error: web.HTTPError) -> str:
+    """What an HTTP error of a route says (its message, formatted)."""
+    if not error.log_message:
+        return responses.get(error.status_code, "Error")
+    return error.log_message % error.args if error.args else error.log_message
+
+
 def shown(value: str) -> str:
     """A caller-supplied id as an error message may quote it: printable, one line, short."""
     return shorten(printable(value), _SHOWN_ID) or "''"
@@ -139,7 +148,7 @@ class RecapHandler(APIHandler):
         exc_info = kwargs.get("exc_info")
         error = exc_info[1] if exc_info else None
         if isinstance(error, web.HTTPError) and error.log_message:
-            message = error.log_message % error.args if error.args else error.log_message
+            message = _message(error)
         if status_code == 429:
             # Set here: send_error clears every header set before the error was raised.
             self.set_header("Retry-After", str(RETRY_AFTER_SECONDS))
@@ -181,7 +190,17 @@ class RecapHandler(APIHandler):
         self.finish(strict_json(data))
 
 
-FEATURES = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents", "usage"]
+FEATURES = [
+    "focus",
+    "focus_batch",
+    "input",
+    "feed",
+    "banner",
+    "session_recap",
+    "sessions",
+    "agents",
+    "usage",
+]
 DEFAULT_POLL_TIMEOUT = 25.0
 
 #: Longest accepted notebook path; ids (kernel, browser tab, widget model) are capped at
@@ -269,66 +288,145 @@ class CapabilitiesHandler(RecapHandler):
             {
                 "version": __version__,
                 "features": FEATURES,
-                "heartbeat_seconds": HEARTBEAT_SECONDS,
+                # A third of the time-out after which the server forgets a silent tab: a tab
+                # misses two beats before it counts as gone.
+                "heartbeat_seconds": round(self.hub.heartbeat_timeout / HEARTBEAT_MISSES, 3),
             }
         )
 
 
 class FocusHandler(RecapHandler):
-    """``POST focus``: one notebook's focus in one tab (transition or heartbeat)."""
+    """``POST focus``: the focus of notebooks and chats in one tab (changes and heartbeat).
+
+    One report (``{kernel_id, path, focused, client_id}`` or ``{chat, focused, client_id}``),
+    or a page's batch of them (``{client_id, reports: [...]}``): a page sends every change of
+    one moment, and its heartbeat, as one request, however many notebooks it has open.
+    """
 
     @web.authenticated
     @authorized
     def post(self) -> None:
         body = self.json_body()
-        if "chat" in body:
-            self._chat(body)
+        if "reports" in body:
+            self._batch(body)
             return
         with reading_fields():
-            fields.require(body, "kernel_id", "path", "focused", "client_id")
-            kernel_id = fields.string(body, "kernel_id", ID_CHARS)
-            path = fields.string(body, "path", PATH_CHARS)
-            focused = fields.flag(body, "focused")
+            fields.require(body, "client_id")
             client_id = fields.string(body, "client_id", ID_CHARS)
-            kernel_client_id = fields.text(body, "kernel_client_id", ID_CHARS)
-        self.require_kernel(kernel_id)
-        self.hub.report(kernel_id, client_id, path, focused)
-        self.recap.chats.looked_at(path, focused)
+            report = self._read(body, "")
+        if isinstance(report, _ChatReport):
+            self.reply(self._chat(report, client_id))
+            return
+        self.require_kernel(report.kernel_id)
+        self.reply(self._notebook(report, client_id))
+
+    def _batch(self, body: dict[str, Any]) -> None:
+        """A page's reports in one request: each answered in order; one about a kernel that
+        is gone (or a chat over the limit) is answered with its error, the others still
+        count."""
+        with reading_fields():
+            fields.require(body, "client_id", "reports")
+            client_id = fields.string(body, "client_id", ID_CHARS)
+            raw = fields.get(body, "reports")
+            if not isinstance(raw, list):
+                raise FieldError("reports", "must be a list")
+            if len(raw) > MAX_BATCH_REPORTS:
+                raise FieldError("reports", f"more than {MAX_BATCH_REPORTS} reports")
+            reports = []
+            for n, item in enumerate(raw):
+                if not isinstance(item, dict):
+                    raise FieldError(f"reports.{n}", "must be an object")
+                reports.append(self._read(item, f"reports.{n}."))
+        answers: list[Mapping[str, object]] = []
+        for report in reports:
+            try:
+                if isinstance(report, _ChatReport):
+                    answers.append(self._chat(report, client_id))
+                else:
+                    self.require_kernel(report.kernel_id)
+                    answers.append(self._notebook(report, client_id))
+            except web.HTTPError as error:
+                answers.append(
+                    {**report.names(), "error": _message(error), "status": error.status_code}
+                )
+        self.reply({"answers": answers, "agents_version": self.recap.board.version})
+
+    @staticmethod
+    def _read(body: Mapping[str, Any], where: str) -> _NotebookReport | _ChatReport:
+        """One report's fields (``where``: its place in a batch, for the error's line)."""
+        if "chat" in body:
+            fields.require(body, f"{where}chat", f"{where}focused")
+            path = fields.string(body, f"{where}chat", PATH_CHARS)
+            if not path.endswith(".chat"):
+                raise FieldError(f"{where}chat", "not the path of a .chat file")
+            return _ChatReport(path, fields.flag(body, f"{where}focused"))
+        fields.require(body, f"{where}kernel_id", f"{where}path", f"{where}focused")
+        return _NotebookReport(
+            fields.string(body, f"{where}kernel_id", ID_CHARS),
+            fields.string(body, f"{where}path", PATH_CHARS),
+            fields.flag(body, f"{where}focused"),
+            fields.text(body, f"{where}kernel_client_id", ID_CHARS),
+        )
+
+    def _notebook(self, report: _NotebookReport, client_id: str) -> Mapping[str, object]:
+        kernel_id, path = report.kernel_id, report.path
+        self.hub.report(kernel_id, client_id, path, report.focused)
+        self.recap.chats.looked_at(path, report.focused)
         board = self.recap.board
         board.set_path(kernel_id, path)
         snapshot = self.hub.snapshot(kernel_id)
-        if kernel_client_id:
-            self.recap.changes.page_session(kernel_id, kernel_client_id)
+        if report.kernel_client_id:
+            self.recap.changes.page_session(kernel_id, report.kernel_client_id)
         # The notebook is looked at when any of the person's tabs looks at it.
         self.recap.changes.looked_at(path, snapshot.focused is True, kernel_id)
-        self.reply(
-            {
-                "kernel_id": kernel_id,
-                "focused": snapshot.focused,
-                "banner_model_id": snapshot.banner_model_id,
-                # A page that saw a lower version missed a push: it reads the board again.
-                "agents_version": board.version,
-            }
-        )
+        answer: FocusAnswer = {
+            "kernel_id": kernel_id,
+            "focused": snapshot.focused,
+            "banner_model_id": snapshot.banner_model_id,
+            # A page that saw a lower version missed a push: it reads the board again.
+            "agents_version": board.version,
+            # A page keeps re-reporting only the notebooks whose kernel runs jupyter_recap.
+            "recapped": self.hub.recapped(kernel_id),
+        }
+        return answer
 
-    def _chat(self, body: dict[str, Any]) -> None:
-        """A chat's focus in one tab: ``{chat: path, focused, client_id}``."""
-        with reading_fields():
-            fields.require(body, "chat", "focused", "client_id")
-            path = fields.string(body, "chat", PATH_CHARS)
-            focused = fields.flag(body, "focused")
-            client_id = fields.string(body, "client_id", ID_CHARS)
-        if not path.endswith(".chat"):
-            raise web.HTTPError(400, "%s", "chat: not the path of a .chat file")
-        row_id = chat_row_id(path)
+    def _chat(self, report: _ChatReport, client_id: str) -> Mapping[str, object]:
+        """A chat's focus in one tab (its answer names the chat's row)."""
+        row_id = chat_row_id(report.path)
         if not self.hub.has_kernel(row_id) and len(self.hub.chat_paths()) >= MAX_FOCUSED_CHATS:
             raise web.HTTPError(429, "%s", f"more than {MAX_FOCUSED_CHATS} chats reported")
-        self.hub.report(row_id, client_id, path, focused)
+        self.hub.report(row_id, client_id, report.path, report.focused)
         snapshot = self.hub.snapshot(row_id)
-        self.reply(
-            {"id": row_id, "focused": snapshot.focused, "agents_version": self.recap.board.version}
-        )
+        return {
+            "id": row_id,
+            "focused": snapshot.focused,
+            "agents_version": self.recap.board.version,
+        }
 
+
+@dataclass(frozen=True, slots=True)
+class _NotebookReport:
+    kernel_id: str
+    path: str
+    focused: bool
+    kernel_client_id: str | None
+
+    def names(self) -> dict[str, str]:
+        return {"kernel_id": self.kernel_id}
+
+
+@dataclass(frozen=True, slots=True)
+class _ChatReport:
+    path: str
+    focused: bool
+
+    def names(self) -> dict[str, str]:
+        return {"id": chat_row_id(self.path)}
+
+
+MAX_BATCH_REPORTS = 256
+"""Reports one batch may hold (a page's open notebooks and chats; the body limit comes first
+for long paths)."""
 
 MAX_FOCUSED_CHATS = 256
 """Chats whose focus the server follows at once (every open chat tab of every page)."""
@@ -515,6 +613,8 @@ class EventsHandler(KernelRouteHandler):
     @authorized
     async def get(self, kernel_id: str) -> None:
         self.require_kernel(kernel_id)
+        # Pages keep the focus of this kernel's notebooks up to date from now on.
+        self.hub.feed_polled(kernel_id)
         since = self.number_argument("since", 0)
         if since != int(since):
             raise web.HTTPError(400, "%s", str(FieldError("since", "must be an integer")))

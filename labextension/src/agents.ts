@@ -53,6 +53,11 @@ export class AgentsModel implements IDisposable {
     return this._pushed;
   }
 
+  /** The id of each row pushed as updated (a kernel's id: the kernel runs jupyter_recap). */
+  get rowPushed(): ISignal<this, string> {
+    return this._rowPushed;
+  }
+
   /** Emitted after any row, the order or the loaded state changed. */
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -258,6 +263,7 @@ export class AgentsModel implements IDisposable {
     } else {
       this._fetch(id);
       this._pushed.emit();
+      this._rowPushed.emit(id);
     }
     // Pushes arrive in order, so versions left unseen below this one were missed.
     if (this.isLoaded && this._seen.size > 0 && this._loading === null) {
@@ -360,6 +366,7 @@ export class AgentsModel implements IDisposable {
   private readonly _events: Event.IManager | null;
   private readonly _changed = new Signal<this, void>(this);
   private readonly _pushed = new Signal<this, void>(this);
+  private readonly _rowPushed = new Signal<this, string>(this);
   private readonly _loaded = new Signal<this, { first: boolean }>(this);
   private readonly _fetches = new Map<string, IRowFetch>();
   /** Which request last settled each row (requests are numbered as they start). */

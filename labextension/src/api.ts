@@ -47,6 +47,11 @@ export interface INotebookFocusAnswer {
   banner_model_id: string | null;
   /** The agents board's version (servers with the `agents` feature): gap detection. */
   agents_version?: number;
+  /**
+   * Whether jupyter_recap runs in the kernel (it polled its feed; servers with the
+   * `focus_batch` feature). A page re-reports only such kernels' notebooks in its heartbeat.
+   */
+  recapped?: boolean;
 }
 
 /** The answer to a chat's focus report: `id` is the chat's row id (`chat:<path>`). */
@@ -57,6 +62,33 @@ export interface IChatFocusAnswer {
 }
 
 export type IFocusAnswer = INotebookFocusAnswer | IChatFocusAnswer;
+
+/**
+ * One report of a page's batch (`POST jupyter-recap/api/focus` with `{client_id, reports}`,
+ * servers with the `focus_batch` feature): a report without the tab's id, which the batch
+ * carries once.
+ */
+export type IBatchedReport =
+  Omit<INotebookFocusReport, 'client_id'> | Omit<IChatFocusReport, 'client_id'>;
+
+/** A report of a batch the server could not take (a kernel shut down meanwhile: 404). */
+export interface IBatchError {
+  kernel_id?: string;
+  id?: string;
+  error: string;
+  status: number;
+}
+
+/** The answer to a page's batch: one answer or error per report, in order. */
+export interface IFocusBatchAnswer {
+  answers: (IFocusAnswer | IBatchError)[];
+  agents_version?: number;
+}
+
+/** Whether an answer of a batch is an error. */
+export function isBatchError(answer: IFocusAnswer | IBatchError): answer is IBatchError {
+  return typeof (answer as Partial<IBatchError>).error === 'string';
+}
 
 /** Whether a focus report is about a chat document. */
 export function isChatReport(report: IFocusReport): report is IChatFocusReport {
@@ -276,6 +308,11 @@ export class RecapApi {
     return this.request<IFocusAnswer>('POST', 'focus', report);
   }
 
+  /** Several reports of this page in one request (servers with `focus_batch`). */
+  focusBatch(clientId: string, reports: IBatchedReport[]): Promise<IFocusBatchAnswer> {
+    return this.request<IFocusBatchAnswer>('POST', 'focus', { client_id: clientId, reports });
+  }
+
   input(kernelId: string, clientId: string): Promise<unknown> {
     return this.request('POST', 'input', { kernel_id: kernelId, client_id: clientId });
   }
@@ -308,7 +345,16 @@ export class RecapApi {
    * cookie, plus the token when the page has one). Resolves to the answer, or null on any
    * failure: when the page is gone nobody is left to see an error.
    */
-  async beacon(report: IFocusReport): Promise<IFocusAnswer | null> {
+  beacon(report: IFocusReport): Promise<IFocusAnswer | null> {
+    return this._keepalive<IFocusAnswer>(report);
+  }
+
+  /** {@link beacon} for a batch of this page's reports. */
+  beaconBatch(clientId: string, reports: IBatchedReport[]): Promise<IFocusBatchAnswer | null> {
+    return this._keepalive<IFocusBatchAnswer>({ client_id: clientId, reports });
+  }
+
+  private async _keepalive<T>(body: object): Promise<T | null> {
     const headers: Record<string, string> = { 'Content-Type': 'application/json' };
     const xsrf = cookie('_xsrf');
     if (xsrf !== undefined) {
@@ -323,9 +369,9 @@ export class RecapApi {
         keepalive: true,
         credentials: 'same-origin',
         headers,
-        body: JSON.stringify(report)
+        body: JSON.stringify(body)
       });
-      return response.ok ? ((await response.json()) as IFocusAnswer) : null;
+      return response.ok ? ((await response.json()) as T) : null;
     } catch {
       return null;
     }

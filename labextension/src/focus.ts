@@ -1,9 +1,14 @@
 /**
  * Per-document focus: a notebook (or a Jupyter AI chat) is *focused* when the page is visible,
  * the browser window has focus, and it is the current document. Every change is reported to
- * the server (`POST jupyter-recap/api/focus`), and a heartbeat re-reports every open notebook
- * and chat. A notebook's report also names the page's connection to its kernel, so the server
- * knows which of the kernel's cells were run from this page.
+ * the server (`POST jupyter-recap/api/focus`), and a heartbeat re-reports the open notebooks
+ * whose kernel runs jupyter_recap, and the chat looked at. A notebook's report also names the
+ * page's connection to its kernel, so the server knows which of the kernel's cells were run
+ * from this page.
+ *
+ * With a server that takes batches (`focus_batch`), everything one moment changes, and each
+ * heartbeat, is one request for the whole page, however many notebooks it has open; an older
+ * server gets one request per report.
  */
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { NotebookPanel } from '@jupyterlab/notebook';
@@ -11,7 +16,10 @@ import type { IDisposable } from '@lumino/disposable';
 import { Signal, type ISignal } from '@lumino/signaling';
 
 import {
+  isBatchError,
   isChatReport,
+  isNotebookAnswer,
+  type IBatchedReport,
   type IFocusAnswer,
   type IFocusReport,
   type INotebookFocusReport,
@@ -58,7 +66,18 @@ export interface IFocusReporterOptions {
   /** Fallback for shells without `currentChanged`. */
   currentChanged?: ISignal<unknown, unknown>;
   heartbeatMs?: number;
+  /** The server takes a page's reports in one request (its `focus_batch` feature). */
+  batch?: boolean;
+  /**
+   * The page hears when a kernel starts running jupyter_recap ({@link FocusReporter.recapped},
+   * from the agents board's pushes): the heartbeat then leaves out notebooks whose kernel the
+   * server says does not run it. Without such news every notebook stays in the heartbeat.
+   */
+  hearsRecapped?: boolean;
 }
+
+/** Largest body of one batch, in bytes: well below the server's default limit of 16 KiB. */
+const MAX_BATCH_BYTES = 12_000;
 
 /** One report queue per (kernel, path) or chat: requests never overtake each other. */
 interface IQueue {
@@ -77,6 +96,34 @@ function kernelClientOf(report: IFocusReport | undefined): string | undefined {
   return (report as Partial<INotebookFocusReport> | undefined)?.kernel_client_id;
 }
 
+/** A report as a batch carries it: without the tab's id, which the batch names once. */
+function batched(report: IFocusReport): IBatchedReport {
+  // eslint-disable-next-line @typescript-eslint/no-unused-vars
+  const { client_id, ...rest } = report;
+  return rest;
+}
+
+/** `reports` cut into batches whose bodies stay below {@link MAX_BATCH_BYTES}. */
+function chunks(reports: IFocusReport[]): IFocusReport[][] {
+  const out: IFocusReport[][] = [];
+  let current: IFocusReport[] = [];
+  let size = 0;
+  for (const report of reports) {
+    const bytes = JSON.stringify(batched(report)).length + 1;
+    if (current.length > 0 && size + bytes > MAX_BATCH_BYTES) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(report);
+    size += bytes;
+  }
+  if (current.length > 0) {
+    out.push(current);
+  }
+  return out;
+}
+
 /**
  * Reports the focus of every tracked notebook panel and of every chat document the shell holds,
  * on each change and as a heartbeat.
@@ -86,6 +133,8 @@ export class FocusReporter implements IDisposable {
     this._api = options.api;
     this._clientId = options.clientId;
     this._shell = options.shell;
+    this._batch = options.batch ?? false;
+    this._hearsRecapped = options.hearsRecapped ?? false;
     const changed = this._shell.currentChanged ?? options.currentChanged;
     changed?.connect(this._onChange, this);
     this._changed = changed ?? null;
@@ -140,9 +189,30 @@ export class FocusReporter implements IDisposable {
   }
 
   /**
+   * The kernel `kernelId` runs jupyter_recap now (its agents row was pushed): its notebooks are
+   * reported at once, since the server may have let this page's earlier report of them expire,
+   * and from now on in every heartbeat.
+   */
+  recapped(kernelId: string): void {
+    if (this._disposed || this._recapped.get(kernelId) === true) {
+      return;
+    }
+    this._recapped.set(kernelId, true);
+    const reports: IFocusReport[] = [];
+    for (const [id, report] of this._desired()) {
+      if (!isChatReport(report) && report.kernel_id === kernelId) {
+        this._sent.set(id, report);
+        reports.push(report);
+      }
+    }
+    this._dispatch(reports, false);
+  }
+
+  /**
    * Compare each notebook's and chat's focus with what was last sent and report the
-   * differences (`all`: report every one, the heartbeat). Notebooks and chats that are gone, or
-   * whose kernel or path changed, are reported once as not focused under their old identity.
+   * differences (`all`: the heartbeat, which also re-reports every notebook of a kernel that
+   * runs jupyter_recap and the chat looked at). Notebooks and chats that are gone, or whose
+   * kernel or path changed, are reported once as not focused under their old identity.
    */
   update(options: { all?: boolean; keepalive?: boolean } = {}): void {
     if (this._disposed) {
@@ -150,10 +220,10 @@ export class FocusReporter implements IDisposable {
     }
     this._findChats();
     const desired = this._desired();
+    const keepalive = options.keepalive ?? false;
+    const reports: IFocusReport[] = [];
     for (const [id, report] of desired) {
-      // A chat nobody looks at is not part of the heartbeat: the server takes a chat it hears
-      // nothing of as away, so an idle page with chats open sends nothing more for them.
-      const beat = options.all && (report.focused || !isChatReport(report));
+      const beat = options.all === true && this._beats(report);
       const sent = this._sent.get(id);
       // A new connection of the page to the same kernel is news too: until the server knows
       // it, the cells this page runs would count as another client's.
@@ -161,17 +231,18 @@ export class FocusReporter implements IDisposable {
         sent?.focused !== report.focused || kernelClientOf(sent) !== kernelClientOf(report);
       if (beat || changed) {
         this._sent.set(id, report);
-        this._enqueue(report, options.keepalive ?? false);
+        reports.push(report);
       }
     }
     for (const [id, sent] of this._sent) {
       if (!desired.has(id)) {
         this._sent.delete(id);
         if (sent.focused) {
-          this._enqueue({ ...sent, focused: false }, options.keepalive ?? false);
+          reports.push({ ...sent, focused: false });
         }
       }
     }
+    this._dispatch(reports, keepalive);
   }
 
   /** DOM events: visibility, window focus, page lifecycle. */
@@ -213,11 +284,34 @@ export class FocusReporter implements IDisposable {
 
   /** The page is going away: every notebook and chat is away now, sent with keepalive. */
   private _leave(): void {
+    const reports: IFocusReport[] = [];
     for (const [id, report] of this._desired()) {
       const away = { ...report, focused: false };
       this._sent.set(id, away);
-      void this._api.beacon(away);
+      reports.push(away);
     }
+    if (this._batch) {
+      for (const chunk of chunks(reports)) {
+        void this._api.beaconBatch(this._clientId, chunk.map(batched));
+      }
+    } else {
+      for (const report of reports) {
+        void this._api.beacon(report);
+      }
+    }
+  }
+
+  /**
+   * Whether the heartbeat re-reports `report`: a chat only while looked at (the server takes a
+   * chat it hears nothing of as away, so chats left open cost an idle page nothing), a notebook
+   * unless the server said its kernel does not run jupyter_recap (nothing there reads its
+   * focus; the page hears when that changes).
+   */
+  private _beats(report: IFocusReport): boolean {
+    if (isChatReport(report)) {
+      return report.focused;
+    }
+    return !this._hearsRecapped || this._recapped.get(report.kernel_id) !== false;
   }
 
   /** Track `chat` (once); whether it was new. */
@@ -298,6 +392,93 @@ export class FocusReporter implements IDisposable {
     return desired;
   }
 
+  /** Send `reports`: one batch (servers with `focus_batch`), else one request each. */
+  private _dispatch(reports: IFocusReport[], keepalive: boolean): void {
+    if (this._batch) {
+      for (const report of reports) {
+        this._pending.set(reportKey(report), report);
+      }
+      this._pendingKeepalive = this._pendingKeepalive || keepalive;
+      void this._flush();
+      return;
+    }
+    for (const report of reports) {
+      this._enqueue(report, keepalive);
+    }
+  }
+
+  /** An answer arrived: note whether its kernel runs jupyter_recap, tell the listeners. */
+  private _answer(answer: IFocusAnswer): void {
+    if (this._disposed) {
+      return;
+    }
+    if (isNotebookAnswer(answer) && typeof answer.recapped === 'boolean') {
+      this._recapped.set(answer.kernel_id, answer.recapped);
+    }
+    this._answered.emit(answer);
+  }
+
+  /** `report` did not reach the server: the next look sends it again, unless it changed. */
+  private _failed(report: IFocusReport, error: unknown): void {
+    const id = reportKey(report);
+    if (this._sent.get(id)?.focused === report.focused) {
+      this._sent.delete(id);
+    }
+    console.debug('jupyter_recap: focus report failed', error);
+  }
+
+  /**
+   * Send what is pending as one batch (cut in two or more only when it would be too large),
+   * one request of the page at a time: what changes meanwhile waits, only its latest state
+   * goes, so a stale state never overtakes a newer one.
+   */
+  private async _flush(): Promise<void> {
+    if (this._inFlight || this._pending.size === 0 || this._disposed) {
+      return;
+    }
+    const reports = [...this._pending.values()];
+    const keepalive = this._pendingKeepalive;
+    this._pending.clear();
+    this._pendingKeepalive = false;
+    this._inFlight = true;
+    try {
+      for (const chunk of chunks(reports)) {
+        await this._sendBatch(chunk, keepalive);
+      }
+    } finally {
+      this._inFlight = false;
+    }
+    void this._flush();
+  }
+
+  private async _sendBatch(reports: IFocusReport[], keepalive: boolean): Promise<void> {
+    const body = reports.map(batched);
+    let answers;
+    try {
+      const answer = keepalive
+        ? await this._api.beaconBatch(this._clientId, body)
+        : await this._api.focusBatch(this._clientId, body);
+      answers = answer?.answers;
+    } catch (error) {
+      // Server gone or restarting: the heartbeat tries again.
+      reports.forEach(report => this._failed(report, error));
+      return;
+    }
+    if (!Array.isArray(answers)) {
+      return; // a keepalive request with no answer: the page is going away
+    }
+    reports.forEach((report, n) => {
+      const answer = answers[n];
+      if (answer === undefined || isBatchError(answer)) {
+        // Unknown kernel (shut down meanwhile): the next look tries again.
+        this._failed(report, answer?.error ?? 'no answer');
+      } else {
+        this._answer(answer);
+      }
+    });
+  }
+
+  /** Servers without batches: one queue per report's key. */
   private _enqueue(report: IFocusReport, keepalive: boolean): void {
     const id = reportKey(report);
     let queue = this._queues.get(id);
@@ -323,15 +504,12 @@ export class FocusReporter implements IDisposable {
     queue.busy = true;
     try {
       const answer = keepalive ? await this._api.beacon(report) : await this._api.focus(report);
-      if (answer && !this._disposed) {
-        this._answered.emit(answer);
+      if (answer) {
+        this._answer(answer);
       }
     } catch (error) {
       // Unknown kernel (shut down meanwhile) or server gone: the heartbeat tries again.
-      if (this._sent.get(id)?.focused === report.focused) {
-        this._sent.delete(id);
-      }
-      console.debug('jupyter_recap: focus report failed', error);
+      this._failed(report, error);
     } finally {
       queue.busy = false;
       const next = queue.next;
@@ -356,6 +534,14 @@ export class FocusReporter implements IDisposable {
   /** The last report sent for each key. */
   private readonly _sent = new Map<string, IFocusReport>();
   private readonly _queues = new Map<string, IQueue>();
+  private readonly _batch: boolean;
+  private readonly _hearsRecapped: boolean;
+  /** What the server said of each kernel: whether jupyter_recap runs in it. */
+  private readonly _recapped = new Map<string, boolean>();
+  /** Reports waiting for the page's request in flight (batches), by key. */
+  private readonly _pending = new Map<string, IFocusReport>();
+  private _pendingKeepalive = false;
+  private _inFlight = false;
   private readonly _answered = new Signal<this, IFocusAnswer>(this);
   private _disposed = false;
 }

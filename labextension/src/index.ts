@@ -74,6 +74,9 @@ export async function startClient(
   const mounts = new Map<NotebookPanel, BannerMount>();
   const tracked = new WeakSet<NotebookPanel>();
 
+  // The agents board's pushes say when a kernel starts running jupyter_recap.
+  const events = app.serviceManager.events ?? null;
+  const hearsRecapped = features.has('agents') && events !== null;
   let focus: FocusReporter | null = null;
   if (features.has('focus')) {
     focus = new FocusReporter({
@@ -82,7 +85,9 @@ export async function startClient(
       shell: app.shell,
       currentChanged: tracker.currentChanged,
       // The server says how often (one number shared with its tab time-out).
-      heartbeatMs: (capabilities.heartbeat_seconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000
+      heartbeatMs: (capabilities.heartbeat_seconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000,
+      batch: features.has('focus_batch'),
+      hearsRecapped
     });
     focus.answered.connect((_, answer) => {
       // A chat's answer has no kernel, and so no banner.
@@ -98,8 +103,13 @@ export async function startClient(
 
   // Made before the notebooks are tracked: each notebook's outside line reads the board.
   const agents = features.has('agents')
-    ? new AgentsModel(api, app.serviceManager.events ?? null, features.has('usage'))
+    ? new AgentsModel(api, events, features.has('usage'))
     : null;
+  if (agents !== null && focus !== null) {
+    const reporter = focus;
+    // A row pushed for a kernel: it runs jupyter_recap now (a chat's row id is no kernel's).
+    agents.rowPushed.connect((_, id) => reporter.recapped(id));
+  }
   const seen = new OutsideSeen();
   // The panel's rows and each notebook's outside line show cells through it, reloading a
   // notebook from disk when the cell a link names is only there.

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from labfocus import LabPage
+from labfocus import LabPage, reports_unfocused
 from labserver import LabServer, offline_lab
 from playwright.sync_api import Browser
 
@@ -51,7 +51,7 @@ def hide(tab: LabPage, lab: LabServer, name: str) -> None:
     with tab.page.expect_response(
         lambda r: (
             "/jupyter-recap/api/focus" in r.url
-            and json.loads(r.request.post_data or "{}").get("focused") is False
+            and reports_unfocused(r.request.post_data)
         )
     ):
         tab.set_visible(False)

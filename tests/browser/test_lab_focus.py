@@ -13,6 +13,7 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakellm import FakeLLM
@@ -351,5 +352,52 @@ def test_without_the_server_extension_one_warning(
         assert len(warnings) == 1, tab.console
         assert "jupyter_recap: the server extension is not enabled" in warnings[0]
         assert [route for route, _ in tab.reports] == ["capabilities"]
+        assert not tab.errors
+        tab.page.close()
+
+
+def test_one_heartbeat_per_page_and_only_for_kernels_running_the_extension(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Three notebooks open in one page: while no kernel runs jupyter_recap, an idle page sends
+    no focus request at all; a kernel that loads it is reported at once (not at the next beat);
+    then each beat is one request naming just the notebooks whose kernel runs it."""
+    env = {"JUPYTER_RECAP_MODEL": "offline"}
+    # Beats every second (a third of the tab time-out), so a few seconds show several.
+    with running_lab(tmp_path, env, args=["--RecapServer.heartbeat_timeout=3"]) as server:
+        names = ["one.ipynb", "two.ipynb", "three.ipynb"]
+        for name in names:
+            server.write_notebook(name, ["x = 1"])
+        tab = LabPage.open(browser, server, names[0])
+        for name in names[1:]:
+            tab.open_document(name)
+        kernels = {name: tab.kernel_id(name) for name in names}
+        tab.page.wait_for_timeout(1500)  # the opening's reports answered
+
+        def focus_requests() -> list[dict[str, Any]]:
+            return [body for route, body in tab.reports if route == "focus"]
+
+        tab.reports.clear()
+        tab.page.wait_for_timeout(4000)  # four beats
+        assert focus_requests() == [], "an idle page reported kernels without the extension"
+
+        # Loaded in a notebook the person is not looking at: reported at once.
+        started = time.monotonic()
+        tab.run_as_cell(names[1], LOAD, "cell-0")
+        while kernels[names[1]] not in tab.focus_kernels() and time.monotonic() - started < 10:
+            tab.page.wait_for_timeout(100)
+        assert kernels[names[1]] in tab.focus_kernels()
+        assert time.monotonic() - started < 5
+        tab.run_as_cell(names[0], LOAD, "cell-0")
+        tab.page.wait_for_timeout(1500)
+
+        tab.reports.clear()
+        tab.page.wait_for_timeout(5000)
+        requests = focus_requests()
+        assert 3 <= len(requests) <= 7, requests  # one a second, whatever the notebooks
+        for body in requests:
+            assert body["client_id"] and isinstance(body.get("reports"), list), body
+            named = {report["kernel_id"] for report in body["reports"]}
+            assert named == {kernels[names[0]], kernels[names[1]]}, body
         assert not tab.errors
         tab.page.close()

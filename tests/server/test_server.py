@@ -58,7 +58,17 @@ def events(since: int = 0, timeout: float = 0, **kwargs: Any) -> dict[str, Any]:
 async def test_capabilities(api: Any) -> None:
     from jupyter_recap import __version__
 
-    features = ["focus", "input", "feed", "banner", "session_recap", "sessions", "agents", "usage"]
+    features = [
+        "focus",
+        "focus_batch",
+        "input",
+        "feed",
+        "banner",
+        "session_recap",
+        "sessions",
+        "agents",
+        "usage",
+    ]
     answer = {"version": __version__, "features": features, "heartbeat_seconds": 10.0}
     assert await api("capabilities") == (200, answer)
 
@@ -75,7 +85,13 @@ async def test_focus_input_banner_and_kernel_state(api: Any, kernel_id: str) -> 
             "idle_seconds": ANY,
         },
     )
-    answer = {"kernel_id": kernel_id, "focused": True, "banner_model_id": None, "agents_version": 0}
+    answer = {
+        "kernel_id": kernel_id,
+        "focused": True,
+        "banner_model_id": None,
+        "agents_version": 0,
+        "recapped": False,
+    }
     assert await api("focus", **post(focus(kernel_id, True))) == (200, answer)
     assert await api("kernels", kernel_id, "banner", **put({"model_id": "m7"})) == (200, {})
     answer = {
@@ -83,6 +99,7 @@ async def test_focus_input_banner_and_kernel_state(api: Any, kernel_id: str) -> 
         "focused": False,
         "banner_model_id": "m7",
         "agents_version": 0,
+        "recapped": False,
     }
     assert await api("focus", **post(focus(kernel_id, False))) == (200, answer)
     assert await api("input", **post({"kernel_id": kernel_id, "client_id": "tab1"})) == (200, {})
@@ -125,6 +142,54 @@ async def test_two_tabs_and_two_notebooks_aggregate(api: Any, kernel_id: str) ->
     code, feed = await api("kernels", kernel_id, "events", **events())
     assert code == 200
     assert [e["focused"] for e in feed["events"]] == [True, False]
+
+
+@asynctest
+async def test_a_page_reports_every_notebook_in_one_request(api: Any, kernel_id: str) -> None:
+    """A page's batch: each report answered in order, a kernel that is gone answered with its
+    404 while the others count, and ``recapped`` once the kernel's extension polled its feed."""
+    gone = "0" * 32
+    batch = {
+        "client_id": "tab1",
+        "reports": [
+            {"kernel_id": kernel_id, "path": "a.ipynb", "focused": True},
+            {"kernel_id": gone, "path": "old.ipynb", "focused": False},
+            {"chat": "dir/churn.chat", "focused": False},
+        ],
+    }
+    code, answer = await api("focus", **post(batch))
+    assert code == 200
+    first, missing, chat = answer["answers"]
+    assert (first["kernel_id"], first["focused"], first["recapped"]) == (kernel_id, True, False)
+    assert (missing["kernel_id"], missing["status"]) == (gone, 404)
+    assert "no running kernel" in missing["error"]
+    assert (chat["id"], chat["focused"]) == ("chat:dir/churn.chat", False)
+    assert answer["agents_version"] == 0
+    code, feed = await api("kernels", kernel_id, "events", **events())
+    assert [e["focused"] for e in feed["events"]] == [True]  # the batch's report counted
+    # The kernel polled its feed (just now): its notebook's answers say so from now on.
+    batch["reports"] = [{"kernel_id": kernel_id, "path": "a.ipynb", "focused": False}]
+    code, answer = await api("focus", **post(batch))
+    assert answer["answers"][0]["recapped"] is True
+    assert (await api("kernels", kernel_id, "events", **events(since=1)))[1]["focused"] is False
+
+
+@asynctest
+async def test_a_bad_report_in_a_batch_is_named_in_the_400(api: Any, kernel_id: str) -> None:
+    good = {"kernel_id": kernel_id, "path": "a.ipynb", "focused": True}
+    for reports, message in [
+        ("all", "reports: must be a list"),
+        ([good, 3], "reports.1: must be an object"),
+        ([good, {**good, "focused": "yes"}], "reports.1.focused: must be true or false"),
+        ([{"chat": "notes.txt", "focused": True}], "reports.0.chat: not the path of a .chat file"),
+        ([{"chat": "a.chat", "focused": True}] * 257, "reports: more than 256 reports"),
+    ]:
+        code, answer = await api("focus", **post({"client_id": "tab1", "reports": reports}))
+        assert (code, answer) == (400, {"message": message})
+    code, answer = await api("focus", **post({"reports": [good]}))
+    assert (code, answer) == (400, {"message": "client_id: missing"})
+    # Nothing of a refused batch counted.
+    assert (await api("kernels", kernel_id))[1]["focused"] is None
 
 
 # -- errors ---------------------------------------------------------------------------------

@@ -185,6 +185,16 @@ describe('AgentsModel', () => {
       expect(model.rows.map(r => r.kernel_id)).toEqual(['k2', 'k1']);
     });
 
+    it('name each row pushed as updated (its kernel runs jupyter_recap), not a removed one', async () => {
+      const pushed: string[] = [];
+      model.rowPushed.connect((_, id) => pushed.push(id));
+      server.version = 6;
+      events.push('k1', 6);
+      events.push('k2', 7, 'remove');
+      await flush();
+      expect(pushed).toEqual(['k1']);
+    });
+
     it('load the whole board when a version was skipped', async () => {
       server.version = 8;
       events.push('k1', 8); // 6 and 7 never arrived

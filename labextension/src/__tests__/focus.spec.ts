@@ -2,7 +2,14 @@ import type { JupyterFrontEnd } from '@jupyterlab/application';
 import type { NotebookPanel } from '@jupyterlab/notebook';
 import { Signal } from '@lumino/signaling';
 
-import type { IFocusAnswer, IFocusReport, INotebookFocusReport, RecapApi } from '../api';
+import type {
+  IBatchedReport,
+  IFocusAnswer,
+  IFocusBatchAnswer,
+  IFocusReport,
+  INotebookFocusReport,
+  RecapApi
+} from '../api';
 import { chatPath, FocusReporter } from '../focus';
 import { deferred, flush, setPage, type IDeferred } from './helpers';
 
@@ -736,5 +743,304 @@ describe('FocusReporter', () => {
     await flush();
     expect(server.takeReports()).toEqual([]);
     expect(server.beacon).not.toHaveBeenCalled();
+  });
+});
+
+/** A server with `focus_batch`: records each batch; `hold` keeps batches unanswered. */
+class FakeBatchServer {
+  hold = false;
+  readonly held: IDeferred<IFocusBatchAnswer>[] = [];
+  /** Kernels the server says run jupyter_recap. */
+  readonly recapped = new Set<string>(['kernel-a', 'kernel-b']);
+  /** Kernels shut down: their reports are answered with a 404. */
+  readonly gone = new Set<string>();
+  readonly focusBatch = jest.fn(
+    (_clientId: string, reports: IBatchedReport[]): Promise<IFocusBatchAnswer> => {
+      if (this.hold) {
+        const answer = deferred<IFocusBatchAnswer>();
+        this.held.push(answer);
+        return answer.promise;
+      }
+      return Promise.resolve(this.answer(reports));
+    }
+  );
+  readonly beaconBatch = jest.fn(
+    (_clientId: string, reports: IBatchedReport[]): Promise<IFocusBatchAnswer | null> =>
+      Promise.resolve(this.answer(reports))
+  );
+  readonly focus = jest.fn();
+  readonly beacon = jest.fn();
+
+  answer(reports: IBatchedReport[]): IFocusBatchAnswer {
+    return {
+      agents_version: 1,
+      answers: reports.map(report => {
+        if ('chat' in report) {
+          return { id: `chat:${report.chat}`, focused: report.focused };
+        }
+        if (this.gone.has(report.kernel_id)) {
+          return { kernel_id: report.kernel_id, error: 'no running kernel', status: 404 };
+        }
+        return {
+          kernel_id: report.kernel_id,
+          focused: report.focused,
+          banner_model_id: null,
+          recapped: this.recapped.has(report.kernel_id)
+        };
+      })
+    };
+  }
+
+  /** Each request's reports as `[path, focused]`, one list per request; then forget them. */
+  takeBatches(): [string, boolean][][] {
+    const batches = this.focusBatch.mock.calls.map(([, reports]) =>
+      reports.map(r => [pathOf(r as IFocusReport), r.focused] as [string, boolean])
+    );
+    this.focusBatch.mockClear();
+    return batches;
+  }
+
+  get api(): RecapApi {
+    return this as unknown as RecapApi;
+  }
+}
+
+describe('FocusReporter with a server that takes batches', () => {
+  const page = { visible: true, focused: true };
+  let server: FakeBatchServer;
+  let shell: FakeShell;
+  let reporter: FocusReporter;
+  let a: FakePanel;
+  let b: FakePanel;
+  let c: FakePanel;
+
+  const start = (hearsRecapped = true): FocusReporter =>
+    new FocusReporter({
+      api: server.api,
+      clientId: 'client-1',
+      shell: shell as unknown as JupyterFrontEnd.IShell,
+      heartbeatMs: 10_000,
+      batch: true,
+      hearsRecapped
+    });
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    page.visible = true;
+    page.focused = true;
+    setPage(page);
+    server = new FakeBatchServer();
+    shell = new FakeShell();
+    reporter = start();
+    a = new FakePanel('kernel-a', 'a.ipynb', 'conn-a');
+    b = new FakePanel('kernel-b', 'b.ipynb');
+    c = new FakePanel('kernel-c', 'c.ipynb');
+  });
+
+  afterEach(() => {
+    reporter.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  /** Open a, b and c with a current; the first reports answered and forgotten. */
+  async function openThree(): Promise<void> {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    reporter.track(c.asPanel);
+    await flush();
+    server.takeBatches();
+  }
+
+  it('sends what one moment changed as one request of the page', async () => {
+    await openThree();
+    shell.activate(b);
+    await flush();
+    expect(server.takeBatches()).toEqual([
+      [
+        ['a.ipynb', false],
+        ['b.ipynb', true]
+      ]
+    ]);
+    expect(server.beaconBatch).not.toHaveBeenCalled();
+    expect(server.focus).not.toHaveBeenCalled(); // never one request per notebook
+  });
+
+  it('names the tab once per batch, and each notebook with its kernel connection', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    expect(server.focusBatch.mock.calls).toEqual([
+      [
+        'client-1',
+        [{ kernel_id: 'kernel-a', path: 'a.ipynb', focused: true, kernel_client_id: 'conn-a' }]
+      ]
+    ]);
+  });
+
+  it('beats once for the whole page, with the notebooks whose kernel runs jupyter_recap', async () => {
+    await openThree(); // kernel-c: the server said it does not run jupyter_recap
+    jest.advanceTimersByTime(10_000);
+    await flush();
+    expect(server.takeBatches()).toEqual([
+      [
+        ['a.ipynb', true],
+        ['b.ipynb', false]
+      ]
+    ]);
+  });
+
+  it('sends nothing at all on a beat when no open kernel runs jupyter_recap', async () => {
+    server.recapped.clear();
+    await openThree();
+    jest.advanceTimersByTime(60_000);
+    await flush();
+    expect(server.takeBatches()).toEqual([]);
+    // Changes still go: the person's moves are news whatever the kernel.
+    shell.activate(c);
+    await flush();
+    expect(server.takeBatches()).toEqual([
+      [
+        ['a.ipynb', false],
+        ['c.ipynb', true]
+      ]
+    ]);
+  });
+
+  it('reports a kernel that starts running jupyter_recap at once, and in every beat after', async () => {
+    await openThree();
+    server.recapped.add('kernel-c'); // its extension polled the feed
+    reporter.recapped('kernel-c');
+    await flush();
+    expect(server.takeBatches()).toEqual([[['c.ipynb', false]]]);
+    reporter.recapped('kernel-c'); // known: nothing to send
+    reporter.recapped('kernel-zzz'); // no notebook of this page
+    await flush();
+    expect(server.takeBatches()).toEqual([]);
+    jest.advanceTimersByTime(10_000);
+    await flush();
+    expect(server.takeBatches()).toEqual([
+      [
+        ['a.ipynb', true],
+        ['b.ipynb', false],
+        ['c.ipynb', false]
+      ]
+    ]);
+  });
+
+  it('keeps every notebook in the beat when the page hears nothing of kernels', async () => {
+    reporter.dispose();
+    reporter = start(false);
+    server.recapped.clear();
+    await openThree();
+    jest.advanceTimersByTime(10_000);
+    await flush();
+    expect(server.takeBatches()).toEqual([
+      [
+        ['a.ipynb', true],
+        ['b.ipynb', false],
+        ['c.ipynb', false]
+      ]
+    ]);
+  });
+
+  it('holds one request at a time and sends only the latest states after it', async () => {
+    await openThree();
+    server.hold = true;
+    shell.activate(b);
+    await flush();
+    expect(server.takeBatches()).toHaveLength(1);
+    // The person switches back and forth while the answer is outstanding.
+    shell.activate(a);
+    shell.activate(c);
+    await flush();
+    expect(server.takeBatches()).toEqual([]);
+    server.hold = false;
+    server.held[0].resolve(server.answer([]));
+    await flush();
+    // a went back and forth (sent unfocused last); b was sent focused and is not any more.
+    expect(server.takeBatches()).toEqual([
+      [
+        ['a.ipynb', false],
+        ['b.ipynb', false],
+        ['c.ipynb', true]
+      ]
+    ]);
+  });
+
+  it('sends a report the server could not take again at the next look, not the others', async () => {
+    const debug = jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+    server.gone.add('kernel-b');
+    await openThree();
+    expect(debug).toHaveBeenCalledWith('jupyter_recap: focus report failed', 'no running kernel');
+    window.dispatchEvent(new Event('focus'));
+    await flush();
+    expect(server.takeBatches()).toEqual([[['b.ipynb', false]]]);
+  });
+
+  it('sends every report of a failed request again at the next look', async () => {
+    jest.spyOn(console, 'debug').mockImplementation(() => undefined);
+    await openThree();
+    server.focusBatch.mockImplementationOnce(() => Promise.reject(new Error('server gone')));
+    shell.activate(b);
+    await flush();
+    expect(server.takeBatches()).toHaveLength(1);
+    window.dispatchEvent(new Event('focus'));
+    await flush();
+    expect(server.takeBatches()).toEqual([
+      [
+        ['a.ipynb', false],
+        ['b.ipynb', true]
+      ]
+    ]);
+  });
+
+  it('tells the answers to listeners and goes with keepalive when the page hides or leaves', async () => {
+    const answers: IFocusAnswer[] = [];
+    reporter.answered.connect((_, answer) => answers.push(answer));
+    await openThree();
+    expect(answers.map(answer => ('kernel_id' in answer ? answer.kernel_id : ''))).toEqual([
+      'kernel-a',
+      'kernel-b',
+      'kernel-c'
+    ]);
+    page.visible = false;
+    document.dispatchEvent(new Event('visibilitychange'));
+    await flush();
+    window.dispatchEvent(new Event('pagehide'));
+    await flush();
+    const beacons = server.beaconBatch.mock.calls.map(([clientId, reports]) => [
+      clientId,
+      reports.map(r => [pathOf(r as IFocusReport), r.focused])
+    ]);
+    expect(beacons).toEqual([
+      ['client-1', [['a.ipynb', false]]],
+      [
+        'client-1',
+        [
+          ['a.ipynb', false],
+          ['b.ipynb', false],
+          ['c.ipynb', false]
+        ]
+      ]
+    ]);
+    expect(server.focusBatch).not.toHaveBeenCalled();
+  });
+
+  it('cuts a page with very many notebooks into requests the server accepts', async () => {
+    const panels = Array.from(
+      { length: 120 },
+      (_, n) => new FakePanel(`kernel-${n}`, `${'deep/'.repeat(30)}nb-${n}.ipynb`, `conn-${n}`)
+    );
+    panels.forEach(panel => reporter.track(panel.asPanel));
+    await flush();
+    const calls = server.focusBatch.mock.calls;
+    expect(calls.length).toBeGreaterThan(1);
+    for (const [clientId, reports] of calls) {
+      expect(JSON.stringify({ client_id: clientId, reports }).length).toBeLessThan(16_384);
+    }
+    const paths = calls.flatMap(([, reports]) => reports.map(r => pathOf(r as IFocusReport)));
+    expect(new Set(paths).size).toBe(120);
   });
 });
