@@ -145,27 +145,33 @@ ext = extension_for(get_ipython())
 """
 
 
-def banner_id(messages: list[dict[str, Any]]) -> str:
-    (model_id,) = [
-        m["content"]["data"][WIDGET_VIEW]["model_id"]
+def banner_id(messages: list[dict[str, Any]]) -> str | None:
+    """The banner widget's model id, if ``messages`` display it (a cell's own output, or the
+    live output ``%load_ext`` left, filled when the banner is made); None when they do not:
+    the kernel makes its banner only when it first has something to show."""
+    ids = {
+        str(m["content"]["data"][WIDGET_VIEW]["model_id"])
         for m in messages
-        if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
-    ]
-    return str(model_id)
+        if m["msg_type"] in ("display_data", "update_display_data")
+        and WIDGET_VIEW in m["content"]["data"]
+    }
+    assert len(ids) <= 1, ids
+    return ids.pop() if ids else None
 
 
-def shown_updates(messages: list[dict[str, Any]], comm_id: str) -> list[dict[str, Any]]:
-    """Banner updates that put a recap on screen, in order."""
+def shown_updates(messages: list[dict[str, Any]], comm_id: str | None) -> list[dict[str, Any]]:
+    """Banner updates that put a recap on screen, in order (``comm_id`` None: any widget's —
+    the banner is the only one with a ``shown`` state)."""
     return [
         m["content"]["data"]["state"]
         for m in messages
         if m["msg_type"] == "comm_msg"
-        and m["content"]["comm_id"] == comm_id
+        and (comm_id is None or m["content"]["comm_id"] == comm_id)
         and m["content"]["data"].get("state", {}).get("state") == "shown"
     ]
 
 
-def wait_for_shown(kc: Any, comm_id: str, seconds: float) -> tuple[dict[str, Any], float]:
+def wait_for_shown(kc: Any, comm_id: str | None, seconds: float) -> tuple[dict[str, Any], float]:
     """The first banner update showing a recap within ``seconds``, and when it arrived."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

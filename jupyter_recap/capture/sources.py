@@ -12,6 +12,7 @@ raises) turns itself off with one warning line; the framework and the cell carry
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import importlib.metadata
 import importlib.util
 import sys
@@ -153,29 +154,39 @@ class Source:
 # -- post-import hooks ---------------------------------------------------------------------
 
 _subscribers: dict[str, list[Callable[[ModuleType], None]]] = {}
-_hooked: set[str] = set()
 _hooks_lock = threading.Lock()
+_finder: _ImportWatcher | None = None
 
 
 def when_imported(name: str, callback: Callable[[ModuleType], None]) -> Callable[[], None]:
     """Call ``callback(module)`` once ``name`` is imported (now, if it already is).
 
-    Returns a function that cancels the callback. wrapt's post-import hooks do the watching (one
-    per module name for the life of the process; they cannot be removed, so they dispatch to
-    whoever subscribes now).
+    Returns a function that cancels the callback. One finder of ours at the head of
+    ``sys.meta_path`` does the watching (installed with the first hook, for the life of the
+    process; it answers only for the names someone subscribed to). Not wrapt's post-import
+    hooks: importing wrapt cost every kernel ~25 ms at ``%load_ext``, before any framework
+    that needs it was imported.
     """
     module = sys.modules.get(name)
     if module is not None:
         callback(module)
         return lambda: None
+    global _finder
     with _hooks_lock:
         _subscribers.setdefault(name, []).append(callback)
-        first = name not in _hooked
-        _hooked.add(name)
-    if first:
-        import wrapt
-
-        wrapt.register_post_import_hook(_dispatch, name)
+        if _finder is None:
+            _finder = _ImportWatcher()
+            sys.meta_path.insert(0, _finder)
+    # Imported meanwhile, before the finder was there: call back now (once).
+    if sys.modules.get(name) is not None:
+        with _hooks_lock:
+            callbacks = _subscribers.get(name, [])
+            pending = callback in callbacks
+            if pending:
+                callbacks.remove(callback)
+        if pending:
+            callback(sys.modules[name])
+        return lambda: None
 
     def cancel() -> None:
         with _hooks_lock:
@@ -188,12 +199,63 @@ def when_imported(name: str, callback: Callable[[ModuleType], None]) -> Callable
 
 def _dispatch(module: ModuleType) -> None:
     with _hooks_lock:
-        callbacks = list(_subscribers.get(module.__name__, ()))
+        callbacks = _subscribers.pop(module.__name__, [])
     for callback in callbacks:
         try:
             callback(module)
         except Exception:  # noqa: BLE001 - an import must never fail because of us
             get_logger().exception("capture: post-import hook for %s failed", module.__name__)
+
+
+class _ImportWatcher:
+    """A ``sys.meta_path`` finder that lets the real finder find a watched module, then wraps
+    its loader so that :func:`_dispatch` runs right after the module executed (what wrapt's
+    post-import hooks do)."""
+
+    def __init__(self) -> None:
+        self._in_progress: set[str] = set()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        with _hooks_lock:
+            if not _subscribers.get(fullname) or fullname in self._in_progress:
+                return None
+            self._in_progress.add(fullname)
+        try:
+            spec = importlib.util.find_spec(fullname)  # the finders after us
+        finally:
+            with _hooks_lock:
+                self._in_progress.discard(fullname)
+        loader = getattr(spec, "loader", None)
+        if (
+            spec is not None
+            and hasattr(loader, "exec_module")
+            and not isinstance(loader, _NotifyingLoader)
+        ):
+            spec.loader = _NotifyingLoader(loader)  # type: ignore[assignment]  # a loader too
+        return spec
+
+
+class _NotifyingLoader:
+    """Runs the real loader, then tells the subscribers; the module keeps the real loader."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        if getattr(module, "__loader__", None) in (None, self):
+            with contextlib.suppress(AttributeError):
+                module.__loader__ = self._loader
+        spec = getattr(module, "__spec__", None)
+        if spec is not None and getattr(spec, "loader", None) is self:
+            spec.loader = self._loader
+        self._loader.exec_module(module)
+        _dispatch(module)
 
 
 def installed_version(distribution: str) -> str | None:
@@ -205,13 +267,27 @@ def installed_version(distribution: str) -> str | None:
 
 
 def is_installed(module: str) -> bool:
-    """Whether ``module`` could be imported, without importing it."""
+    """Whether ``module`` could be imported, without importing it (nor its parent packages:
+    ``importlib.util.find_spec("a.b")`` would import ``a``, e.g. all of opentelemetry)."""
     if module in sys.modules:
         return True
+    top, *rest = module.split(".")
     try:
-        return importlib.util.find_spec(module) is not None
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return False
+    if spec is None:
+        return False
+    try:
+        for depth in range(1, len(rest) + 1):
+            locations = spec.submodule_search_locations if spec is not None else None
+            if locations is None:
+                return False
+            name = ".".join([top, *rest[:depth]])
+            spec = importlib.machinery.PathFinder.find_spec(name, list(locations))
+    except Exception:  # noqa: BLE001 - e.g. a namespace package's path needs its parent
+        return True  # the package is there: watch for the module, which may never come
+    return spec is not None
 
 
 def chosen(names: Iterable[str], known: Iterable[str]) -> set[str]:

@@ -1,7 +1,7 @@
 """Drafting recaps in a kernel: the trigger runner, its inputs from outside cells, ``%recap``.
 
 :class:`Drafting` owns the :class:`~.triggers.TriggerRunner` (the schedule, its timer thread and
-the draft workers) and feeds it what happens outside the kernel's cells: focus reports, typing
+the draft threads) and feeds it what happens outside the kernel's cells: focus reports, typing
 in the notebook, a resumed session, the banner dismissed, a captured agent run starting. It also
 runs ``%recap`` (a manual draft, waited for) and ``%recap --dry-run`` (the request, unsent). Where
 recaps appear is the :class:`~.triggers.Surface` it is given.
@@ -14,15 +14,17 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..pipeline.service import RecapResult, RecapStats
 from ..record.transcript import Transcript
 from ..settings import Recap
-from ..stores.framing import Framing
-from ..stores.usage import UsageLedger
 from .triggers import Surface, TriggerRunner
+from .worker import Worker
 
 if TYPE_CHECKING:
+    # Types only: the recap pipeline loads with the first draft, not with the extension.
     from ..pipeline.preview import RequestPreview
+    from ..pipeline.service import RecapResult, RecapStats
+    from ..stores.framing import Framing
+    from ..stores.usage import UsageLedger
 
 
 class Drafting:
@@ -38,10 +40,13 @@ class Drafting:
         *,
         framing: Callable[[], Framing],
         manual_ended: Callable[[RecapResult, bool], None],
+        worker: Worker | None = None,
     ) -> None:
         self.transcript = transcript
         self.settings = settings
-        self.runner = TriggerRunner(transcript, settings, stats, surface, framing=framing)
+        self.runner = TriggerRunner(
+            transcript, settings, stats, surface, framing=framing, worker=worker
+        )
         self.runner.usage = usage
         self._manual_ended = manual_ended
         """A ``%recap`` draft ended (with its result; False: none was started)."""
@@ -117,6 +122,8 @@ class Drafting:
 
     def manual(self, model: str | None = None) -> RecapResult:
         """``%recap``: draft now off the main thread and wait; an interrupt cancels it."""
+        from ..pipeline.service import RecapResult
+
         job, refusal = self.runner.manual(model)
         if job is None:
             result = RecapResult(None, refusal or "no draft was started")

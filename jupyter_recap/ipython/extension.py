@@ -29,11 +29,9 @@ from typing import TYPE_CHECKING, Any
 from ..capture.manager import Capture
 from ..capture.runs import RunHub
 from ..debuglog import get_logger
-from ..pipeline.service import RecapResult, RecapStats, WrittenRecap
+from ..pipeline.results import RecapResult, RecapStats, WrittenRecap
 from ..record.transcript import Transcript, current
 from ..settings import Recap
-from ..stores.sessions import SessionRecord, SessionWriter
-from ..stores.tasks import Task
 from ..stores.usage import UsageLedger
 from ..stores.workstate import current_state
 from .drafting import Drafting
@@ -45,11 +43,14 @@ from .session import KernelSession
 from .statemagics import WorkStateMagics
 from .surface import BannerSurface
 from .triggers import Surface, TriggerRunner
+from .worker import Worker
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..pipeline.preview import RequestPreview
+    from ..stores.sessions import SessionRecord, SessionWriter
+    from ..stores.tasks import Task
 
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
@@ -61,6 +62,9 @@ class RecapExtension:
     def __init__(self, shell: InteractiveShell, transcript: Transcript | None = None) -> None:
         self.shell = shell
         self.settings = Recap(parent=shell)
+        self.worker = Worker()
+        """The one thread of the extension's timers, state reports and session writes (the
+        focus feed has its own, for its blocking long poll; a draft one while it runs)."""
         self.transcript = transcript if transcript is not None else current()
         self.state = current_state()
         """The task list and project memory (shared with ``jupyter_recap.todo_write`` & co)."""
@@ -82,6 +86,7 @@ class RecapExtension:
             stop_cell=lambda: self.reporting.report()["stop_cell"],
             changed=lambda: self.reporting.changed(),
             dismissed=lambda: self.drafting.dismissed(),
+            created=lambda model_id: self.reporting.banner_created(model_id),
         )
         self.drafting = Drafting(
             self.transcript,
@@ -96,6 +101,7 @@ class RecapExtension:
             ),
             framing=self.state.framing,
             manual_ended=self.surface.manual_ended,
+            worker=self.worker,
         )
         self.session = KernelSession(
             self.transcript, self.state, self.stats, new_story=self.drafting.new_story
@@ -109,7 +115,7 @@ class RecapExtension:
             typed=self.drafting.typed_elsewhere,
             shown=lambda: self.surface.shown,
             drafting=self.drafting.in_flight,
-            banner_model_id=lambda: self.banner.model_id,
+            worker=self.worker,
         )
         self._unsubscribe_tasks: Callable[[], None] | None = None
 
@@ -144,8 +150,10 @@ class RecapExtension:
         self.recorder.cells.seed(entries)
         self.reporting.seed(entries)
         if self.has_widgets:
-            # Displayed now, empty and collapsed, so that an automatic recap can appear later
-            # without any cell being run (the labextension shows it above the active cell).
+            # An empty output now, under the banner's display id, so that an automatic recap
+            # can appear later without any cell being run: the banner widget itself is made
+            # when it first has something to show, and then fills this output (and the
+            # labextension, told its model id, shows it above the active cell).
             self.surface.display()
             self.reporting.start()
         if resumed and self.settings.auto:
@@ -162,6 +170,7 @@ class RecapExtension:
         self.reporting.stop()
         self.drafting.stop()
         self.capture.stop()
+        self.worker.stop()  # after every job's owner stopped: nothing schedules one again
         with contextlib.suppress(ValueError):  # never observed: attach failed before it
             self.settings.unobserve(self._on_capture_setting, names=["capture"])
         self.recorder.detach()
@@ -204,7 +213,7 @@ class RecapExtension:
 
     @property
     def banner(self) -> Any:
-        """The kernel's one banner widget, created on first use."""
+        """The kernel's one banner widget, made on first use (a recap to show, or this)."""
         return self.surface.banner
 
     @property

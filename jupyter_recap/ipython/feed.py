@@ -1,8 +1,9 @@
 """The kernel's end of the focus feed: find our server, long-poll its events, report them.
 
 The server extension collects focus reports from every browser tab and keeps a per-kernel event
-feed (see docs/focus-protocol.md). A kernel consumes it here, in a background thread with httpx,
-because the shell channel is blocked while a cell runs and focus changes must arrive even then.
+feed (see docs/focus-protocol.md). A kernel consumes it here, in a background thread of its own
+(its blocking long poll), because the shell channel is blocked while a cell runs and focus
+changes must arrive even then.
 No server (terminal IPython, VS Code, a bare kernel) means no feed: the idle fallback stays.
 
 The kernel authenticates with :func:`~jupyter_recap.wire.kernel_proof`: an HMAC keyed by its own
@@ -10,30 +11,36 @@ ZMQ connection key (which the server that started it also holds) over its kernel
 kernel's routes and no other's, and it is never in the environment, which every subprocess of a
 kernel inherits.
 
-Both clients of the server here (the feed and the state reporter) talk to it through one
-:class:`ServerLink`, whose errors say what failed (:class:`LinkError` and its subclasses), and
-wait after failures with one :class:`Backoff`.
+Both clients of the server here (the feed and the state reporter, which runs on the extension's
+shared worker thread) talk to it through one :class:`ServerLink` (the standard library's
+``http.client``), whose errors say what failed (:class:`LinkError` and its subclasses), and wait
+after failures with one :class:`Backoff`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.client
 import json
 import os
 import random
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from ..debuglog import get_logger
-from ..errors import Cancelled, ProviderError
+from ..errors import Cancelled
 from ..pipeline.providers.base import CancelToken
 from ..textutil import printable, shorten
 from ..wire import KERNEL_HEADER, kernel_proof
+from .worker import Job, Worker
 
 #: Seconds the server may hold one long poll open (the protocol allows up to 30).
 POLL_SECONDS = 25.0
@@ -152,9 +159,17 @@ class ServerLink:
     """This kernel's routes on its Jupyter server, with its credentials: one JSON request at a
     time, and every failure as a :class:`LinkError` (shared by the feed and the reporter).
 
-    The request itself goes through the transport the model calls use (``exchange`` of
-    :mod:`jupyter_recap.pipeline.providers.transport`) for its total deadline, its size cap and
-    a cancel that aborts a long poll mid-wait; what an answer means is decided here.
+    Over the standard library's ``http.client``, not httpx: this is a loopback link to the
+    server that started the kernel, and importing httpx (which pulls in rich, click and
+    pygments through its command-line module when they are installed) cost every kernel
+    ~6 MB and ~60 ms at ``%load_ext``. httpx stays for the model providers, which load only
+    when a model is called.
+
+    Each thread that asks (the feed's long poll, the worker's reports) keeps one connection
+    open and reuses it: a new one every 25 s per kernel left hundreds of sockets closing at a
+    time with many kernels. Every request has a total deadline (``timeout``), a size cap on
+    the answer, and a ``cancel`` that aborts it mid-wait by shutting its socket down (closing
+    a socket does not wake a thread blocked reading it; shutting it down does).
     """
 
     def __init__(self, server: ServerInfo, kernel_id: str, key: bytes = b"") -> None:
@@ -163,14 +178,16 @@ class ServerLink:
         self.headers = dict(server.headers)
         if key:
             self.headers[KERNEL_HEADER] = kernel_proof(key, kernel_id)
-        # One client per thread that asks (the feed's long poll, the reporter's reports), each
-        # keeping its connection to the server open: a new one every 25 s per kernel left
-        # hundreds of sockets closing at a time with many kernels.
+        parts = urlsplit(server.url)
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname or "127.0.0.1"
+        self._port = parts.port
+        self._prefix = parts.path or "/"
         self._local = threading.local()
-        self._clients: list[Any] = []
-        self._clients_lock = threading.Lock()
+        self._connections: list[http.client.HTTPConnection] = []
+        self._connections_lock = threading.Lock()
         self.connections = 0
-        """Clients made (one per asking thread, and one more after each failed request)."""
+        """Connections made (one per asking thread, and one more after each failed request)."""
 
     @property
     def base(self) -> str:
@@ -189,71 +206,182 @@ class ServerLink:
         Raises a :class:`LinkError`, or :class:`~jupyter_recap.errors.Cancelled` when
         ``cancel`` fires.
         """
-        from ..pipeline.providers.transport import error_message, exchange
-
-        try:
-            status, raw = exchange(
-                method,
-                self.base + path,
-                headers=dict(self.headers),
-                body=body,
-                timeout=timeout,
-                cancel=cancel,
-                provider_id="the Jupyter server",
-                max_bytes=MAX_ANSWER_BYTES,
-                secret_headers=(KERNEL_HEADER,),
-                client=self._client(),
-                streams=self._local.streams,
-            )
-        except ProviderError as error:  # no answer at all (the transport's one-line reason)
-            self._drop_client()  # a server that restarted is reached on a new connection
-            raise LinkUnreachable(str(error)) from None
-        except Cancelled:
-            self._drop_client()  # its connection was closed mid-answer
-            raise
+        cancel.raise_if_cancelled()
+        timeout = max(timeout, 0.001)
+        target = f"{self._prefix}jupyter-recap/api/kernels/{quote(self.kernel_id)}{path}"
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        # identity: a compressed answer could expand far past the cap between two checks
+        headers = {"Accept": "*/*", "Accept-Encoding": "identity", **self.headers}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        deadline = time.monotonic() + timeout
+        for attempt in (1, 2):
+            connection, reused = self._connection(timeout)
+            unregister = cancel.on_cancel(functools.partial(_shut_down, connection))
+            try:
+                status, raw = self._exchange(
+                    connection, method, target, data, headers, deadline, cancel
+                )
+            except Cancelled:
+                self._drop(connection)
+                raise
+            except (OSError, http.client.HTTPException) as error:
+                self._drop(connection)  # a server that restarted is reached on a new one
+                if cancel.cancelled:
+                    raise Cancelled("the request was cancelled") from None
+                if isinstance(error, TimeoutError) or time.monotonic() >= deadline:
+                    raise LinkUnreachable(
+                        f"the Jupyter server sent no answer within {timeout:g} s"
+                    ) from None
+                # A kept connection the server closed while it sat idle fails at once, before
+                # any answer: ask again once on a new one (every route here is idempotent).
+                if reused and attempt == 1 and isinstance(error, _STALE):
+                    continue
+                raise LinkUnreachable(self._unreachable(error)) from None
+            finally:
+                unregister()
+            if cancel.cancelled:
+                self._drop(connection)
+                raise Cancelled("the request was cancelled")
+            break
         if not 200 <= status < 300:
-            excerpt = shorten(printable(error_message(raw or b"")), _EXCERPT_CHARS)
+            excerpt = shorten(printable(_error_message(raw or b"")), _EXCERPT_CHARS)
             raise _status_error(status, excerpt)
         if raw is None:
             raise LinkBadAnswer(f"the server sent more than {MAX_ANSWER_BYTES:,} bytes")
         try:
-            data = json.loads(raw)
+            answer = json.loads(raw)
         except (ValueError, RecursionError):
             raise LinkBadAnswer("the server sent an answer that is not JSON") from None
-        if not isinstance(data, dict):
+        if not isinstance(answer, dict):
             raise LinkBadAnswer("the server sent JSON that is not an object")
-        return data
+        return answer
+
+    def _exchange(
+        self,
+        connection: http.client.HTTPConnection,
+        method: str,
+        target: str,
+        data: bytes | None,
+        headers: dict[str, str],
+        deadline: float,
+        cancel: CancelToken,
+    ) -> tuple[int, bytes | None]:
+        """Send one request on ``connection`` and read its answer, capped, by ``deadline``.
+
+        The socket's timeout is set to what is left of the deadline before each phase, so no
+        single read outlives it; the body is read in pieces, checking the deadline between.
+        """
+        if connection.sock is None:
+            connection.timeout = _left(deadline)
+            connection.connect()
+            # A cancel that came while connecting found no socket to shut down.
+            cancel.raise_if_cancelled()
+        _set_timeout(connection, deadline)
+        connection.request(method, target, body=data, headers=headers)
+        _set_timeout(connection, deadline)
+        response = connection.getresponse()
+        limit = MAX_ANSWER_BYTES if 200 <= response.status < 300 else _ERROR_BODY_LIMIT
+        declared = response.getheader("content-length", "")
+        complete = True
+        raw: bytes | None
+        if declared.isdigit() and int(declared) > limit:
+            raw, complete = None, False
+        else:
+            buffer = bytearray()
+            while True:
+                _set_timeout(connection, deadline)
+                chunk = response.read(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                if len(buffer) > limit:
+                    complete = False
+                    break
+            raw = bytes(buffer) if complete else None
+        if not complete or response.will_close:
+            self._drop(connection)  # unread bytes left on it, or the server closes it
+        return response.status, raw
+
+    def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's kept connection (made now if it has none) and whether it was kept."""
+        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is not None and connection.sock is not None:
+            return connection, True
+        if connection is None:
+            if self._https:
+                import ssl
+
+                connection = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=timeout, context=ssl.create_default_context()
+                )
+            else:
+                connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            self._local.connection = connection
+        with self._connections_lock:
+            if connection not in self._connections:  # (again, after close())
+                self._connections.append(connection)
+            self.connections += 1
+        return connection, False
+
+    def _drop(self, connection: http.client.HTTPConnection) -> None:
+        """Close ``connection``: the next request of its thread connects again."""
+        connection.close()
+
+    def _unreachable(self, error: BaseException) -> str:
+        detail = re.sub(r"^\[Errno -?\d+\]\s*", "", str(error)) or type(error).__name__
+        where = f"{self._host}:{self._port}" if self._port else self._host
+        return f"cannot reach {where} ({shorten(printable(detail), _EXCERPT_CHARS)})"
 
     def close(self) -> None:
-        """Close every client's connections (the feed and the reporter stopped)."""
-        with self._clients_lock:
-            clients, self._clients = self._clients, []
-        for client in clients:
-            client.close()
+        """Close every thread's connection (the feed and the reporter stopped)."""
+        with self._connections_lock:
+            connections, self._connections = self._connections, []
+        for connection in connections:
+            connection.close()
 
-    def _client(self) -> Any:
-        client = getattr(self._local, "client", None)
-        if client is None:
-            import httpx
 
-            from ..pipeline.providers.transport import ssl_context
+#: Errors of a kept connection that the server closed while it was idle.
+_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+#: Bytes of an error body read for its message; the rest is not worth waiting for.
+_ERROR_BODY_LIMIT = 64_000
 
-            client = httpx.Client(verify=ssl_context(), limits=httpx.Limits(max_connections=1))
-            self._local.client = client
-            self._local.streams = []
-            with self._clients_lock:
-                self._clients.append(client)
-                self.connections += 1
-        return client
 
-    def _drop_client(self) -> None:
-        client = getattr(self._local, "client", None)
-        self._local.client = None
-        if client is not None:
-            with self._clients_lock:
-                if client in self._clients:
-                    self._clients.remove(client)
-            client.close()
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline passed")
+    return left
+
+
+def _set_timeout(connection: http.client.HTTPConnection, deadline: float) -> None:
+    sock = connection.sock
+    if sock is not None:
+        sock.settimeout(_left(deadline))
+
+
+def _shut_down(connection: http.client.HTTPConnection) -> None:
+    """Wake a thread blocked on ``connection`` (from another thread): its read fails at once."""
+    sock = connection.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _error_message(raw: bytes) -> str:
+    """The message in an error body (jupyter_server's ``message``, or ``error``)."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    error = data.get("error")
+    if isinstance(error, dict):
+        error = error.get("message")
+    if not isinstance(error, str):
+        error = data.get("message")
+    return error if isinstance(error, str) else ""
 
 
 def _status_error(status: int, excerpt: str) -> LinkError:
@@ -279,11 +407,16 @@ class Backoff:
         self.next = MIN_BACKOFF
 
     def wait(self, error: LinkError) -> None:
+        self._cancel.wait(self.delay(error))
+
+    def delay(self, error: LinkError) -> float:
+        """The wait after ``error`` (the next one will be longer), for a caller that schedules
+        its retry rather than sleeping."""
         wait = self.next
         if isinstance(error, LinkBusy):
             wait = max(wait, RATE_LIMITED_WAIT) * random.uniform(1.0, 1.5)
-        self._cancel.wait(wait)
         self.next = min(self.next * 2, MAX_BACKOFF)
+        return wait
 
     def reset(self) -> None:
         """A request went through: the next failure waits the least again."""
@@ -461,12 +594,15 @@ def _when(event: dict[str, Any]) -> float:
 
 
 class StateReporter:
-    """Sends the kernel's agent state to the server (``PUT kernels/{id}/agent``), latest wins.
+    """Sends the kernel's agent state to the server (``PUT kernels/{id}/agent``), latest wins,
+    and tells it which banner widget this kernel shows (``PUT kernels/{id}/banner``).
 
-    :meth:`poke` only sets a flag, so it is safe on a cell's path and from any thread; the
-    report is built and sent on this reporter's own thread. Urgent changes (a turn started or
-    ended, a recap, the task list) go out at once; mere activity (a tool call) at most once per
-    ``min_gap`` seconds. A failed send is retried with a backoff; a 404 or 403 (not our
+    :meth:`poke` only sets a flag and times a job, so it is safe on a cell's path and from any
+    thread; the report is built and sent on ``worker`` (the extension's shared
+    :class:`~.worker.Worker`; one of its own when none is given). Urgent changes (a turn
+    started or ended, a recap, the task list) go out at once; mere activity (a tool call) at
+    most once per ``min_gap`` seconds. A failed send is retried after a backoff — scheduled,
+    never slept, since the worker's thread runs other jobs too; a 404 or 403 (not our
     server's kernel, no extension there) stops the reporter.
     """
 
@@ -476,78 +612,129 @@ class StateReporter:
         build: Callable[[], Mapping[str, object]],
         *,
         min_gap: float = 1.0,
+        worker: Worker | None = None,
     ) -> None:
         self.routes = routes
         self._build = build
         self.min_gap = min_gap
-        self._cond = threading.Condition()
-        self._dirty = True  # the first report goes out when the thread starts
+        self._own_worker = worker is None
+        self._worker = worker if worker is not None else Worker("jupyter-recap-report")
+        self._lock = threading.Lock()
+        self._dirty = True  # the first report goes out when the reporter starts
         self._urgent = True
+        self._started = False
         self._stopped = False
         self._last = 0.0
+        self._retry_at = 0.0
+        """No request before this (monotonic): a backoff after a failure."""
+        self._job: Job | None = None
         self._cancel = CancelToken()
-        self._thread: threading.Thread | None = None
+        self._backoff = Backoff(self._cancel)
+        self._previous: Mapping[str, object] | None = None
+        self._banner: str | None = None
+        """The banner model id to announce, while it is not sent."""
+        self._banner_sent: str | None = None
+        """The banner model id the server has."""
         self.sent = 0
         """Reports the server accepted."""
         self.last_error: str | None = None
         self.stopped_because: str | None = None
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="jupyter-recap-report", daemon=True)
-        self._thread.start()
+        with self._lock:
+            self._started = True
+            self._arm()
 
     def stop(self) -> None:
-        with self._cond:
+        """Stop (a request in flight is aborted) and take the banner back off the server.
+
+        The banner is cleared here, on the stopping thread, and waited for (at most 1.5 s):
+        a later ``%load_ext`` then announces its new banner after it, never before.
+        """
+        with self._lock:
             self._stopped = True
-            self._cond.notify()
+            if self._job is not None:
+                self._job.cancel()
+                self._job = None
+            banner = self._banner_sent
+            self._banner_sent = self._banner = None
         self._cancel.cancel()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2)
-        self._thread = None
+        if self._own_worker:
+            self._worker.stop()
+        if banner is not None and self.stopped_because is None:
+            try:
+                self.routes.request("PUT", "/banner", {"model_id": None}, 1.5, CancelToken())
+            except LinkError as error:
+                get_logger().info("agent state: the banner was not cleared (%s)", error)
 
     def poke(self, urgent: bool = True) -> None:
         """The state changed; ``urgent`` changes skip the activity rate limit."""
-        with self._cond:
+        with self._lock:
             self._dirty = True
             self._urgent = self._urgent or urgent
-            self._cond.notify()
+            self._arm()
 
-    def _run(self) -> None:
-        backoff, previous = Backoff(self._cancel), None
-        while True:
-            with self._cond:
-                while not self._dirty and not self._stopped:
-                    self._cond.wait()
-                if self._stopped:
-                    return
-                if not self._urgent:
-                    remaining = self._last + self.min_gap - time.monotonic()
-                    if remaining > 0:
-                        self._cond.wait(remaining)  # an urgent poke or the gap, then look again
-                        continue
-                self._dirty = self._urgent = False
+    def banner(self, model_id: str) -> None:
+        """Tell the server this kernel's banner widget (so that its pages can mount it)."""
+        with self._lock:
+            self._banner = model_id
+            self._dirty = self._urgent = True
+            self._arm()
+
+    def _arm(self) -> None:
+        """Time the send job (under the lock): now for urgent news, else after the gap."""
+        if self._stopped or not self._started or not self._dirty:
+            return
+        now = time.monotonic()
+        when = max(now, self._retry_at)
+        if not self._urgent:
+            when = max(when, self._last + self.min_gap)
+        job = self._job
+        if job is not None and not job.cancelled and job.when <= when:
+            return
+        if job is not None:
+            job.cancel()
+        self._job = self._worker.call_at(when, self._send)
+
+    def _send(self) -> None:
+        """On the worker: send the banner if it is new, then the report if it changed."""
+        with self._lock:
+            self._job = None
+            if self._stopped or not self._dirty:
+                return
+            self._dirty = self._urgent = False
+            banner = self._banner
+        try:
+            if banner is not None:
+                self.routes.request("PUT", "/banner", {"model_id": banner}, 10.0, self._cancel)
+                with self._lock:
+                    self._banner_sent = banner
+                    if self._banner == banner:
+                        self._banner = None
             try:
                 body = self._build()
-            except Exception:  # noqa: BLE001 - a broken report must not end the thread
+            except Exception:  # noqa: BLE001 - a broken report must not end the reports
                 get_logger().exception("agent state: building the report failed")
-                continue
-            if body == previous:
-                continue
-            try:
-                self.routes.request("PUT", "/agent", dict(body), 10.0, self._cancel)
-            except Cancelled:
                 return
-            except LinkError as error:
-                if error.final:
-                    self.stopped_because = str(error)
-                    get_logger().info("agent state reports stopped: %s", error)
-                    return
-                self.last_error = str(error)
-                with self._cond:  # the report stays pending
-                    self._dirty = self._urgent = True
-                backoff.wait(error)
-                continue
-            previous, self.last_error = body, None
-            backoff.reset()
-            self._last = time.monotonic()
-            self.sent += 1
+            if body != self._previous:
+                self.routes.request("PUT", "/agent", dict(body), 10.0, self._cancel)
+                self._previous = body
+                self.sent += 1
+                self._last = time.monotonic()
+        except Cancelled:
+            return
+        except LinkError as error:
+            if error.final:
+                self.stopped_because = str(error)
+                get_logger().info("agent state reports stopped: %s", error)
+                with self._lock:
+                    self._stopped = True
+                return
+            self.last_error = str(error)
+            with self._lock:  # the report stays pending
+                self._dirty = self._urgent = True
+                self._retry_at = time.monotonic() + self._backoff.delay(error)
+                self._arm()
+            return
+        self.last_error = None
+        self._backoff.reset()

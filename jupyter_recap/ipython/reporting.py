@@ -12,14 +12,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
-from ..focus.report import CellCounts, agent_report
 from ..record.transcript import Entry, Transcript, add_outside_entry
-from ..stores.workstate import WorkState
-from ..wire import AgentReport
 from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
+from .worker import Worker
+
+if TYPE_CHECKING:
+    from ..focus.report import CellCounts
+    from ..stores.workstate import WorkState
+    from ..wire import AgentReport
 
 MAX_OUTSIDE_ENTRIES = 32
 """Entries of one ``outside`` event written (a tool call is two)."""
@@ -39,7 +42,7 @@ class AgentReporting:
         typed: Callable[[], None],
         shown: Callable[[], dict[str, Any] | None],
         drafting: Callable[[], bool],
-        banner_model_id: Callable[[], str],
+        worker: Worker | None = None,
     ) -> None:
         self.shell = shell
         self.transcript = transcript
@@ -53,7 +56,10 @@ class AgentReporting:
         """The latest recap shown (``text``, ``model``, ``at``), or None."""
         self._drafting = drafting
         """Whether a recap is being drafted now."""
-        self._banner_model_id = banner_model_id
+        self._worker = worker
+        """Where the reports are sent from (the extension's shared worker thread)."""
+        self._banner: str | None = None
+        """The banner widget's model id, once the kernel made one (the server is told)."""
         self.feed: FocusFeed | None = None
         self.reporter: StateReporter | None = None
         """Tells the server's agents panel about this kernel (with the feed, in a kernel)."""
@@ -98,12 +104,13 @@ class AgentReporting:
             on_input=self._typed,
             on_kernel=self.kernel_event,
             on_outside=self.outside_entries,
-            banner_model_id=self._banner_model_id(),
             key=key,
         )
         self.feed.start()
-        self.reporter = StateReporter(self.feed.routes, self.report)
+        self.reporter = StateReporter(self.feed.routes, self.report, worker=self._worker)
         reporter = self.reporter
+        if self._banner is not None:
+            reporter.banner(self._banner)
 
         def on_entry(transcript: Transcript, entry: Entry) -> None:
             # A turn's start and end are what the panel is for: they go out at once.
@@ -113,6 +120,13 @@ class AgentReporting:
             on_entry, kinds=("user", "assistant", "tool_call", "tool_result", "outcome", "code")
         )
         self.reporter.start()
+
+    def banner_created(self, model_id: str) -> None:
+        """The kernel made its banner widget (with its first recap, not at load): the server
+        learns its model id, so that the labextension can mount it above the active cell."""
+        self._banner = model_id
+        if self.reporter is not None:
+            self.reporter.banner(model_id)
 
     def stop(self) -> None:
         """Stop the reporter and the feed (harmless when they never started)."""
@@ -128,6 +142,8 @@ class AgentReporting:
 
     def report(self) -> AgentReport:
         """This kernel's state for the server's agents panel (built on the reporter's thread)."""
+        from ..focus.report import agent_report
+
         return agent_report(
             self.transcript,
             cells=self.cells,

@@ -12,18 +12,22 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
 from ..errors import RecapError
-from ..focus.report import CellCounts, recap_links
-from ..pipeline.service import RecapResult, WrittenRecap
 from ..record.transcript import Transcript
 from ..schedule import ShowRecap, StartDraft
 from ..stores.tasks import Task, progress_counts, progress_line
-from ..stores.usage import UsageLedger
 from ..textutil import printable
+
+if TYPE_CHECKING:
+    # Types only: the pipeline and the ledger load with the first recap, not at %load_ext.
+    from ..focus.report import CellCounts
+    from ..pipeline.service import RecapResult, WrittenRecap
+    from ..stores.usage import UsageLedger
 
 
 class BannerSurface:
@@ -40,6 +44,7 @@ class BannerSurface:
         stop_cell: Callable[[], Any],
         changed: Callable[[], None],
         dismissed: Callable[[], None],
+        created: Callable[[str], None] = lambda model_id: None,
     ) -> None:
         self.transcript = transcript
         self.cells = cells
@@ -53,27 +58,62 @@ class BannerSurface:
         """Something the agents panel shows changed (a recap was shown)."""
         self._dismissed = dismissed
         """The person closed the banner."""
+        self._created = created
+        """The banner widget was made (its model id): the server learns it."""
         self.last_recap: WrittenRecap | None = None
         self.shown: dict[str, Any] | None = None
         """The latest recap shown (``text``, ``model``, ``at``), for the agents panel."""
         self._banner: Any = None
+        self._banner_lock = threading.Lock()
+        """Makes one banner when two threads ask for it at once."""
+        self.display_id = f"jupyter-recap-banner-{uuid.uuid4().hex}"
+        """The display id of the banner's live output (the one ``%load_ext`` leaves), also
+        the banner's own once it is made."""
         self._banner_displayed = False
         """Whether the banner has an output in the notebook, which updates can then reach."""
-        self._outputs_lock = threading.Lock()
+        self._outputs_lock = threading.RLock()
         """Orders a new banner output against the updates sent from a draft's thread."""
         self._manual_output: tuple[int, str] | None = None
         """The ``%recap`` draft in flight and the display id of its own cell's output, which
         takes that draft's recap and no later one."""
 
     @property
-    def banner(self) -> Any:
-        """The kernel's one banner widget, created on first use."""
-        if self._banner is None:
-            from ..widget.banner import RecapBanner
+    def made(self) -> bool:
+        """Whether the banner widget exists (it is made when it first has something to show)."""
+        return self._banner is not None
 
-            self._banner = RecapBanner()
-            self._banner.observe(self._on_dismissed, names=["dismissed"])
-        return self._banner
+    @property
+    def banner(self) -> Any:
+        """The kernel's one banner widget, made on first use.
+
+        Not at ``%load_ext``: ipywidgets and anywidget cost a kernel ~8 MB and ~100 ms to
+        import, and most kernels never show a recap. Once made, it takes over the live output
+        ``%load_ext`` left (:meth:`display`), and the server learns its model id.
+        """
+        banner = self._banner
+        if banner is not None:
+            return banner
+        with self._banner_lock:
+            if self._banner is None:
+                from ..widget.banner import RecapBanner
+
+                banner = RecapBanner(display_id=self.display_id)
+                banner.observe(self._on_dismissed, names=["dismissed"])
+                self._banner = banner
+                self._take_live_output(banner)
+                self._created(banner.model_id)
+            return self._banner
+
+    def _take_live_output(self, banner: Any) -> None:
+        """Put the new banner's view into the live output that ``%load_ext`` left for it."""
+        try:
+            from IPython.display import update_display
+
+            with self._outputs_lock:
+                if self._banner_displayed:
+                    update_display(banner, display_id=self.display_id)
+        except Exception:  # noqa: BLE001 - e.g. the kernel or the comm is gone at shutdown
+            get_logger().debug("banner: could not fill its live output", exc_info=True)
 
     def close(self) -> None:
         """Close the banner widget (harmless when it was never made)."""
@@ -89,14 +129,22 @@ class BannerSurface:
     # -- outputs ---------------------------------------------------------------------------
 
     def display(self) -> None:
-        """Give the banner its live output in the running cell, under its one display id."""
+        """Give the banner its live output in the running cell, under its one display id.
+
+        Before the banner exists the output is an empty placeholder (no widget, nothing
+        imported); the banner replaces it with its view when it is made, from whichever thread
+        that happens on (``update_display_data`` reaches the output while the kernel is idle).
+        """
         from IPython.display import display
 
-        banner = self.banner
         # Under the lock a draft's thread sends its update either before this output's text is
         # taken (which then has the recap) or after the output exists (which it then replaces).
         with self._outputs_lock:
-            display(banner, display_id=banner.display_id)
+            banner = self._banner
+            if banner is not None:
+                display(banner, display_id=self.display_id)
+            else:
+                display({"text/plain": ""}, raw=True, display_id=self.display_id)
             self._banner_displayed = True
 
     def _display_manual_output(self, draft: StartDraft) -> None:
@@ -152,6 +200,9 @@ class BannerSurface:
 
     def show(self, action: ShowRecap) -> None:
         """Show a recap the schedule released, and record in the transcript that it was."""
+        from ..focus.report import recap_links
+        from ..pipeline.service import WrittenRecap
+
         recap = WrittenRecap(action.text, action.model, action.reason, note=action.note)
         self.last_recap = recap
         self.transcript.recap(recap.text, model=recap.model)

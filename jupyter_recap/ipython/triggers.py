@@ -1,11 +1,12 @@
-"""Drive the trigger schedule inside a kernel: one timer thread, one worker per draft.
+"""Drive the trigger schedule inside a kernel: timers on the shared worker, a thread per draft.
 
 Why a thread and not the kernel's event loop: while a cell runs, ipykernel's loop is blocked, yet
 the away timer must fire mid-turn (to set the pending bit) and focus reports must be heard while a
-long agent cell runs; terminal IPython has no loop at all. The timer thread sleeps on a condition
-until the schedule's next deadline or a new input, so an idle kernel costs nothing. Model calls run
-in a worker thread per draft, so a slow provider never holds up a cell; widget state updates from
-those threads reach the browser while the kernel is idle.
+long agent cell runs; terminal IPython has no loop at all. The schedule's next deadline is one job
+on the extension's :class:`~.worker.Worker` (the thread it shares with the state reports and the
+session writes), re-timed whenever an input moves it, so an idle kernel costs nothing. Model calls
+run in a short-lived thread per draft, so a slow provider never holds up a cell (nor the worker);
+widget state updates from those threads reach the browser while the kernel is idle.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
-from ..pipeline.context import build_context, fingerprint
 from ..pipeline.providers.base import CancelToken
-from ..pipeline.service import RecapResult, RecapStats, draft_recap
 from ..record.transcript import Entry, Transcript
-from ..stores.framing import NO_FRAMING, Framing
+from .worker import Job, Worker
 
 if TYPE_CHECKING:
+    from ..pipeline.service import RecapResult, RecapStats
+    from ..stores.framing import Framing
     from ..stores.usage import UsageLedger
 
 from ..schedule import (
@@ -72,10 +73,11 @@ class TriggerRunner:
         stats: RecapStats,
         surface: Surface,
         clock: Callable[[], float] = time.monotonic,
-        framing: Callable[[], Framing] = lambda: NO_FRAMING,
+        framing: Callable[[], Framing] | None = None,
+        worker: Worker | None = None,
     ) -> None:
         self.transcript = transcript
-        self.framing = framing
+        self.framing = framing if framing is not None else _no_framing
         """The task list and memory notes a recap adds (read at each draft and fingerprint)."""
         self.settings = settings
         self.stats = stats
@@ -84,13 +86,16 @@ class TriggerRunner:
         the daily budget (None: not counted, as in tests of the schedule alone)."""
         self.surface = surface
         self._clock = clock
-        # feed() runs on every cell: it takes the bare C lock (Condition's own __enter__ is
-        # Python code); the condition shares that lock for the timer thread's waits.
+        # feed() runs on every cell: it takes the bare C lock; the worker's timer job takes it
+        # too, to read the schedule's deadline and tick it.
         self._lock = threading.RLock()
-        self._wake = threading.Condition(self._lock)
         self._jobs: dict[int, DraftJob] = {}
         self._stopped = False
-        self._thread: threading.Thread | None = None
+        self._own_worker = worker is None
+        self.worker = worker if worker is not None else Worker("jupyter-recap-timer")
+        """Where the schedule's deadline fires (shared with the extension's other jobs)."""
+        self._timer: Job | None = None
+        """The worker job of the schedule's next deadline, if one is armed."""
         self.manual_job: DraftJob | None = None
         self.schedule = Schedule(
             settings,
@@ -105,25 +110,26 @@ class TriggerRunner:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the timer thread and listen to the transcript for turn starts and ends."""
+        """Listen to the transcript for turn starts and ends; timers run on the worker."""
         self._unsubscribe = self.transcript.subscribe(self._on_entry, kinds=("user", "outcome"))
         self.settings.observe(self._on_auto, names=["auto"])
-        self._thread = threading.Thread(target=self._run, name="jupyter-recap-timer", daemon=True)
-        self._thread.start()
+        with self._lock:
+            self._arm()
 
     def stop(self) -> None:
-        """Cancel everything, clear the banner and end the timer thread."""
+        """Cancel everything, clear the banner and disarm the timer."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
             self.settings.unobserve(self._on_auto, names=["auto"])
         self.feed(self.schedule.shutdown)
-        with self._wake:
+        with self._lock:
             self._stopped = True
-            self._wake.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2)
-        self._thread = None
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        if self._own_worker:
+            self.worker.stop()
 
     # -- inputs ----------------------------------------------------------------------------
 
@@ -133,7 +139,7 @@ class TriggerRunner:
             before = self.schedule.timers()
             actions = method(*args)
             if self.schedule.timers() != before:
-                self._wake.notify()
+                self._arm()
         if actions:
             self._dispatch(actions)
         return actions
@@ -173,8 +179,14 @@ class TriggerRunner:
         cached = self._context
         if cached is not None and cached[0] == key:
             return cached[1], cached[2]
-        text = build_context(self.transcript, max_chars=cap, extras=framing.extras, env=os.environ)
-        digest = fingerprint(text)
+        # Here, not at the top: the pipeline loads with the first fingerprint (a timer or a
+        # recap), not with the extension.
+        from ..pipeline import context as pipeline_context
+
+        text = pipeline_context.build_context(
+            self.transcript, max_chars=cap, extras=framing.extras, env=os.environ
+        )
+        digest = pipeline_context.fingerprint(text)
         self._context = (key, text, digest)
         return text, digest
 
@@ -199,19 +211,39 @@ class TriggerRunner:
     def _on_auto(self, change: Any) -> None:
         self.feed(self.schedule.set_auto, bool(change["new"]))
 
-    # -- the timer thread ------------------------------------------------------------------
+    # -- the timer, on the worker ------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            with self._wake:
-                if self._stopped:
-                    return
-                deadline = self.schedule.next_deadline()
-                now = self._clock()
-                if deadline is None or deadline > now:
-                    self._wake.wait(None if deadline is None else deadline - now)
-                    continue
-                actions = self.schedule.tick()
+    def _arm(self) -> None:
+        """Time the worker job to the schedule's next deadline (under the lock)."""
+        if self._stopped:
+            return
+        deadline = self.schedule.next_deadline()
+        timer = self._timer
+        if deadline is None:
+            if timer is not None:
+                timer.cancel()
+                self._timer = None
+            return
+        # The schedule's clock may be another than the worker's: convert through "now".
+        when = time.monotonic() + (deadline - self._clock())
+        if timer is not None and not timer.cancelled and abs(timer.when - when) < 1e-3:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._timer = self.worker.call_at(when, self._tick)
+
+    def _tick(self) -> None:
+        """A deadline came (on the worker): let the schedule act, then re-time the timer."""
+        with self._lock:
+            self._timer = None
+            if self._stopped:
+                return
+            deadline = self.schedule.next_deadline()
+            actions = (
+                self.schedule.tick() if deadline is not None and deadline <= self._clock() else []
+            )
+            self._arm()
+        if actions:
             self._dispatch(actions)
 
     # -- actions ---------------------------------------------------------------------------
@@ -248,6 +280,8 @@ class TriggerRunner:
             self.surface.clear()
 
     def _work(self, job: DraftJob) -> None:
+        from ..pipeline.service import draft_recap
+
         draft = job.draft
         text, _ = self.context()  # the text the draft's fingerprint was taken of, unless it moved
         result = draft_recap(
@@ -279,6 +313,8 @@ class TriggerRunner:
 
     def wait(self, job: DraftJob) -> RecapResult:
         """Wait for ``job`` on the main thread; an interrupt cancels it."""
+        from ..pipeline.service import RecapResult
+
         try:
             while not job.done.wait(0.05):
                 pass
@@ -287,3 +323,9 @@ class TriggerRunner:
             job.cancel.cancel()
             return RecapResult(None, "cancelled")
         return job.result or RecapResult(None, "the draft did not finish")
+
+
+def _no_framing() -> Framing:
+    from ..stores.framing import NO_FRAMING
+
+    return NO_FRAMING

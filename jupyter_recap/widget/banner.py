@@ -78,12 +78,14 @@ class RecapBanner(anywidget.AnyWidget):
         latest agent cell), or None.""",
     ).tag(sync=True)
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, display_id: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._latest: tuple[str, str, str] | None = None
         """The latest recap shown (text, model, progress line), for :meth:`plain_text`."""
-        self.display_id = f"jupyter-recap-banner-{self.model_id}"
-        """The one display id of every output of this banner (kept after :meth:`close`)."""
+        self.display_id = display_id or f"jupyter-recap-banner-{self.model_id}"
+        """The one display id of every output of this banner (kept after :meth:`close`). The
+        kernel passes the id of the output ``%load_ext`` left for it, since the banner itself
+        is made only when it first has something to show."""
 
     def show(
         self,

@@ -323,9 +323,9 @@ def test_version_drift_in_the_kernel_shows_in_status(fake: FakeLLM) -> None:
     with agent_kernel(fake) as kc:
         code = (
             "import types, warnings\n"
-            "ext = __import__('jupyter_recap').ipython.extension\n"
-            "src = [s for s in __import__('gc').get_objects()"
-            " if type(s).__name__ == 'PydanticAISource'][0]\n"
+            "from jupyter_recap.ipython.extension import extension_for\n"
+            # made on first use: pydantic-ai itself is not imported in this kernel
+            "src = extension_for(get_ipython()).capture.sources['pydantic-ai']\n"
             "src.state = 'waiting'\n"
             "src.activate(types.SimpleNamespace(Agent=object))\n"
         )

@@ -31,7 +31,7 @@ def start(env: dict[str, str]) -> Any:
     return running_kernel(env)
 
 
-def automatic_recap(kc: Any, comm_id: str, prompt: str = TURN) -> dict[str, Any]:
+def automatic_recap(kc: Any, comm_id: str | None, prompt: str = TURN) -> dict[str, Any]:
     """Run an agent turn and wait for the idle fallback's recap in the banner."""
     execute(kc, "agent.script.append(lambda p: print('Read the loader. Next: pin the format.'))")
     execute(kc, prompt)
@@ -50,7 +50,7 @@ def person(fake_llm: FakeLLM) -> dict[str, str]:
     }
 
 
-def configure(kc: Any, budget: int) -> str:
+def configure(kc: Any, budget: int) -> str | None:
     comm_id = banner_id(execute(kc, SETUP))
     execute(kc, f"%config Recap.idle_seconds = 1\n%config Recap.daily_budget = {budget}")
     return comm_id

@@ -39,17 +39,22 @@ def fresh_story(kernel: Any) -> None:
     execute(kc, "import jupyter_recap as jr; jr.current().clear()", store_history=False)
 
 
-def test_loading_displays_an_empty_banner(kernel: Any) -> None:
+def test_loading_leaves_an_empty_output_for_the_banner(kernel: Any) -> None:
+    """The banner widget is made when it first has something to show, not at load (ipywidgets
+    stays unimported in a kernel that never shows a recap): the load leaves an empty output
+    under the banner's display id, which the banner fills when it is made."""
     _, load = kernel
-    (banner_id,) = displayed_widgets(load)
-    (opened,) = widget_states(load, banner_id)
-    assert opened.get("_esm")  # an anywidget banner
-    assert opened["state"] == "hidden" and opened["text"] == ""
+    assert displayed_widgets(load) == []
+    assert not [m for m in load if m["msg_type"] == "comm_open"]
+    (placeholder,) = [m for m in load if m["msg_type"] == "display_data"]
+    assert placeholder["content"]["data"] == {"text/plain": ""}
+    assert placeholder["content"]["transient"]["display_id"].startswith("jupyter-recap-banner-")
 
 
 def test_recap_cell_carries_the_banner_with_the_recap(kernel: Any) -> None:
     kc, load = kernel
-    (banner_id,) = displayed_widgets(load)
+    (placeholder,) = [m for m in load if m["msg_type"] == "display_data"]
+    live = placeholder["content"]["transient"]["display_id"]
     execute(
         kc,
         "agent.script.append(lambda p: print('The FK on line 142 points at customers_v1. '"
@@ -61,11 +66,20 @@ def test_recap_cell_carries_the_banner_with_the_recap(kernel: Any) -> None:
     assert "Next: repoint" in stream_text(agent)  # the user still sees the agent's output
 
     messages = execute(kc, "%recap")
+    (banner_id,) = displayed_widgets(messages)  # made now, shown in this cell
     messages += collect_until(
         kc,
         lambda more: "shown" in [s.get("state") for s in widget_states(messages + more, banner_id)],
     )
-    assert displayed_widgets(messages) == [banner_id]  # the same banner, shown in this cell too
+    # ... and in the live output the load left for it
+    filled = [
+        m
+        for m in messages
+        if m["msg_type"] == "update_display_data"
+        and m["content"]["transient"]["display_id"] == live
+        and WIDGET_VIEW in m["content"]["data"]
+    ]
+    assert filled and filled[0]["content"]["data"][WIDGET_VIEW]["model_id"] == banner_id
     final: dict[str, Any] = {}
     states = widget_states(messages, banner_id)
     for state in states:

@@ -23,14 +23,14 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def kernel(tmp_path: Any) -> Iterator[tuple[Any, str]]:
+def kernel(tmp_path: Any) -> Iterator[tuple[Any, str | None]]:
     env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp_path / "recap.log")}
     with running_kernel(env) as kc:
         yield kc, banner_id(execute(kc, SETUP))
 
 
 @pytest.fixture
-def provider_kernel(tmp_path: Any, fake_llm: FakeLLM) -> Iterator[tuple[Any, str]]:
+def provider_kernel(tmp_path: Any, fake_llm: FakeLLM) -> Iterator[tuple[Any, str | None]]:
     env = {
         "OPENAI_BASE_URL": fake_llm.url + "/v1",
         "OPENAI_API_KEY": "sk-test-0123456789abcdef",
@@ -41,7 +41,7 @@ def provider_kernel(tmp_path: Any, fake_llm: FakeLLM) -> Iterator[tuple[Any, str
         yield kc, banner_id(execute(kc, SETUP))
 
 
-def test_idle_fallback_shows_a_recap_without_any_cell_run(kernel: tuple[Any, str]) -> None:
+def test_idle_fallback_shows_a_recap_without_any_cell_run(kernel: tuple[Any, str | None]) -> None:
     kc, comm_id = kernel
     execute(kc, "%config Recap.idle_seconds = 1")
     execute(kc, "agent.script.append(lambda p: print('Next: rerun the loader.'))")
@@ -55,7 +55,7 @@ def test_idle_fallback_shows_a_recap_without_any_cell_run(kernel: tuple[Any, str
     assert at - ended >= 0.9  # not before the idle time passed
 
 
-def test_away_timer_during_a_long_turn_drafts_at_turn_end(kernel: tuple[Any, str]) -> None:
+def test_away_timer_during_a_long_turn_drafts_at_turn_end(kernel: tuple[Any, str | None]) -> None:
     kc, comm_id = kernel
     execute(kc, "%config Recap.away_seconds = 1\n%config Recap.post_turn_seconds = 60")
 
@@ -82,7 +82,7 @@ def test_away_timer_during_a_long_turn_drafts_at_turn_end(kernel: tuple[Any, str
 
 
 def test_slow_provider_never_delays_a_cell_and_input_cancels_the_draft(
-    provider_kernel: tuple[Any, str], fake_llm: FakeLLM
+    provider_kernel: tuple[Any, str | None], fake_llm: FakeLLM
 ) -> None:
     kc, _ = provider_kernel
     fake_llm.respond(slow(30))
@@ -103,7 +103,7 @@ def test_slow_provider_never_delays_a_cell_and_input_cancels_the_draft(
 
 
 def test_ten_away_cycles_without_activity_make_one_model_call(
-    provider_kernel: tuple[Any, str], fake_llm: FakeLLM
+    provider_kernel: tuple[Any, str | None], fake_llm: FakeLLM
 ) -> None:
     kc, _ = provider_kernel
     execute(kc, "%config Recap.away_seconds = 0.2\n%config Recap.post_turn_seconds = 0.2")

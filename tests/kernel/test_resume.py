@@ -7,7 +7,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelutil import collect_until, execute, running_kernel, stream_text, widget_states
+from kernelutil import (
+    banner_id,
+    collect_until,
+    execute,
+    running_kernel,
+    stream_text,
+    widget_states,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,11 +37,10 @@ def shown_in(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def banner_states(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    (banner,) = [
-        m["content"]["data"][WIDGET_VIEW]["model_id"]
-        for m in messages
-        if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
-    ]
+    # The banner is made with its first recap: it fills the live output the load left.
+    banner = banner_id(messages)
+    if banner is None:
+        return []
     return [
         m["content"]["data"]["state"]
         for m in messages
@@ -122,18 +128,15 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
     notebook = str(tmp_path / "loader.ipynb")
     with running_kernel(env_for(store, notebook)) as kc:
         execute(kc, SETUP)
-        loaded = execute(kc, "%load_ext jupyter_recap")
-        (banner,) = [
-            m["content"]["data"][WIDGET_VIEW]["model_id"]
-            for m in loaded
-            if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]
-        ]
+        execute(kc, "%load_ext jupyter_recap")
         execute(kc, "agent.script.append(lambda p: print('I read the loader.'))")
         execute(kc, "%%agent\nfix the CSV loader's date parsing")
         execute(kc, PLAN)
         # An agent working in a background thread moves on two seconds after the recap is shown.
         execute(kc, ADVANCE)
         messages = execute(kc, "threading.Timer(2.0, advance).start()\n%recap")
+        banner = banner_id(messages)  # made by this first recap
+        assert banner is not None
         shown = [s for s in widget_states(messages, banner) if "text" in s]
         assert shown[-1]["state"] == "shown"
         assert shown[-1]["text"].endswith(

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from jupyter_recap.ipython import triggers
 from jupyter_recap.ipython.triggers import Surface, TriggerRunner
 from jupyter_recap.pipeline import context, service
 from jupyter_recap.pipeline.service import RecapStats
@@ -29,7 +28,8 @@ def builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     def refused(*args: Any, **kwargs: Any) -> str:
         raise AssertionError("the service built the context a second time")
 
-    monkeypatch.setattr(triggers, "build_context", counting)
+    # The trigger runner reaches the pipeline's module at call time (it loads lazily).
+    monkeypatch.setattr(context, "build_context", counting)
     monkeypatch.setattr(service, "build_context", refused)
     return counted
 

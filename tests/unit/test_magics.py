@@ -208,7 +208,7 @@ def test_unloading_clears_the_banner_and_stops_the_timer(
     shell.run_line_magic("recap", "")
     banner = ext.banner
     assert banner.state == "shown"
-    timer = ext.runner._thread
+    timer = ext.worker.thread  # the timers' thread (and the reports' and the writes')
     shell.run_line_magic("unload_ext", "jupyter_recap")
     assert banner.state == "hidden"
     assert timer is not None and not timer.is_alive()

@@ -56,7 +56,6 @@ def reporting(transcript: Transcript) -> AgentReporting:
         typed=lambda: None,
         shown=lambda: None,
         drafting=lambda: False,
-        banner_model_id=lambda: "",
     )
 
 
