@@ -157,7 +157,7 @@ def main() -> None:
         "Modules the load added (last kernel), by package:",
         ", ".join(f"{name} {count}" for name, count in packages.most_common()),
     )
-    what = f"{kernels} fresh kernels of a real jupyter lab, {idle:g} s idle after the feed connected"
+    what = f"{kernels} fresh kernels of a real lab, {idle:g} s idle after the feed connected"
     figure(
         "rss",
         f"{rss[0]:.1f} → {rss[1]:.1f} MB ({d_rss:+.1f})",

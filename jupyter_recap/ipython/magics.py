@@ -11,7 +11,6 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from ..errors import RecapError
 from ..textutil import printable
 from .statemagics import compact_memory_now
-from .status import status_report
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -75,6 +74,8 @@ class RecapMagics(Magics):
             else:
                 print(f"recap: unknown arguments {line.strip()!r}; {USAGE}")
         elif words == ["status"]:
+            from .status import status_report  # here: only %recap status needs it
+
             print(status_report(self.host))
         elif words in (["on"], ["off"]):
             self.host.settings.auto = words[0] == "on"

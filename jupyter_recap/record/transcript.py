@@ -16,8 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeGuard, get_args
 
-from ..redact import redact_ends
-
 Kind = Literal[
     "user",
     "assistant",
@@ -56,6 +54,8 @@ def clip(text: str, limit: int = MAX_ENTRY_CHARS) -> str:
     if len(text) <= limit:
         return text
     keep = max(limit - 40, 2)
+    from ..redact import redact_ends  # here: only a long text needs it
+
     # Redacted before the cut: a secret cut in two leaves a piece no pattern recognises later.
     head, tail = redact_ends(text, keep // 2, keep - keep // 2)
     return f"{head}\n… [{len(text) - keep} characters omitted] …\n{tail}"
