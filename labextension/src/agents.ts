@@ -260,6 +260,11 @@ export class AgentsModel implements IDisposable {
     }
     if (event.action === 'remove') {
       this._remove(id, ++this._seq);
+      if (this._leftOut !== null && this.isLoaded) {
+        // A full board drops a row to make room: the "+N more" count changed too, and only
+        // the whole list says it.
+        void this.load();
+      }
     } else {
       this._fetch(id);
       this._pushed.emit();

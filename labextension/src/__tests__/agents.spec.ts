@@ -331,6 +331,27 @@ describe('AgentsModel: rows by id, and the outside activity of notebooks', () =>
     expect(model.outsideFor('c.ipynb')).toBeNull();
   });
 
+  it('reads the whole list again when a full board drops a row, so "+N more" follows', async () => {
+    const events = new FakeEvents();
+    model.dispose();
+    model = new AgentsModel(server.api, events.manager);
+    server.rows = [row('a'), row('b')];
+    server.leftOut = 6;
+    server.version = 1;
+    await model.load();
+    server.agents.mockClear();
+    // A new kernel's row made room for itself: b went, one more is left out.
+    server.rows = [row('a'), row('c')];
+    server.leftOut = 7;
+    server.version = 3;
+    events.push('b', 2, 'remove');
+    events.push('c', 3);
+    await flush();
+    expect(server.agents).toHaveBeenCalled();
+    expect(model.leftOut).toBe(7);
+    expect(model.rows.map(r => r.kernel_id).sort()).toEqual(['a', 'c']);
+  });
+
   it('keeps how many rows the last full list left out; null when it says nothing usable', async () => {
     const events = new FakeEvents();
     model.dispose();
