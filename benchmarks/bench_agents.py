@@ -25,7 +25,6 @@ import gc
 import statistics
 import sys
 import tempfile
-import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -79,25 +78,32 @@ def turn_latency(browser: Any, tmp: Path, turns: int) -> list[float]:
         lab.write_notebook(BACK, [LOAD])
         page = LabPage.open(browser, lab, BACK)
         page.run_cells(BACK, [0])
-        page.prepare_kernel(BACK)
-        kernel = page.kernel_id(BACK)
         page.open_document(FRONT)
         page.activate(FRONT)  # the agent's notebook is in the background now
-        page.page.evaluate(SHOW_PANEL)
-        page.page.wait_for_selector(f'.jp-RecapAgents-row[data-kernel-id="{kernel}"]')
-        page.page.evaluate(OBSERVE)
-        ends: list[float] = []
-        for n in range(turns):
-            # A turn of 0.3 s through the transcript API (what an agent framework's capture
-            # records): the row shows it running, then ended.
-            page.kernel_exec(
-                BACK,
-                f"import time\nwith {EXT}.transcript.turn('step {n}'):\n    time.sleep(0.3)",
-            )
-            ends.append(page.kernel_eval(BACK, f"{EXT}.transcript.entries[-1].time"))
-            time.sleep(0.4)
-        log = page.page.evaluate("window._rowLog")
+        latencies = background_turns(page, BACK, turns)
         page.page.close()
+    return latencies
+
+
+def background_turns(page: LabPage, name: str, turns: int) -> list[float]:
+    """Run ``turns`` agent turns in notebook ``name`` (its extension loaded, the notebook not
+    current) with the agents panel shown: each turn's end → its row leaving "running", in ms."""
+    page.prepare_kernel(name)
+    kernel = page.kernel_id(name)
+    page.page.evaluate(SHOW_PANEL)
+    page.page.wait_for_selector(f'.jp-RecapAgents-row[data-kernel-id="{kernel}"]', timeout=60_000)
+    page.page.evaluate(OBSERVE)
+    ends: list[float] = []
+    for n in range(turns):
+        # A turn of 0.3 s through the transcript API (what an agent framework's capture
+        # records): the row shows it running, then ended.
+        page.kernel_exec(
+            name,
+            f"import time\nwith {EXT}.transcript.turn('step {n}'):\n    time.sleep(0.3)",
+        )
+        ends.append(page.kernel_eval(name, f"{EXT}.transcript.entries[-1].time"))
+        page.page.wait_for_timeout(400)
+    log = page.page.evaluate("window._rowLog")
     changes = [(entry["t"] / 1000, entry["state"]) for entry in log if entry["id"] == kernel]
     latencies = []
     for end in ends:

@@ -115,10 +115,7 @@ def line_latencies(tab: LabPage, lab: LabServer, samples: int) -> list[float]:
     for index in range(samples):
         # Hidden, and the server told so (it reads what the person saw as it hears it) ...
         with tab.page.expect_response(
-            lambda r: (
-                "/jupyter-recap/api/focus" in r.url
-                and reports_unfocused(r.request.post_data)
-            )
+            lambda r: "/jupyter-recap/api/focus" in r.url and reports_unfocused(r.request.post_data)
         ):
             tab.set_visible(False)
         # ... then what the page saves on the way out (read before the answer).

@@ -192,6 +192,7 @@ def running_lab(
     app: str = "jupyterlab",
     chat: bool = False,
     collaboration: bool = False,
+    recap: bool = True,
 ) -> Iterator[LabServer]:
     """Start ``jupyter lab`` (or Notebook 7: ``app="notebook"``) and wait until it answers.
 
@@ -199,11 +200,12 @@ def running_lab(
     (``"@jupyterlab/notebook-extension:tracker"``) to user settings. Jupyter AI and
     jupyter-collaboration are off unless ``chat`` (Jupyter AI's chats, with the test persona
     "Claude" of tests/persona/ as the default persona) or ``collaboration`` (real-time
-    collaboration) ask for them.
+    collaboration) ask for them. ``recap=False``: a lab as if jupyter_recap were not
+    installed (its server extension and labextension off).
     """
     root = tmp / "notebooks"
     root.mkdir()
-    isolation_config(tmp / "config", chat=chat, collaboration=collaboration)
+    isolation_config(tmp / "config", chat=chat, collaboration=collaboration, recap=recap)
     python_path = [str(ROOT), str(TESTS)]
     if chat:
         python_path += [str(PERSONA_DIR), str(_persona_distribution(tmp / "persona-site"))]
@@ -269,9 +271,10 @@ def running_lab(
         stop_server(process, log)
 
 
-def isolation_config(config: Path, chat: bool, collaboration: bool) -> None:
+def isolation_config(config: Path, chat: bool, collaboration: bool, recap: bool = True) -> None:
     """Write the lab's user-level config: Jupyter AI's and collaboration's server and lab
-    extensions off, but for the groups asked for (see the lists at the top)."""
+    extensions off, but for the groups asked for (see the lists at the top); jupyter_recap's
+    own off too unless ``recap``."""
     on_server = (CHAT_SERVER_EXTENSIONS if chat else ()) + (
         COLLABORATION_SERVER_EXTENSIONS if collaboration else ()
     )
@@ -281,9 +284,10 @@ def isolation_config(config: Path, chat: bool, collaboration: bool) -> None:
     every_server: tuple[str, ...] = CHAT_SERVER_EXTENSIONS + COLLABORATION_SERVER_EXTENSIONS
     every_server += OFF_SERVER_EXTENSIONS + MCP_SERVER_EXTENSIONS
     every_lab = CHAT_LAB_EXTENSIONS + COLLABORATION_LAB_EXTENSIONS + MCP_LAB_EXTENSIONS
-    server: dict[str, Any] = {
-        "ServerApp": {"jpserver_extensions": {name: name in on_server for name in every_server}}
-    }
+    enabled = {name: name in on_server for name in every_server}
+    if not recap:
+        enabled["jupyter_recap"] = False
+    server: dict[str, Any] = {"ServerApp": {"jpserver_extensions": enabled}}
     if chat:
         # The chat input's persona picker starts on the default persona, so a message typed in
         # the browser goes to the test persona without picking it first.
@@ -291,7 +295,10 @@ def isolation_config(config: Path, chat: bool, collaboration: bool) -> None:
     config.mkdir(parents=True, exist_ok=True)
     (config / "jupyter_server_config.json").write_text(json.dumps(server, indent=1))
     (config / "labconfig").mkdir(exist_ok=True)
-    page = {"disabledExtensions": {name: True for name in every_lab if name not in on_lab}}
+    disabled = {name: True for name in every_lab if name not in on_lab}
+    if not recap:
+        disabled["jupyter-recap"] = True
+    page = {"disabledExtensions": disabled}
     (config / "labconfig" / "page_config.json").write_text(json.dumps(page, indent=1))
 
 
