@@ -9,6 +9,7 @@ run exits 0 and prints nothing, and the spool holds only bounded, redacted event
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -774,6 +775,20 @@ class FakeRecap:
         self.touched.append((path, who, at or 0.0, edited, ran))
 
 
+@pytest.fixture
+def own_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A fresh event loop, current for the test: the intake's timer is made on the current
+    loop, and one an earlier test closed would refuse it ("Event loop is closed")."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+@pytest.mark.usefixtures("own_loop")
 def test_the_intake_sends_new_events_to_the_notebook_s_kernel_and_notes_who(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -815,6 +830,7 @@ class Lines(logging.Handler):
         self.lines.append(record.getMessage())
 
 
+@pytest.mark.usefixtures("own_loop")
 def test_the_intake_reports_an_unsafe_store_once_and_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
