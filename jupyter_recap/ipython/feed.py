@@ -26,6 +26,7 @@ import json
 import os
 import random
 import re
+import select
 import socket
 import threading
 import time
@@ -215,35 +216,29 @@ class ServerLink:
         if data is not None:
             headers["Content-Type"] = "application/json"
         deadline = time.monotonic() + timeout
-        for attempt in (1, 2):
-            connection, reused = self._connection(timeout)
-            unregister = cancel.on_cancel(functools.partial(_shut_down, connection))
-            try:
-                status, raw = self._exchange(
-                    connection, method, target, data, headers, deadline, cancel
-                )
-            except Cancelled:
-                self._drop(connection)
-                raise
-            except (OSError, http.client.HTTPException) as error:
-                self._drop(connection)  # a server that restarted is reached on a new one
-                if cancel.cancelled:
-                    raise Cancelled("the request was cancelled") from None
-                if isinstance(error, TimeoutError) or time.monotonic() >= deadline:
-                    raise LinkUnreachable(
-                        f"the Jupyter server sent no answer within {timeout:g} s"
-                    ) from None
-                # A kept connection the server closed while it sat idle fails at once, before
-                # any answer: ask again once on a new one (every route here is idempotent).
-                if reused and attempt == 1 and isinstance(error, _STALE):
-                    continue
-                raise LinkUnreachable(self._unreachable(error)) from None
-            finally:
-                unregister()
+        connection = self._connection(timeout)
+        unregister = cancel.on_cancel(functools.partial(_shut_down, connection))
+        try:
+            status, raw = self._exchange(
+                connection, method, target, data, headers, deadline, cancel
+            )
+        except Cancelled:
+            self._drop(connection)
+            raise
+        except (OSError, http.client.HTTPException) as error:
+            self._drop(connection)  # a server that restarted is reached on a new one
             if cancel.cancelled:
-                self._drop(connection)
-                raise Cancelled("the request was cancelled")
-            break
+                raise Cancelled("the request was cancelled") from None
+            if isinstance(error, TimeoutError) or time.monotonic() >= deadline:
+                raise LinkUnreachable(
+                    f"the Jupyter server sent no answer within {timeout:g} s"
+                ) from None
+            raise LinkUnreachable(self._unreachable(error)) from None
+        finally:
+            unregister()
+        if cancel.cancelled:
+            self._drop(connection)
+            raise Cancelled("the request was cancelled")
         if not 200 <= status < 300:
             excerpt = shorten(printable(_error_message(raw or b"")), _EXCERPT_CHARS)
             raise _status_error(status, excerpt)
@@ -303,11 +298,15 @@ class ServerLink:
             self._drop(connection)  # unread bytes left on it, or the server closes it
         return response.status, raw
 
-    def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
-        """This thread's kept connection (made now if it has none) and whether it was kept."""
+    def _connection(self, timeout: float) -> http.client.HTTPConnection:
+        """This thread's kept connection, or a new one when it has none."""
         connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
         if connection is not None and connection.sock is not None:
-            return connection, True
+            if not _readable(connection.sock):
+                return connection
+            # Readable while idle: the server closed it (or sent what nobody asked for). As
+            # httpcore does, it is not reused; a request on it would fail for nothing.
+            connection.close()
         if connection is None:
             if self._https:
                 import ssl
@@ -322,7 +321,7 @@ class ServerLink:
             if connection not in self._connections:  # (again, after close())
                 self._connections.append(connection)
             self.connections += 1
-        return connection, False
+        return connection
 
     def _drop(self, connection: http.client.HTTPConnection) -> None:
         """Close ``connection``: the next request of its thread connects again."""
@@ -341,8 +340,19 @@ class ServerLink:
             connection.close()
 
 
-#: Errors of a kept connection that the server closed while it was idle.
-_STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
+def _readable(sock: socket.socket) -> bool:
+    """Whether an idle connection's socket has something to read (its end, mostly)."""
+    try:
+        if hasattr(select, "poll"):  # any descriptor number (select() stops at 1024)
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
 #: Bytes of an error body read for its message; the rest is not worth waiting for.
 _ERROR_BODY_LIMIT = 64_000
 

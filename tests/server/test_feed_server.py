@@ -81,6 +81,8 @@ def test_unloading_takes_the_banner_off_the_server(kernel: Any) -> None:
     """After the last %unload_ext the server no longer points pages at the closed banner."""
     lab, kernel_id, kc = kernel
     route = f"jupyter-recap/api/kernels/{kernel_id}"
+    # The banner is made with the first recap (or on first use): the server learns it then.
+    execute(kc, "_ = ext.banner")
     deadline = time.monotonic() + 20
     while lab.api("GET", route)["banner_model_id"] is None:
         assert time.monotonic() < deadline, "the banner was never announced"
@@ -90,6 +92,7 @@ def test_unloading_takes_the_banner_off_the_server(kernel: Any) -> None:
     # Loaded again (the person's next %load_ext): the new banner is announced and stays, the
     # old feed's clearing does not overtake it.
     execute(kc, "%load_ext jupyter_recap")
+    assert stream_text(execute(kc, RECONNECT + "\n_ = ext.banner")).strip() == "connected"
     deadline = time.monotonic() + 20
     while lab.api("GET", route)["banner_model_id"] is None:
         assert time.monotonic() < deadline, "the new banner was never announced"
