@@ -104,7 +104,11 @@ class RecapExtension:
             worker=self.worker,
         )
         self.session = KernelSession(
-            self.transcript, self.state, self.stats, new_story=self.drafting.new_story
+            self.transcript,
+            self.state,
+            self.stats,
+            new_story=self.drafting.new_story,
+            scheduler=self.worker,
         )
         self.reporting = AgentReporting(
             shell,

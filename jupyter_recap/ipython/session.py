@@ -17,7 +17,13 @@ from ..errors import RecapError, UnsafeStoreError
 from ..pipeline.results import RecapStats
 from ..record.transcript import Transcript
 from ..stores.sessionfiles import AppendFile
-from ..stores.sessions import SessionInUse, SessionRecord, SessionStore, SessionWriter
+from ..stores.sessions import (
+    Scheduler,
+    SessionInUse,
+    SessionRecord,
+    SessionStore,
+    SessionWriter,
+)
 from ..stores.tasks import Task, TaskList
 from ..stores.workstate import WorkState
 
@@ -35,10 +41,13 @@ class KernelSession:
         stats: RecapStats,
         *,
         new_story: Callable[[], None],
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.transcript = transcript
         self.state = state
         self.stats = stats
+        self._scheduler = scheduler
+        """Where the writer's debounced writes run (the extension's worker thread)."""
         self._new_story = new_story
         """Another stored session becomes the live one: what was in flight is dropped."""
         self.writer: SessionWriter | None = None
@@ -111,6 +120,7 @@ class KernelSession:
             file=file,
             notebook=self.notebook,
             parent=parent,
+            scheduler=self._scheduler,
         )
         tasks = TaskList(self.state.tasks).to_list()
         if self.writer.record.tasks != tasks:  # e.g. a list written before the extension loaded

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..debuglog import get_logger
 from ..errors import StoreError, StoreWriteError, UnsafeStoreError
@@ -206,6 +206,13 @@ _SCHEDULING_KINDS = (
 )
 
 
+class Scheduler(Protocol):
+    """Runs a call at a :func:`time.monotonic` time on some thread; the returned job has
+    ``cancel()`` (the kernel's worker, :class:`jupyter_recap.ipython.worker.Worker`)."""
+
+    def call_at(self, when: float, fn: Callable[[], object]) -> Any: ...
+
+
 @dataclass(frozen=True)
 class WriterStatus:
     """Where a session's record stands, for ``%recap save`` and ``%recap status``."""
@@ -251,8 +258,13 @@ class SessionWriter:
         kernel_id: str | None = None,
         parent: str | None = None,
         delay: float = DEBOUNCE_SECONDS,
+        scheduler: Scheduler | None = None,
     ) -> None:
         self.store = store or SessionStore()
+        self._scheduler = scheduler
+        """Runs the debounced writes (the kernel's one worker thread); None: a thread of the
+        writer's own, started with the first write."""
+        self._job: Any = None
         self.delay = delay
         self.writes = 0
         self.on_write: Callable[[int], None] | None = None
@@ -341,6 +353,11 @@ class SessionWriter:
                 return
             idle = self._deadline is None
             self._deadline = time.monotonic() + (self.delay if delay is None else delay)
+            if self._scheduler is not None:
+                if self._job is not None:
+                    self._job.cancel()
+                self._job = self._scheduler.call_at(self._deadline, self._fire)
+                return
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="jupyter-recap-sessions", daemon=True
@@ -348,6 +365,14 @@ class SessionWriter:
                 self._thread.start()
             elif idle:
                 self._cond.notify()
+
+    def _fire(self) -> None:
+        """The debounce ended (on the scheduler's thread): write."""
+        with self._cond:
+            if self._closed or self._deadline is None:
+                return
+            self._deadline = self._job = None
+        self.flush()
 
     def _run(self) -> None:
         while True:
@@ -509,6 +534,9 @@ class SessionWriter:
             self._closed = True
             self._cond.notify_all()
             thread = self._thread
+            if self._job is not None:
+                self._job.cancel()
+                self._job = None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
         self.flush()
