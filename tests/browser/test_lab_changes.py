@@ -49,10 +49,7 @@ def hide(tab: LabPage, lab: LabServer, name: str) -> None:
     """The person switches to another browser tab; the server has read what they saw when this
     returns (the page's report that it is hidden is answered first, then a ``seen`` is)."""
     with tab.page.expect_response(
-        lambda r: (
-            "/jupyter-recap/api/focus" in r.url
-            and reports_unfocused(r.request.post_data)
-        )
+        lambda r: "/jupyter-recap/api/focus" in r.url and reports_unfocused(r.request.post_data)
     ):
         tab.set_visible(False)
     lab.api("POST", "jupyter-recap/api/seen", {"path": name, "client_id": "test"})
