@@ -107,7 +107,9 @@ class RecapServer(LoggingConfigurable):
     ).tag(config=True)
 
     max_poll_timeout = Float(
-        30.0, help="Longest a kernel's event long poll is held open, in seconds."
+        60.0,
+        help="""Longest a kernel's event long poll is held open, in seconds (kernels ask for
+        55). Shorter makes every idle kernel's poll come back more often.""",
     ).tag(config=True)
 
     max_polls_per_kernel = Int(
