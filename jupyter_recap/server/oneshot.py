@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import sys
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -77,8 +78,13 @@ class OneShotTurns:
 
     def start(self) -> None:
         """Give the one-shot route a chat class that reports (see the module's docstring)."""
+        # Only when the persona manager runs in this server (its extension imported the route's
+        # module): importing it ourselves would load Jupyter AI into every server that merely
+        # has it installed.
+        handlers: Any = sys.modules.get("jupyter_ai_persona_manager.handlers")
+        if handlers is None:
+            return
         try:
-            from jupyter_ai_persona_manager import handlers
             from jupyterlab_chat.ychat import YChat
         except ImportError:
             return

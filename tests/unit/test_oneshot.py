@@ -4,6 +4,8 @@ the kernel writes of a step (tests/server/test_chat_persona.py runs the real rou
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -124,3 +126,20 @@ def test_an_entry_the_kernel_cannot_read_is_left_out(bad: Any) -> None:
     assert [(e.kind, e.name, e.cell_id) for e in transcript.entries] == [
         ("tool_call", "Bash", None)
     ]
+
+
+def test_a_server_without_the_persona_manager_running_imports_none_of_jupyter_ai() -> None:
+    """Installed but not run by this server: following its one-shot route must not load it
+    (that alone made every server with Jupyter AI installed some megabytes bigger)."""
+    code = (
+        "import sys\n"
+        "from types import SimpleNamespace\n"
+        "from jupyter_recap.server.oneshot import OneShotTurns\n"
+        "turns = OneShotTurns(SimpleNamespace())\n"
+        "turns.start()\n"
+        "print(turns.installed, sorted(m for m in sys.modules if m.startswith('jupyter_ai')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.strip() == "False []"
