@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from jupyter_recap.ipython.feed import (
+    POLL_SECONDS,
     FocusFeed,
     ServerInfo,
     StateReporter,
@@ -179,7 +180,7 @@ def test_events_reach_the_callbacks(fake_feed: FakeFeed) -> None:
     assert put[3] == {"model_id": "model-1"}
     assert all(r[2][KERNEL_HEADER] == kernel_proof(KEY, KERNEL) for r in (put, first, second))
     assert first[1].endswith("/events?since=0&timeout=0")  # the current state, at once
-    assert second[1].endswith("/events?since=1&timeout=25")
+    assert second[1].endswith(f"/events?since=1&timeout={POLL_SECONDS:g}")
     assert feed.state["execution_state"] == "idle"
 
 
