@@ -25,6 +25,7 @@ recap needs ("fixed in 3f2a1b9") rather than credentials. Labels whose keyword i
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -95,7 +96,11 @@ _MARKED = (
 )
 
 
-_MARKED_PATTERNS = tuple((re.compile(branch), marks) for branch, marks in _MARKED)
+# Every pattern of this module is compiled on first use, not at import: ``%load_ext`` imports
+# this module, and the first text to redact may come much later, or never.
+@functools.cache
+def _marked_patterns() -> tuple[tuple[re.Pattern[str], tuple[str, ...]], ...]:
+    return tuple((re.compile(branch), marks) for branch, marks in _MARKED)
 
 
 def _replace_marked(match: re.Match[str]) -> str:
@@ -140,7 +145,11 @@ _TOKEN_SHAPES = (
     r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}",  # Shopify
     r"eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*",  # JWTs (unsigned too)
 )
-_TOKENS = re.compile("|".join(shape[0] + _AFTER_WORD + shape[1:] for shape in _TOKEN_SHAPES))
+
+
+@functools.cache
+def _tokens() -> re.Pattern[str]:
+    return re.compile("|".join(shape[0] + _AFTER_WORD + shape[1:] for shape in _TOKEN_SHAPES))
 
 
 def _replace_token(match: re.Match[str]) -> str:
@@ -152,29 +161,55 @@ def _replace_token(match: re.Match[str]) -> str:
 
 # Labelled values: a keyword that ends a label, a separator, then the value. Found in a
 # lower-cased copy of the text; the checks that need case or context are in :func:`_is_label`.
-_LABEL = re.compile(
-    r"(?P<key>api[_\-]?key|access[_\-]?key|private[_\-]?key|accountkey|sharedaccesskey|"
-    r"password|passwd|passphrase|secret|token|credentials?|signature|key|pwd|pass|pw|sig)"
-    r"(?:\\?[\"'])?[ \t]*(?:=>|==?|:=|:)[ \t]*"
-)
-_LABEL_VALUE = re.compile(
-    r"(?P<quote>\\?[\"'])(?P<quoted>[^\"'\n]+?)(?=\\?[\"']|\Z)|(?P<bare>" + _VALUE + "+)"
-)
+@functools.cache
+def _label() -> re.Pattern[str]:
+    return re.compile(
+        r"(?P<key>api[_\-]?key|access[_\-]?key|private[_\-]?key|accountkey|sharedaccesskey|"
+        r"password|passwd|passphrase|secret|token|credentials?|signature|key|pwd|pass|pw|sig)"
+        r"(?:\\?[\"'])?[ \t]*(?:=>|==?|:=|:)[ \t]*"
+    )
+
+
+@functools.cache
+def _label_value() -> re.Pattern[str]:
+    return re.compile(
+        r"(?P<quote>\\?[\"'])(?P<quoted>[^\"'\n]+?)(?=\\?[\"']|\Z)|(?P<bare>" + _VALUE + "+)"
+    )
+
+
 _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "pwd", "pass", "pw"})
 _WEAK_WORDS = frozenset({"key", "sig", "signature"})
+
+
 # Values that are not secrets but code or placeholders: ``os.environ[``, ``get_key()``,
 # ``secrets.token_hex(32``, ``cfg.db.password``, ``None``, ``str`` (an annotation),
 # ``<your-key>``, ``[redacted]``. An unquoted value is code only when all of it reads as code:
 # a call or a subscript, or a dotted name that does not look random (``a9f3e1c0.Then`` is a
 # key at the end of a sentence).
-_CALL = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.,=]*\)?|\[)")
-_DOTTED = re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*")
-_VARIABLE = re.compile(r"[A-Za-z_]\w*")
+@functools.cache
+def _call() -> re.Pattern[str]:
+    return re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:\([\w.,=]*\)?|\[)")
+
+
+@functools.cache
+def _dotted() -> re.Pattern[str]:
+    return re.compile(r"(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*")
+
+
+@functools.cache
+def _variable() -> re.Pattern[str]:
+    return re.compile(r"[A-Za-z_]\w*")
+
+
 _NOT_SECRET = frozenset(
     {"none", "null", "nil", "true", "false", "undefined", "str", "bytes", "int", "optional"}
     | {"secretstr", "any", "required", REDACTED, "***", "..."}
 )
-_LABEL_REVERSED = re.compile(r"[\w.\-]*")  # the label before a keyword, read backwards
+
+
+@functools.cache
+def _label_reversed() -> re.Pattern[str]:
+    return re.compile(r"[\w.\-]*")  # the label before a keyword, read backwards
 
 
 def _looks_random(value: str) -> bool:
@@ -197,7 +232,7 @@ def _is_label(text: str, start: int, key: str) -> str | None:
     ``accessKey``, ``DB_PASS``, ``&sig=``), so that ``monkey`` or ``bypass`` are not labels.
     """
     before = text[max(0, start - 64) : start]
-    label = _LABEL_REVERSED.match(before[::-1]).group(0)[::-1]  # type: ignore[union-attr]
+    label = _label_reversed().match(before[::-1]).group(0)[::-1]  # type: ignore[union-attr]
     if before[: len(before) - len(label)].endswith("/"):
         return None  # a path (/etc/passwd: No such file), not a label
     prev = before[-1:]
@@ -218,11 +253,11 @@ def _is_label(text: str, start: int, key: str) -> str | None:
 def _is_secret(key: str, label: str, value: str, quoted: bool) -> bool:
     """Whether the value after a label is to be redacted (see the module docstring)."""
     if not quoted:
-        if value.lower() in _NOT_SECRET or _CALL.fullmatch(value):
+        if value.lower() in _NOT_SECRET or _call().fullmatch(value):
             return False
-        if _DOTTED.fullmatch(value) and not any(map(_looks_random, value.split("."))):
+        if _dotted().fullmatch(value) and not any(map(_looks_random, value.split("."))):
             return False
-        if _VARIABLE.fullmatch(value) and value.lower().endswith(
+        if _variable().fullmatch(value) and value.lower().endswith(
             ("password", "passwd", "pwd", "pass", "token", "secret", "key", "credentials")
         ):
             return False  # password=password: a variable of the same name, not its value
@@ -248,13 +283,13 @@ def _lower(text: str) -> str:
 def _redact_labelled(text: str, lowered: str) -> str:
     out: list[str] = []
     done = 0
-    for hint in _LABEL.finditer(lowered):
+    for hint in _label().finditer(lowered):
         start = hint.start()
         if start < done:
             continue  # inside a value already redacted
         key = hint.group("key")
         label = _is_label(text, start, key)
-        value = _LABEL_VALUE.match(text, hint.end()) if label is not None else None
+        value = _label_value().match(text, hint.end()) if label is not None else None
         if label is None or value is None or text.startswith(REDACTED, value.start()):
             continue  # no label, no value, or one redacted already (by a store, say)
         if value.group("quoted") is not None:
@@ -274,24 +309,26 @@ def _redact_labelled(text: str, lowered: str) -> str:
 def _redact_shapes(text: str) -> str:
     lowered = _lower(text)
     original = text
-    for pattern, marks in _MARKED_PATTERNS:
+    for pattern, marks in _marked_patterns():
         for mark in marks:
             if mark in lowered:
                 text = pattern.sub(_replace_marked, text)
                 break
-    text = _TOKENS.sub(_replace_token, text)
+    text = _tokens().sub(_replace_token, text)
     return _redact_labelled(text, lowered if text == original else _lower(text))
 
 
 # Environment variables whose values must never leave the kernel even when they have no
 # recognisable shape (a self-hosted gateway's password, say). ``PWD`` is the working directory.
-_SECRET_ENV = re.compile(
-    r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|(?:^|_)PASS(?:$|_)|_PWD$)"
-)
+@functools.cache
+def _secret_env() -> re.Pattern[str]:
+    return re.compile(
+        r"(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|(?:^|_)PASS(?:$|_)|_PWD$)"
+    )
 
 
 def _env_secrets(env: Mapping[str, str]) -> list[str]:
-    values = {v for k, v in env.items() if _SECRET_ENV.search(k) and len(v) >= 8}
+    values = {v for k, v in env.items() if _secret_env().search(k) and len(v) >= 8}
     return sorted(values, key=len, reverse=True)
 
 
@@ -329,14 +366,16 @@ class Redactor:
         text = self._env(text)
         if len(text) <= size:
             return (_redact_shapes(text) if text else text), False
-        match = _TO_DELIMITER.match(text, size, 2 * size)
+        match = _to_delimiter().match(text, size, 2 * size)
         end = match.end() if match else size
         if end < len(text) and text[end] not in _DELIMITERS:
             end = max(0, *(text.rfind(c, 0, size) for c in _DELIMITERS))
         return _redact_shapes(text[:end]), end < len(text)
 
 
-_TO_DELIMITER = re.compile(f"[^{re.escape(_DELIMITERS)}]*")
+@functools.cache
+def _to_delimiter() -> re.Pattern[str]:
+    return re.compile(f"[^{re.escape(_DELIMITERS)}]*")
 
 
 #: How far past a cut redaction looks before the cut is made: further than the longest secret
@@ -360,11 +399,13 @@ def redact_ends(
     return first, last
 
 
-_THINK = re.compile(r"(?is)<(think|thinking|reasoning)>.*?(?:</\1>|\Z)")
+@functools.cache
+def _think() -> re.Pattern[str]:
+    return re.compile(r"(?is)<(think|thinking|reasoning)>.*?(?:</\1>|\Z)")
 
 
 def strip_reasoning(text: str) -> str:
     """Drop ``<think>…</think>`` style blocks (an unclosed one runs to the end)."""
     if "<" not in text:
         return text
-    return _THINK.sub("", text)
+    return _think().sub("", text)

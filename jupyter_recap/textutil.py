@@ -3,6 +3,7 @@ listings: shortening, sentences, a cost or a duration for people, text safe for 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -56,7 +57,11 @@ def format_cost(usd: float | None) -> str:
 
 # A sentence ends at an ASCII mark followed by a space or the end, or at a full-width mark:
 # Chinese and Japanese put no space after theirs. "orders.csv" and "3.5" stay whole.
-_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)|[。！？]+")
+@functools.cache
+def _sentence_end() -> re.Pattern[str]:
+    return re.compile(r"[.!?]+(?=\s|$)|[。！？]+")
+
+
 # Abbreviations whose period ends no sentence (lower case, without the final period).
 _ABBREVIATIONS = frozenset(
     {"e.g", "i.e", "vs", "cf", "approx", "incl", "mr", "mrs", "ms", "dr", "st", "fig", "eq"}
@@ -75,7 +80,7 @@ def sentences(text: str, *, lines_end: bool = False) -> list[str]:
     for block in text.splitlines() if lines_end else [text]:
         flat = " ".join(block.split())
         start = 0
-        for match in _SENTENCE_END.finditer(flat):
+        for match in _sentence_end().finditer(flat):
             if match.group() == "." and ends_abbreviation(flat[start : match.start()]):
                 continue
             found.append(flat[start : match.end()].strip())
@@ -100,7 +105,11 @@ def first_line(text: str) -> str:
 
 # Terminal escape sequences (CSI ``ESC [ … final`` and OSC ``ESC ] … BEL|ST``) are removed whole,
 # so that no half of one is left to show as stray text; any other control character goes alone.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)|\x1b[@-_]")
+@functools.cache
+def _escapes() -> re.Pattern[str]:
+    return re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\|$)|\x1b[@-_]")
+
+
 #: The characters :func:`printable` removes: C0 and C1 controls (but tab and newline), DEL, and
 #: the bidi embedding, override and isolate marks, which can reorder what a reader sees
 #: ("Trojan Source").
@@ -117,10 +126,16 @@ _INVISIBLE = dict.fromkeys(map(ord, UNSAFE_CHARS))
 
 # "ValueError: …", "pandas.errors.ParserError: …", "KeyboardInterrupt": how Python names what
 # went wrong on the last line of a traceback.
-_ERROR_NAME = re.compile(
-    r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)\b"
-)
-_ERROR_WORD = re.compile(r"(?i)\b(?:error|failed|failure|exception|fatal)\b")
+@functools.cache
+def _error_name() -> re.Pattern[str]:
+    return re.compile(
+        r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)\b"
+    )
+
+
+@functools.cache
+def _error_word() -> re.Pattern[str]:
+    return re.compile(r"(?i)\b(?:error|failed|failure|exception|fatal)\b")
 
 
 def error_line(text: str) -> str:
@@ -133,9 +148,9 @@ def error_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if len(lines) <= 1:
         return lines[0] if lines else ""
-    for pattern in (_ERROR_NAME, _ERROR_WORD):
+    for pattern in (_error_name(), _error_word()):
         for line in reversed(lines):
-            if pattern.search(line) if pattern is _ERROR_WORD else pattern.match(line):
+            if pattern.search(line) if pattern is _error_word() else pattern.match(line):
                 return line
     return lines[-1]
 
@@ -150,22 +165,30 @@ def printable(text: str) -> str:
     """
     if text.isprintable():
         return text  # the common case: one C-level scan, nothing to copy
-    return _ESCAPES.sub("", text).translate(_INVISIBLE)
+    return _escapes().sub("", text).translate(_INVISIBLE)
 
 
 # Words by which a follow-up points at the turns before it instead of saying what to do, in
 # the languages the offline engine writes: "continue", "try again", "see above", "do the same
 # for B", "Weiter.", "Ça plante encore.", "¿Y el downgrade?", "然后呢？".
-_REFERRING = re.compile(
-    r"(?i)(?<!\w)(?:continue|go on|keep going|carry on|proceed|go ahead|again|retry|same|above"
-    r"|as before|that|this|it|those|these|them|too|also|and now|now what|what now|what next"
-    r"|next|ok|okay|yes|weiter|nochmal|noch einmal|wieder|dasselbe|gleiche|oben|auch"
-    r"|encore|pareil|même|ci-dessus|vas-y|continue|aussi|sigue|sigue|otra vez|lo mismo|igual"
-    r"|arriba|de nuevo|continúa|también|de novo|mesmo|acima|continua|também|ancora|stesso"
-    r"|sopra|di nuovo|anche|opnieuw|hetzelfde|verder|boven|nog een keer|ook)(?!\w)"
-    r"|继续|再|同样|上面|然后|続け|もう一度|同じ|上の|次は"
-)
-_CJK_CHAR = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+@functools.cache
+def _referring() -> re.Pattern[str]:
+    return re.compile(
+        r"(?i)(?<!\w)(?:continue|go on|keep going|carry on|proceed|go ahead|again|retry|same|above"
+        r"|as before|that|this|it|those|these|them|too|also|and now|now what|what now|what next"
+        r"|next|ok|okay|yes|weiter|nochmal|noch einmal|wieder|dasselbe|gleiche|oben|auch"
+        r"|encore|pareil|même|ci-dessus|vas-y|continue|aussi|sigue|sigue|otra vez|lo mismo|igual"
+        r"|arriba|de nuevo|continúa|también|de novo|mesmo|acima|continua|também|ancora|stesso"
+        r"|sopra|di nuovo|anche|opnieuw|hetzelfde|verder|boven|nog een keer|ook)(?!\w)"
+        r"|继续|再|同样|上面|然后|続け|もう一度|同じ|上の|次は"
+    )
+
+
+@functools.cache
+def _cjk_char() -> re.Pattern[str]:
+    return re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+
+
 _SHORT_WORDS = 3
 _REFERRING_WORDS = 8
 
@@ -182,11 +205,11 @@ def refers_back(prompt: str) -> bool:
     head = prompt[:200]
     if len(head) >= 200:
         return False
-    cjk = len(_CJK_CHAR.findall(head))
-    words = len(_CJK_CHAR.sub(" ", head).split()) + (cjk + 1) // 2
+    cjk = len(_cjk_char().findall(head))
+    words = len(_cjk_char().sub(" ", head).split()) + (cjk + 1) // 2
     if words <= _SHORT_WORDS:
         return True
-    return words <= _REFERRING_WORDS and _REFERRING.search(head) is not None
+    return words <= _REFERRING_WORDS and _referring().search(head) is not None
 
 
 def utf16_len(text: str) -> int:

@@ -8,6 +8,7 @@ code, from the cell ids the transcript recorded: a model's text only decides *wh
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -35,7 +36,10 @@ REPORT_ERROR_CHARS = 300
 MAX_CELLS = 2000
 """Cells whose execution count is remembered (the newest win)."""
 
-_IN_CELL = re.compile(r"\bIn ?\[(\d{1,7})\]")
+
+@functools.cache
+def _in_cell() -> re.Pattern[str]:
+    return re.compile(r"\bIn ?\[(\d{1,7})\]")
 
 
 class CellCounts:
@@ -89,7 +93,7 @@ def recap_links(text: str, cells: CellCounts, limit: int = MAX_LINKS) -> list[Li
     """The first ``limit`` spans of ``text`` that name a cell we know (``In[12]``), as UTF-16
     offsets."""
     links: list[Link] = []
-    for match in _IN_CELL.finditer(text):
+    for match in _in_cell().finditer(text):
         if len(links) >= limit:
             break
         cell_id = cells.cell_of(int(match.group(1)))

@@ -59,7 +59,10 @@ MAX_ANSWER_BYTES = 1_000_000
 #: Longest excerpt of the server's error message quoted in a link error.
 _EXCERPT_CHARS = 120
 
-_KERNEL_FILE = re.compile(r"^kernel-(?P<id>[0-9A-Za-z][0-9A-Za-z\-]*)\.json$")
+
+@functools.cache
+def _kernel_file() -> re.Pattern[str]:
+    return re.compile(r"^kernel-(?P<id>[0-9A-Za-z][0-9A-Za-z\-]*)\.json$")
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def find_server(env: Mapping[str, str], runtime_dir: str | None = None) -> Serve
 
 def kernel_id_from_connection_file(path: str) -> str | None:
     """The kernel id in a server-started kernel's connection file name (kernel-<id>.json)."""
-    match = _KERNEL_FILE.match(os.path.basename(path))
+    match = _kernel_file().match(os.path.basename(path))
     return match.group("id") if match else None
 
 

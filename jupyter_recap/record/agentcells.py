@@ -7,6 +7,7 @@ must stay importable without IPython.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Iterable
@@ -243,9 +244,13 @@ _AI_FAILURE_PREFIXES = (
 )
 # ``%ai fix`` (v3) and ``%ai error`` (v2) answer with this note and ask no model at all.
 _AI_NOTHING_SENT = "There have been no errors since the kernel started."
+
+
 # LiteLLM names its exception twice ("litellm.AuthenticationError: AuthenticationError: …");
 # once is enough in a line that a recap may have to shorten.
-_LITELLM_REPEAT = re.compile(r"\b(litellm\.(\w+)): \2: ")
+@functools.cache
+def _litellm_repeat() -> re.Pattern[str]:
+    return re.compile(r"\b(litellm\.(\w+)): \2: ")
 
 
 def jupyter_ai_failure(text: str) -> str | None:
@@ -255,5 +260,5 @@ def jupyter_ai_failure(text: str) -> str | None:
     if stripped == _AI_NOTHING_SENT:
         return f"jupyter-ai sent nothing to the model: {stripped}"
     if stripped.startswith(_AI_FAILURE_PREFIXES):
-        return _LITELLM_REPEAT.sub(r"\1: ", stripped.splitlines()[0].strip())
+        return _litellm_repeat().sub(r"\1: ", stripped.splitlines()[0].strip())
     return None

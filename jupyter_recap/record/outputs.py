@@ -15,6 +15,7 @@ apply this rule, so a live session and its saved notebook tell the same story.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -23,10 +24,19 @@ from .agentcells import jupyter_ai_failure
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
+
 # IPython colours tracebacks and sometimes error values; the transcript wants plain text.
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+@functools.cache
+def _ansi() -> re.Pattern[str]:
+    return re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 # The text/plain of a rich display object is a repr with no content: "<IPython...HTML object>".
-_OBJECT_REPR = re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
+@functools.cache
+def _object_repr() -> re.Pattern[str]:
+    return re.compile(r"^<[\w.]+ object(?: at 0x[0-9a-f]+)?>$")
+
+
 # Richer formats jupyter-ai can return (-f html/math/json), tried when text/plain is a repr.
 _FALLBACK_MIMES = ("text/latex", "text/html", "application/json")
 
@@ -42,7 +52,7 @@ def multiline_text(value: object) -> str:
 
 def strip_ansi(text: str) -> str:
     """``text`` without terminal colour codes."""
-    return _ANSI.sub("", text)
+    return _ansi().sub("", text)
 
 
 def bundle_text(data: object) -> str:
@@ -56,7 +66,7 @@ def bundle_text(data: object) -> str:
     if any(isinstance(mime, str) and mime.startswith("image/") for mime in data):
         return ""
     plain = strip_ansi(multiline_text(data.get("text/plain"))).strip()
-    if plain and not _OBJECT_REPR.match(plain):
+    if plain and not _object_repr().match(plain):
         return plain
     for mime in _FALLBACK_MIMES:
         if mime in data:
@@ -86,18 +96,23 @@ _LITELLM_BANNER = (
     "Provider List: https://docs.litellm.ai/docs/providers",
 )
 
+
 # A progress print rather than an answer: short, and wholly in brackets ("(working for 20 s…)"),
 # or ending in an ellipsis ("Calling the model..."), or a progress bar (" 40%|████  |"), or
 # only marks (a spinner frame, a rule).
-_PROGRESS = re.compile(
-    r"""^\s*(?:
-        [(\[].*[)\]]
-      | .*(?:…|\.\.\.)[)\]]?
-      | .*\d\s?%\s*\|.*
-      | [\W_]+
-    )\s*$""",
-    re.VERBOSE,
-)
+@functools.cache
+def _progress() -> re.Pattern[str]:
+    return re.compile(
+        r"""^\s*(?:
+            [(\[].*[)\]]
+          | .*(?:…|\.\.\.)[)\]]?
+          | .*\d\s?%\s*\|.*
+          | [\W_]+
+        )\s*$""",
+        re.VERBOSE,
+    )
+
+
 _PROGRESS_CHARS = 120
 
 
@@ -116,7 +131,7 @@ def printed_lines(text: str) -> list[str]:
 def is_progress_line(line: str) -> bool:
     """Whether ``line`` reads as a progress print (``(working…)``, ``Thinking...``, a bar)."""
     stripped = line.strip()
-    return len(stripped) <= _PROGRESS_CHARS and _PROGRESS.match(stripped) is not None
+    return len(stripped) <= _PROGRESS_CHARS and _progress().match(stripped) is not None
 
 
 def printed_answer(text: str) -> str:
@@ -173,7 +188,9 @@ def agent_reply(shown: Shown) -> Reply:
 
 
 # "path.py:12: DeprecationWarning: …": Python's warnings say nothing failed.
-_WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
+@functools.cache
+def _warning() -> re.Pattern[str]:
+    return re.compile(r"^\S.*:\d+: \w*Warning: ")
 
 
 def _last_message(text: str) -> str | None:
@@ -187,7 +204,7 @@ def _last_message(text: str) -> str | None:
         if (
             line.strip()
             and not line[:1].isspace()
-            and not _WARNING.match(line)
+            and not _warning().match(line)
             and not is_progress_line(line)
         ):
             return line.strip()

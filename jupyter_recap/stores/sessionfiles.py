@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import fcntl
+import functools
 import json
 import os
 import re
@@ -44,8 +45,15 @@ HEADER_SUFFIX = ".json"
 ENTRIES_SUFFIX = ".jsonl"
 TITLE_CHARS = 80
 
-_ID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
-_PREFIX_RE = re.compile(r"^[0-9a-f-]{1,36}$")
+
+@functools.cache
+def _id_re() -> re.Pattern[str]:
+    return re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+
+@functools.cache
+def _prefix_re() -> re.Pattern[str]:
+    return re.compile(r"^[0-9a-f-]{1,36}$")
 
 
 def store_dir() -> Path:
@@ -260,13 +268,13 @@ def uuid7() -> str:
 
 def is_session_id(text: str) -> bool:
     """Whether ``text`` is a complete session id as this store writes them."""
-    return bool(_ID_RE.match(text))
+    return bool(_id_re().match(text))
 
 
 def check_prefix(text: str) -> str:
     """``text`` lower-cased if it can be an id prefix (only hex digits and dashes), else raise."""
     prefix = text.strip().lower()
-    if not _PREFIX_RE.match(prefix):
+    if not _prefix_re().match(prefix):
         shown = shorten(text, SHOWN_CHARS)
         raise StoreError(f"not a session id: {shown!r} (expected hex digits and dashes)")
     return prefix

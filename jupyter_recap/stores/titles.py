@@ -22,6 +22,7 @@ with nothing to fix, a call that failed for want of a key — does not name the 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -35,34 +36,50 @@ __all__ = ["PromptTitle", "first_sentence", "title_from_recap"]
 #: Letters a title needs to say anything (``[redacted]`` does not count).
 MIN_LETTERS = 3
 
+
 # The closing marks a title drops: a question mark is kept, as part of what is said.
-_CLOSING = re.compile(r"[.!?。！？]+$")
+@functools.cache
+def _closing() -> re.Pattern[str]:
+    return re.compile(r"[.!?。！？]+$")
+
 
 # A short label leading the sentence: one word of at most 14 characters, then a colon (an
 # optional space before it, as French writes "Tâche :"). An ASCII colon must be followed by a
 # space, so that "http://…" or "12:30" is no label; a full-width one needs nothing after it.
-_LABEL = re.compile(r"^[^\W\d_][\w-]{0,13}(?:[^\S\n]?:(?=\s|$)|[^\S\n]?：)\s*")
+@functools.cache
+def _label() -> re.Pattern[str]:
+    return re.compile(r"^[^\W\d_][\w-]{0,13}(?:[^\S\n]?:(?=\s|$)|[^\S\n]?：)\s*")
+
 
 _APOSTROPHE = "['’]"  # models write either
+
+
 # What model-written recaps open with before they get to the work itself.
-_LEAD_IN = re.compile(
-    r"^(?:(?:in\s+this\s+(?:session|notebook)|so\s+far|here),?\s+)?"
-    r"(?:"
-    rf"you(?:\s+and\s+the\s+agent)?(?:\s+(?:were|are|have\s+been)|{_APOSTROPHE}(?:re|ve\s+been))"
-    rf"|we(?:\s+(?:were|are|have\s+been)|{_APOSTROPHE}(?:re|ve\s+been))"
-    r"|the\s+agent\s+(?:was|is|has\s+been)"
-    r"|you\s+asked(?:\s+the\s+agent)?\s+to"
-    r"|(?:the|your)\s+(?:task|goal)\s+(?:is|was)(?:\s+to)?"
-    r")\s+"
-    # "You were working on the churn plot" says no more than "The churn plot".
-    r"(?:(?:still|currently|now)\s+)?(?:working\s+on\s+|in\s+the\s+middle\s+of\s+)?",
-    re.IGNORECASE,
-)
+@functools.cache
+def _lead_in() -> re.Pattern[str]:
+    return re.compile(
+        r"^(?:(?:in\s+this\s+(?:session|notebook)|so\s+far|here),?\s+)?"
+        r"(?:"
+        rf"you(?:\s+and\s+the\s+agent)?(?:\s+(?:were|are|have\s+been)|{_APOSTROPHE}(?:re|ve\s+been))"
+        rf"|we(?:\s+(?:were|are|have\s+been)|{_APOSTROPHE}(?:re|ve\s+been))"
+        r"|the\s+agent\s+(?:was|is|has\s+been)"
+        r"|you\s+asked(?:\s+the\s+agent)?\s+to"
+        r"|(?:the|your)\s+(?:task|goal)\s+(?:is|was)(?:\s+to)?"
+        r")\s+"
+        # "You were working on the churn plot" says no more than "The churn plot".
+        r"(?:(?:still|currently|now)\s+)?(?:working\s+on\s+|in\s+the\s+middle\s+of\s+)?",
+        re.IGNORECASE,
+    )
+
 
 # Where a long sentence can be cut and still read whole: a semicolon or a dash between clauses.
 # (The separator alone: the space before it is trimmed afterwards, since a leading ``\s*`` would
 # make a search through a long run of spaces quadratic.)
-_CLAUSE_END = re.compile(r"(?:;|；)\s+|(?<=\s)[—–-]\s+")
+@functools.cache
+def _clause_end() -> re.Pattern[str]:
+    return re.compile(r"(?:;|；)\s+|(?<=\s)[—–-]\s+")
+
+
 # A cut clause shorter than this says too little; the sentence is shortened instead.
 _MIN_CLAUSE = 16
 
@@ -81,7 +98,7 @@ def first_sentence(text: str) -> str:
     if not found:
         return ""
     first = found[0]
-    mark = _CLOSING.search(first)
+    mark = _closing().search(first)
     if mark is None or mark.group()[0] in "?？" or ends_abbreviation(first[: mark.start()]):
         return first
     return first[: mark.start()]
@@ -98,8 +115,8 @@ def title_from_recap(text: str, limit: int = TITLE_CHARS) -> str | None:
     """
     sentence = first_sentence(text)
     for _ in range(2):  # "Recap: Task: …"
-        sentence = _LABEL.sub("", sentence, count=1)
-    sentence = _LEAD_IN.sub("", sentence, count=1)
+        sentence = _label().sub("", sentence, count=1)
+    sentence = _lead_in().sub("", sentence, count=1)
     sentence = _clause(sentence.strip(), limit).rstrip(_TRAILING)
     if sum(c.isalpha() for c in sentence.replace(REDACTED, "")) < MIN_LETTERS:
         return None
@@ -110,7 +127,7 @@ def _clause(sentence: str, limit: int) -> str:
     """``sentence``, or its first clause when the whole is too long and the clause is not."""
     if len(sentence) <= limit:
         return sentence
-    match = _CLAUSE_END.search(sentence)
+    match = _clause_end().search(sentence)
     if match is None:
         return sentence
     clause = sentence[: match.start()].rstrip()

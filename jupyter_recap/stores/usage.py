@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import errno
+import functools
 import hashlib
 import json
 import math
@@ -58,8 +59,15 @@ KEEP_DAYS = 400
 #: otherwise add up to infinity, which no JSON reader accepts. No person spends near it.
 COST_CEILING = 1e12
 
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DAY_FILE = re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl(?:\.corrupt-.+)?$")
+
+@functools.cache
+def _day() -> re.Pattern[str]:
+    return re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+@functools.cache
+def _day_file() -> re.Pattern[str]:
+    return re.compile(r"^(\d{4}-\d{2}-\d{2})\.jsonl(?:\.corrupt-.+)?$")
 
 
 def local_day(timestamp: float) -> str:
@@ -354,7 +362,7 @@ class UsageLedger:
         cutoff = (dt.date.fromisoformat(today) - dt.timedelta(days=KEEP_DAYS)).isoformat()
         removed = 0
         for name in os.listdir(self.folder):
-            match = _DAY_FILE.match(name)
+            match = _day_file().match(name)
             if match and match.group(1) < cutoff:
                 try:
                     os.unlink(self.folder / name)
@@ -418,7 +426,7 @@ class UsageLedger:
         found = []
         for name in names:
             day = name[: -len(SUFFIX)]
-            if name.endswith(SUFFIX) and _DAY.match(day) and oldest < day <= today.isoformat():
+            if name.endswith(SUFFIX) and _day().match(day) and oldest < day <= today.isoformat():
                 found.append(day)
         usages = (self.day(day) for day in sorted(found, reverse=True))
         return [u for u in usages if u.calls or u.tokens_in or u.tokens_out or u.failed]
@@ -527,7 +535,7 @@ def _is_own_file(path: Path) -> bool:
 def _check_day(day: str) -> str:
     """``day`` if it is an ISO date (it names a file), else StoreError."""
     try:
-        if _DAY.match(day):
+        if _day().match(day):
             dt.date.fromisoformat(day)
             return day
     except ValueError:
