@@ -221,9 +221,16 @@ export class FocusReporter implements IDisposable {
     this._findChats();
     const desired = this._desired();
     const keepalive = options.keepalive ?? false;
+    // A page nobody looks at (hidden, its window in the background, or no notebook or chat of
+    // it current) skips the beat: what the server would forget of it is "not focused", which
+    // it already knows, so a page left open all week costs nothing while the person is away.
+    let beating = false;
+    for (const report of desired.values()) {
+      beating = beating || (options.all === true && report.focused);
+    }
     const reports: IFocusReport[] = [];
     for (const [id, report] of desired) {
-      const beat = options.all === true && this._beats(report);
+      const beat = beating && this._beats(report);
       const sent = this._sent.get(id);
       // A new connection of the page to the same kernel is news too: until the server knows
       // it, the cells this page runs would count as another client's.

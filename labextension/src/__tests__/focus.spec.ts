@@ -440,6 +440,7 @@ describe('FocusReporter', () => {
         shell: shell as unknown as JupyterFrontEnd.IShell,
         heartbeatMs
       });
+      shell.currentWidget = a;
       beating.track(a.asPanel);
       await flush();
       server.takeReports();
@@ -448,9 +449,44 @@ describe('FocusReporter', () => {
       expect(server.takeReports()).toEqual([]);
       jest.advanceTimersByTime(1);
       await flush();
-      expect(server.takeReports()).toEqual([['a.ipynb', false]]);
+      expect(server.takeReports()).toEqual([['a.ipynb', true]]);
       beating.dispose();
     }
+  });
+
+  it('skips the beat while nobody looks at the page: hidden, in the background, nothing current', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    reporter.track(b.asPanel);
+    await flush();
+    for (const away of [
+      () => (page.visible = false),
+      () => (page.focused = false),
+      () => (shell.currentWidget = null)
+    ]) {
+      page.visible = page.focused = true;
+      shell.currentWidget = a;
+      away();
+      setPage(page);
+      reporter.update();
+      await flush();
+      server.takeReports();
+      jest.advanceTimersByTime(30_000);
+      await flush();
+      expect(server.takeReports()).toEqual([]);
+    }
+    // Back: the change goes at once, and the beats with it.
+    page.visible = page.focused = true;
+    setPage(page);
+    shell.activate(a);
+    await flush();
+    expect(server.takeReports()).toEqual([['a.ipynb', true]]);
+    jest.advanceTimersByTime(10_000);
+    await flush();
+    expect(server.takeReports()).toEqual([
+      ['a.ipynb', true],
+      ['b.ipynb', false]
+    ]);
   });
 
   it('does not tell listeners of a request that got no answer', async () => {
