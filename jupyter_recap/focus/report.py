@@ -19,7 +19,6 @@ from ..redact import Redactor
 from ..stores.tasks import Task
 from ..textutil import printable, shorten
 from ..wire import AgentReport, Link, RecapInfo, StopCell, TurnState
-from .validate import ID_CHARS, LABEL_CHARS, MAX_LINKS
 
 #: Entries that count as the agent doing something (the panel's "last activity").
 AGENT_KINDS = frozenset({"user", "assistant", "tool_call", "tool_result", "outcome"})
@@ -89,9 +88,13 @@ def utf16_offset(text: str, index: int) -> int:
     return len(prefix.encode("utf-16-le")) // 2
 
 
-def recap_links(text: str, cells: CellCounts, limit: int = MAX_LINKS) -> list[Link]:
-    """The first ``limit`` spans of ``text`` that name a cell we know (``In[12]``), as UTF-16
-    offsets."""
+def recap_links(text: str, cells: CellCounts, limit: int | None = None) -> list[Link]:
+    """The first ``limit`` (default: the bound of the protocol, ``MAX_LINKS``) spans of ``text``
+    that name a cell we know (``In[12]``), as UTF-16 offsets."""
+    if limit is None:
+        from .validate import MAX_LINKS  # here: the recorder imports this module at %load_ext
+
+        limit = MAX_LINKS
     links: list[Link] = []
     for match in _in_cell().finditer(text):
         if len(links) >= limit:
@@ -134,6 +137,8 @@ def agent_report(
 
     ``recap`` is the latest recap shown (``text``, ``model``, ``at``); its links are added here.
     """
+    from .validate import ID_CHARS, LABEL_CHARS
+
     turn: TurnState | None = None
     started = ended = last_activity = None
     error: str | None = None

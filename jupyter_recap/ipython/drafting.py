@@ -35,7 +35,7 @@ class Drafting:
         transcript: Transcript,
         settings: Recap,
         stats: RecapStats,
-        usage: UsageLedger,
+        usage: Callable[[], UsageLedger],
         surface: Surface,
         *,
         framing: Callable[[], Framing],

@@ -32,7 +32,6 @@ from ..debuglog import get_logger
 from ..pipeline.results import RecapResult, RecapStats, WrittenRecap
 from ..record.transcript import Transcript, current
 from ..settings import Recap
-from ..stores.usage import UsageLedger
 from ..stores.workstate import current_state
 from .drafting import Drafting
 from .feed import FocusFeed, StateReporter
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from ..pipeline.preview import RequestPreview
     from ..stores.sessions import SessionRecord, SessionWriter
     from ..stores.tasks import Task
+    from ..stores.usage import UsageLedger
 
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
@@ -69,8 +69,8 @@ class RecapExtension:
         self.state = current_state()
         """The task list and project memory (shared with ``jupyter_recap.todo_write`` & co)."""
         self.stats = RecapStats()
-        self.usage = UsageLedger()
-        """The person's usage ledger in the session store, shared by every kernel."""
+        self._usage: UsageLedger | None = None
+        self._usage_lock = threading.Lock()
         self.hub = RunHub(lambda: self.transcript, on_start=lambda: self.drafting.turn_started())
         """Agent runs captured from plain cells become turns through this."""
         self.capture = Capture(self.hub)
@@ -80,7 +80,7 @@ class RecapExtension:
         self.surface = BannerSurface(
             self.transcript,
             self.recorder.cells,
-            self.usage,
+            lambda: self.usage,
             has_widgets=lambda: self.has_widgets,
             tasks=lambda: self.state.tasks,
             stop_cell=lambda: self.reporting.report()["stop_cell"],
@@ -92,7 +92,7 @@ class RecapExtension:
             self.transcript,
             self.settings,
             self.stats,
-            self.usage,
+            lambda: self.usage,
             Surface(
                 show=self.surface.show,
                 clear=self.surface.clear,
@@ -209,6 +209,17 @@ class RecapExtension:
         self.state.memory_enabled = bool(change["new"])
 
     # -- the collaborators' parts, as the magics, the status and the tests reach them --------
+
+    @property
+    def usage(self) -> UsageLedger:
+        """The person's usage ledger in the session store, shared by every kernel; made (and
+        its module imported) when first needed: a draft, an announcement, ``%recap status``."""
+        with self._usage_lock:
+            if self._usage is None:
+                from ..stores.usage import UsageLedger
+
+                self._usage = UsageLedger()
+            return self._usage
 
     @property
     def has_widgets(self) -> bool:

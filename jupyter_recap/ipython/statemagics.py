@@ -14,7 +14,6 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from ..debuglog import get_logger
 from ..errors import RecapError
 from ..pipeline.providers.base import CancelToken
-from ..stores.listings import format_notes
 from ..stores.memory import KINDS
 from ..stores.tasks import check, render
 from ..stores.workstate import WorkState
@@ -133,6 +132,8 @@ class WorkStateMagics(Magics):
         self._memory_call("notes", self._listed)
 
     def _listed(self) -> None:
+        from ..stores.listings import format_notes  # here: only %notes needs it
+
         store = self.state.memory
         empty = f"notes: none yet for {store.project_dir}; %remember KIND TEXT keeps one"
         _say(format_notes(store.entries(), store.project_dir, empty=empty))

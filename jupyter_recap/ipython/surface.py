@@ -37,7 +37,7 @@ class BannerSurface:
         self,
         transcript: Transcript,
         cells: CellCounts,
-        usage: UsageLedger,
+        usage: Callable[[], UsageLedger],
         *,
         has_widgets: Callable[[], bool],
         tasks: Callable[[], Sequence[Task]],
@@ -48,7 +48,8 @@ class BannerSurface:
     ) -> None:
         self.transcript = transcript
         self.cells = cells
-        self.usage = usage
+        self._usage = usage
+        """The person's usage ledger, made on first use (the announcement marks are there)."""
         self._has_widgets = has_widgets
         """Whether a frontend can render widgets (asked each time: a test may say yes)."""
         self._tasks = tasks
@@ -233,7 +234,7 @@ class BannerSurface:
         if not action.notice:
             return ""
         try:
-            first = self.usage.announce_once(action.model)
+            first = self._usage().announce_once(action.model)
         except RecapError as error:  # a refused store: announce every time rather than never
             get_logger().warning("usage: cannot keep the announcement mark (%s)", error)
             first = True

@@ -81,9 +81,10 @@ class TriggerRunner:
         """The task list and memory notes a recap adds (read at each draft and fingerprint)."""
         self.settings = settings
         self.stats = stats
-        self.usage: UsageLedger | None = None
-        """The person's usage ledger: model calls are counted there and automatic ones held to
-        the daily budget (None: not counted, as in tests of the schedule alone)."""
+        self.usage: Callable[[], UsageLedger] | None = None
+        """The person's usage ledger (made on first use): model calls are counted there and
+        automatic ones held to the daily budget (None: not counted, as in tests of the schedule
+        alone)."""
         self.surface = surface
         self._clock = clock
         # feed() runs on every cell: it takes the bare C lock; the worker's timer job takes it
@@ -293,7 +294,7 @@ class TriggerRunner:
             cancel=job.cancel,
             framing=self.framing(),
             stats=self.stats,
-            usage=self.usage,
+            usage=self.usage() if self.usage is not None else None,
         )
         job.result = result
         recap = result.recap

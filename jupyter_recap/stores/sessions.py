@@ -187,6 +187,8 @@ def list_sessions(
 
 def _kernel_id_from_argv() -> str | None:
     for arg in sys.argv:
+        if not arg.endswith(".json"):  # the pattern compiles only for a connection file's name
+            continue
         match = re.search(r"kernel-([0-9A-Za-z-]+)\.json$", arg)
         if match:
             return match.group(1)

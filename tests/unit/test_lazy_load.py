@@ -81,3 +81,43 @@ def test_the_worker_runs_jobs_in_time_order_on_one_thread() -> None:
     worker.stop()
     assert thread is not None and not thread.is_alive()
     assert worker.call_soon(lambda: ran.append(("after", ""))).cancelled  # stopped: dropped
+
+
+#: Modules of later paths (a draft, the usage ledger, the server's validation, listings).
+LATER_MODULES = (
+    "jupyter_recap.pipeline.service",
+    "jupyter_recap.pipeline.context",
+    "jupyter_recap.stores.usage",
+    "jupyter_recap.stores.listings",
+    "jupyter_recap.focus.validate",
+    "jupyter_recap.focus.fields",
+)
+
+
+def test_loading_the_extension_compiles_no_pattern_of_ours_and_imports_no_later_path() -> None:
+    """``%load_ext`` in a plain IPython shell (a fresh process): no regular expression of the
+    package is compiled (they compile on first use) and no module of a later path loads."""
+    code = (
+        "import re, sys\n"
+        "from IPython.testing.globalipapp import start_ipython\n"
+        "ip = start_ipython()\n"
+        "compiled = []\n"
+        "real = re._compile\n"
+        "def spy(pattern, flags):\n"
+        "    caller = sys._getframe(2).f_globals.get('__name__', '')\n"
+        "    if caller.startswith('jupyter_recap'):\n"
+        "        compiled.append(caller)\n"
+        "    return real(pattern, flags)\n"
+        "re._compile = spy\n"
+        "ip.run_line_magic('load_ext', 'jupyter_recap')\n"
+        "re._compile = real\n"
+        "from jupyter_recap.ipython.extension import extension_for\n"
+        "assert extension_for(ip) is not None\n"
+        f"later = [m for m in {LATER_MODULES!r} if m in sys.modules]\n"
+        "ip.run_line_magic('unload_ext', 'jupyter_recap')\n"
+        "print(sorted(set(compiled)), later)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[-1] == "[] []"
