@@ -47,6 +47,11 @@ from .worker import Job, Worker
 #: of an idle kernel's poll is a request the server handles for nothing: with 70 kernels, 55 s
 #: rather than 25 s halves what idle kernels cost it.
 POLL_SECONDS = 55.0
+
+#: The deadline of one state report (or banner) request. The reports share the worker thread
+#: with the trigger timers: a server that hangs holds a due timer up for at most this long (a
+#: report is a small PUT to a local server; a slow one is retried with a backoff).
+REPORT_TIMEOUT = 2.0
 #: First wait before a reconnection attempt; it doubles on each failure in a row.
 MIN_BACKOFF = 1.0
 #: Longest wait between reconnection attempts.
@@ -721,7 +726,9 @@ class StateReporter:
             banner = self._banner
         try:
             if banner is not None:
-                self.routes.request("PUT", "/banner", {"model_id": banner}, 10.0, self._cancel)
+                self.routes.request(
+                    "PUT", "/banner", {"model_id": banner}, REPORT_TIMEOUT, self._cancel
+                )
                 with self._lock:
                     self._banner_sent = banner
                     if self._banner == banner:
@@ -732,7 +739,7 @@ class StateReporter:
                 get_logger().exception("agent state: building the report failed")
                 return
             if body != self._previous:
-                self.routes.request("PUT", "/agent", dict(body), 10.0, self._cancel)
+                self.routes.request("PUT", "/agent", dict(body), REPORT_TIMEOUT, self._cancel)
                 self._previous = body
                 self.sent += 1
                 self._last = time.monotonic()

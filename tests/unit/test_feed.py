@@ -296,3 +296,31 @@ def test_outside_entries_reach_their_callback_as_sent(fake_feed: FakeFeed) -> No
     wait_until(lambda: len(received) == 2)
     feed.stop()
     assert received == [(ENTRIES, True), (ENTRIES, False)]
+
+
+def test_a_hanging_report_holds_a_due_timer_up_for_at_most_the_report_deadline() -> None:
+    """The state reports share the worker with the trigger timers: each report request has a
+    short deadline of its own (not the 10 s of a general request), so a server that hangs
+    delays a due recap timer by at most :data:`REPORT_TIMEOUT`."""
+    from jupyter_recap.ipython.feed import REPORT_TIMEOUT, LinkNotFound
+    from jupyter_recap.ipython.worker import Worker
+
+    asked: list[float] = []
+
+    class HangingLink:
+        def request(self, method: str, path: str, body: Any, timeout: float, cancel: Any) -> Any:
+            asked.append(timeout)
+            if path == "/agent":  # the reporter stops here: nothing left to send
+                raise LinkNotFound("not this server's kernel", status=404)
+            return {}
+
+    worker = Worker("test-report-worker")
+    reporter = StateReporter(HangingLink(), lambda: {"turn": None}, worker=worker)  # type: ignore[arg-type]
+    reporter.banner("model-1")
+    reporter.start()
+    wait_until(lambda: reporter.stopped_because is not None)
+    reporter.stop()
+    worker.stop()
+    assert len(asked) == 2  # the banner, then the report
+    assert all(timeout <= REPORT_TIMEOUT for timeout in asked)
+    assert REPORT_TIMEOUT <= 2.0
