@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 
 from ..wire import CHAT_ROW_PREFIX, FeedAnswer, FeedEvent, KernelState, OutsideEntry
 
-HEARTBEAT_SECONDS = 10.0
-"""How often a browser tab re-reports each open notebook (the server tells the labextension in
-its capabilities)."""
+HEARTBEAT_SECONDS = 15.0
+"""How often a page someone looks at re-reports its notebooks (the server tells the
+labextension in its capabilities): often enough that a tab gone without a word (a crash, a
+machine put to sleep) counts as away within a minute, rarely enough to be a few requests a
+minute against JupyterLab's own."""
 
 HEARTBEAT_MISSES = 3
 """A tab is forgotten after this many heartbeat periods without a word."""

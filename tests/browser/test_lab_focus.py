@@ -269,7 +269,7 @@ def test_a_quick_blur_drafts_nothing_and_closing_the_tab_is_away(
     changes = [r for i, r in enumerate(reports) if i == 0 or r != reports[i - 1]]
     assert changes[-2:] == [False, True]
 
-    # Closing the tab reports "away" on its way out (keepalive), not 30 s later by timeout.
+    # Closing the tab reports "away" on its way out (keepalive), not 45 s later by timeout.
     tab.page.close()
     assert server_focus(lab, kernel, until=lambda focused: focused is False) is False
 

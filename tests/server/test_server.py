@@ -69,7 +69,7 @@ async def test_capabilities(api: Any) -> None:
         "agents",
         "usage",
     ]
-    answer = {"version": __version__, "features": features, "heartbeat_seconds": 10.0}
+    answer = {"version": __version__, "features": features, "heartbeat_seconds": 15.0}
     assert await api("capabilities") == (200, answer)
 
 
