@@ -12,8 +12,9 @@ Needs the built labextension and /usr/bin/chromium. Modes:
 - **loaded**: every notebook's kernel runs it.
 
 For each mode and count: the page opens every notebook (each with its own kernel), waits until
-all kernels are idle (and, loaded, the extension reported from each), lets start-up traffic
-settle, then, over a window in which nobody touches anything, measures:
+all kernels are idle, loads the extension in each (loaded), saves every notebook (opening one
+marks it changed, and JupyterLab's autosave would save them all during the window), lets
+start-up traffic settle, then, over a window in which nobody touches anything, measures:
 
 - requests per minute the page sends to the server (all of them, and jupyter_recap's);
 - the Jupyter server's CPU (user + system time over the window), its RSS and file descriptors;
@@ -44,7 +45,7 @@ import psutil
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from bench_agents import background_turns, percentile  # noqa: E402
+from bench_agents import SHOW_PANEL, background_turns, percentile  # noqa: E402
 from browser import launch  # noqa: E402
 from figurelib import figure  # noqa: E402
 from labfocus import LabPage  # noqa: E402
@@ -70,6 +71,8 @@ class Sample:
     kernel_rss_mb: float | None = None
     kernel_threads: float | None = None
     turn_ms: list[float] = field(default_factory=list)
+    reload_s: float | None = None
+    """Loaded: page reload → every row back in the Agents panel."""
 
 
 def server_process(lab: LabServer) -> psutil.Process:
@@ -125,6 +128,15 @@ def open_page(browser: Any, lab: LabServer, names: list[str]) -> LabPage:
     return tab
 
 
+def save_all(tab: LabPage) -> None:
+    """Save every notebook now: opening one marks it changed (its kernel's language_info), and
+    JupyterLab's autosave would otherwise save them all during the window."""
+    dirty = "() => [...window.jupyterapp.shell.widgets('main')].some(w => w.context?.model.dirty)"
+    if tab.page.evaluate(dirty):
+        tab.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save-all')")
+        tab.page.wait_for_function(f"() => !({dirty})()", timeout=300_000, polling=500)
+
+
 def measure(browser: Any, tmp: Path, mode: str, count: int, window: float, turns: int) -> Sample:
     sample = Sample(mode, count)
     folder = tmp / f"{mode.replace(' ', '').replace(',', '-')}-{count}"
@@ -138,6 +150,7 @@ def measure(browser: Any, tmp: Path, mode: str, count: int, window: float, turns
         if mode == "loaded":
             for name in names:
                 tab.run_as_cell(name, LOAD, "cell-0")
+        save_all(tab)
         server = server_process(lab)
         tab.page.wait_for_timeout(SETTLE_SECONDS * 1000)
 
@@ -166,8 +179,34 @@ def measure(browser: Any, tmp: Path, mode: str, count: int, window: float, turns
         if mode == "loaded" and turns and count >= 2:
             tab.activate(names[0])  # the agent works in a notebook the person is not looking at
             sample.turn_ms = background_turns(tab, names[-1], turns)
+        if mode == "loaded" and count:
+            sample.reload_s = reload_rows(tab, min(count, MAX_ROWS))
         tab.page.close()
     return sample
+
+
+MAX_ROWS = 64
+"""The Agents panel's rows at most (``c.RecapServer.max_agents``)."""
+
+
+def reload_rows(tab: LabPage, rows: int) -> float:
+    """Reload the page with the Agents panel shown: seconds until all ``rows`` rows are back."""
+    tab.page.evaluate(SHOW_PANEL)
+    tab.page.wait_for_function(
+        "(n) => document.querySelectorAll('.jp-RecapAgents-row').length >= n",
+        arg=rows,
+        timeout=120_000,
+    )
+    tab.page.wait_for_timeout(2000)  # the workspace saves the panel as shown
+    started = time.monotonic()
+    tab.page.reload(wait_until="commit")
+    tab.page.wait_for_function(
+        "(n) => document.querySelectorAll('.jp-RecapAgents-row').length >= n",
+        arg=rows,
+        timeout=120_000,
+        polling=50,
+    )
+    return time.monotonic() - started
 
 
 def cell(value: float | None, digits: int = 1) -> str:
@@ -266,6 +305,17 @@ def summary(samples: list[Sample]) -> list[str]:
     fds = loaded.server_fds - bare.server_fds
     lines.append(f"- server file descriptors, loaded − not installed: {fds:+d}")
     for sample in samples:
+        if sample.reload_s is not None:
+            lines.append(
+                f"- page reload → every Agents row back, {sample.count} notebooks loaded: "
+                f"{sample.reload_s:.1f} s"
+            )
+            figure(
+                f"reload_{sample.count}",
+                round(sample.reload_s, 1),
+                unit="s",
+                label=f"page reload → all Agents rows back, {sample.count} loaded notebooks",
+            )
         if sample.turn_ms:
             p50, p95 = percentile(sample.turn_ms, 0.5), percentile(sample.turn_ms, 0.95)
             lines.append(

@@ -64,6 +64,8 @@ BENCHES = [
     Bench("bench_chats.py", quick=("--quick",)),
     Bench("bench_hook.py"),
     Bench("bench_changes.py", quick=("--quick",)),
+    Bench("bench_footprint.py", quick=("--quick",)),
+    Bench("bench_scale.py", quick=("--quick",)),
     Bench("bench_recap_quality.py", full=("--json",), quick=("--json",), json_output=True),
     Bench("bench_redaction.py"),
     Bench("bench_reliability.py"),
