@@ -34,7 +34,6 @@ from ..record.transcript import Transcript, current
 from ..settings import Recap
 from ..stores.workstate import current_state
 from .drafting import Drafting
-from .feed import FocusFeed, StateReporter
 from .magics import RecapMagics
 from .recorder import Recorder
 from .reporting import AgentReporting
@@ -51,6 +50,7 @@ if TYPE_CHECKING:
     from ..stores.sessions import SessionRecord, SessionWriter
     from ..stores.tasks import Task
     from ..stores.usage import UsageLedger
+    from .feed import FocusFeed, StateReporter
 
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()

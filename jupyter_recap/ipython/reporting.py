@@ -10,19 +10,21 @@ kernel tells the panel is :meth:`report`, sent again whenever :meth:`changed` is
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
 from ..record.transcript import Entry, Transcript, add_outside_entry
-from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
 from .worker import Worker
 
 if TYPE_CHECKING:
+    # The feed (and http.client under it) loads on the worker thread that starts it.
     from ..focus.report import CellCounts
     from ..stores.workstate import WorkState
     from ..wire import AgentReport
+    from .feed import FocusFeed, StateReporter
 
 MAX_OUTSIDE_ENTRIES = 32
 """Entries of one ``outside`` event written (a tool call is two)."""
@@ -68,13 +70,35 @@ class AgentReporting:
         """When the server's restart/death events happened that the transcript already has."""
         self.feed_problem: str | None = None
         """Why a server that started this kernel gets no focus feed from it, if that is so."""
+        self._lock = threading.Lock()
+        """Held while the feed starts and while it stops: a stop that races a start still
+        stops all it started."""
+        self._stopped = False
 
     def seed(self, entries: Iterable[Entry]) -> None:
         """Note the kernel events a restored transcript already has (they are not added again)."""
         self._kernel_events = {e.time for e in entries if e.kind == "event" and e.name == "kernel"}
 
     def start(self) -> None:
-        """Listen to the server's focus feed, when a server with the extension started us."""
+        """Listen to the server's focus feed, when a server with the extension started us.
+
+        With a worker, the feed starts on its thread (``%load_ext`` does not wait for the
+        feed's module, the server lookup and the threads); :meth:`stop` stops it all the same.
+        """
+        if self._worker is None:
+            self._start()
+        else:
+            self._worker.call_soon(self._start)
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._stopped or self.feed is not None:
+                return
+            self._start_feed()
+
+    def _start_feed(self) -> None:
+        from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
+
         server = find_server(os.environ)
         if server is None:
             return
@@ -107,8 +131,8 @@ class AgentReporting:
             key=key,
         )
         self.feed.start()
-        self.reporter = StateReporter(self.feed.routes, self.report, worker=self._worker)
-        reporter = self.reporter
+        reporter = StateReporter(self.feed.routes, self.report, worker=self._worker)
+        self.reporter = reporter
         if self._banner is not None:
             reporter.banner(self._banner)
 
@@ -119,7 +143,7 @@ class AgentReporting:
         self._unsubscribe_report = self.transcript.subscribe(
             on_entry, kinds=("user", "assistant", "tool_call", "tool_result", "outcome", "code")
         )
-        self.reporter.start()
+        reporter.start()
 
     def banner_created(self, model_id: str) -> None:
         """The kernel made its banner widget (with its first recap, not at load): the server
@@ -129,7 +153,13 @@ class AgentReporting:
             self.reporter.banner(model_id)
 
     def stop(self) -> None:
-        """Stop the reporter and the feed (harmless when they never started)."""
+        """Stop the reporter and the feed (harmless when they never started); a start not yet
+        run on the worker never starts them."""
+        with self._lock:
+            self._stopped = True
+            self._stop()
+
+    def _stop(self) -> None:
         if self._unsubscribe_report is not None:
             self._unsubscribe_report()
             self._unsubscribe_report = None
