@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..capture.manager import Capture
 from ..capture.runs import RunHub
 from ..debuglog import get_logger
-from ..pipeline.results import RecapResult, RecapStats, WrittenRecap
+from ..pipeline.stats import RecapStats
 from ..record.transcript import Transcript, current
 from ..settings import Recap
 from ..stores.workstate import current_state
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..pipeline.preview import RequestPreview
+    from ..pipeline.results import RecapResult, WrittenRecap
     from ..stores.sessions import SessionRecord, SessionWriter
     from ..stores.tasks import Task
     from ..stores.usage import UsageLedger

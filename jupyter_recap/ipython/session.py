@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..debuglog import get_logger
 from ..errors import RecapError, UnsafeStoreError
-from ..pipeline.results import RecapStats
+from ..pipeline.stats import RecapStats
 from ..record.transcript import Transcript
 from ..stores.sessionfiles import AppendFile
 from ..stores.sessions import (

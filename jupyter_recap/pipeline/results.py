@@ -1,17 +1,18 @@
-"""What a draft produces and counts: :class:`WrittenRecap`, :class:`RecapResult`,
-:class:`RecapStats` (re-exported by :mod:`.service`).
+"""What a draft produces: :class:`WrittenRecap` and :class:`RecapResult` (re-exported by
+:mod:`.service`, with :class:`~.stats.RecapStats`, which it counts into).
 
-A module of their own, importing nothing of the pipeline: a kernel holds a ``RecapStats`` and
-the types of results from ``%load_ext`` on, while the pipeline itself (its regular
-expressions, the offline engine, the price table, the providers) loads with the first draft.
+A module of their own, importing nothing of the pipeline: a kernel shows results from its first
+draft on, while the pipeline itself (its regular expressions, the offline engine, the price
+table, the providers) loads with that draft. ``%load_ext`` imports neither this nor the
+pipeline: a kernel's :class:`~.stats.RecapStats` is in a module of its own.
 """
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from .stats import RecapStats as RecapStats
 
 
 @dataclass(frozen=True)
@@ -49,29 +50,3 @@ class RecapResult:
     model: str | None = None
     fingerprint: str = ""
     context_chars: int = 0
-
-
-@dataclass
-class RecapStats:
-    """Model-call counters shown by ``%recap status``."""
-
-    calls: int = 0
-    failures: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-    """US dollars, for the calls whose model has a known price."""
-    unpriced: int = 0
-    """Calls whose model has no known price."""
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    on_tokens: Callable[[int, int], None] | None = field(default=None, repr=False, compare=False)
-    """Told of every model call's tokens (the session record keeps a running count)."""
-
-    def add(self, **deltas: float) -> None:
-        """Add to counters from any thread."""
-        with self._lock:
-            for name, delta in deltas.items():
-                setattr(self, name, getattr(self, name) + delta)
-        if self.on_tokens is not None and ("tokens_in" in deltas or "tokens_out" in deltas):
-            self.on_tokens(int(deltas.get("tokens_in", 0)), int(deltas.get("tokens_out", 0)))
