@@ -13,8 +13,6 @@ from IPython.core.magic import Magics, line_magic, magics_class
 
 from ..debuglog import get_logger
 from ..errors import RecapError
-from ..pipeline.providers.base import CancelToken
-from ..stores.memory import KINDS
 from ..stores.tasks import check, render
 from ..stores.workstate import WorkState
 from ..textutil import printable
@@ -80,6 +78,8 @@ class WorkStateMagics(Magics):
         """
         kind, _, text = line.strip().partition(" ")
         if not kind or not text.strip():
+            from ..stores.memory import KINDS
+
             _say(f"remember: usage: %remember KIND TEXT (KIND is one of {', '.join(KINDS)})")
             return
         self._memory_call("remember", lambda: self._remembered(kind, text))
@@ -153,6 +153,7 @@ class WorkStateMagics(Magics):
 def compact_memory_now(ext: KernelView, model: str | None) -> None:
     """``%recap compact-memory``: merge in a worker thread; an interrupt cancels it."""
     from ..pipeline.compaction import compact_memory
+    from ..pipeline.providers.base import CancelToken
 
     state = ext.state
     if not state.memory_enabled:

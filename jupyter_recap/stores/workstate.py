@@ -20,12 +20,17 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from ..debuglog import get_logger
 from ..textutil import printable
-from .framing import Framing, framing_for, memory_enabled, project_memory
-from .memory import Entry, MemoryStore
 from .tasks import Task, TaskLike, TaskList, prompt_block
+
+if TYPE_CHECKING:
+    # The memory store and the framing load when first used (a note, a recap), not with a
+    # kernel's task list at ``%load_ext``.
+    from .framing import Framing
+    from .memory import Entry, MemoryStore
 
 TaskListener = Callable[[tuple[Task, ...]], None]
 
@@ -40,7 +45,7 @@ class WorkState:
     def __init__(self, place: str | None = None) -> None:
         self._place = place
         """The notebook or directory whose project the memory belongs to; None: decided later."""
-        self.memory_enabled = memory_enabled()
+        self.memory_enabled = _memory_enabled()
         self._tasks = TaskList()
         self._lock = threading.Lock()
         self._listeners: list[TaskListener] = []
@@ -96,6 +101,8 @@ class WorkState:
     def memory(self) -> MemoryStore:
         """The project's memory store (disabled while memory is turned off)."""
         if self._memory is None:
+            from .framing import project_memory
+
             self._memory = project_memory(self.place)
         self._memory.disabled = not self.memory_enabled
         return self._memory
@@ -120,6 +127,8 @@ class WorkState:
 
     def framing(self) -> Framing:
         """What a recap of this notebook adds to its transcript."""
+        from .framing import framing_for
+
         return framing_for(self.tasks, self.memory if self.memory_enabled else None)
 
 
@@ -141,6 +150,13 @@ def set_current_state(state: WorkState | None) -> None:
     global _state
     with _state_lock:
         _state = state
+
+
+def _memory_enabled() -> bool:
+    """:func:`~.framing.memory_enabled`, without importing the framing."""
+    from ..settings import MEMORY_ENV, env_flag
+
+    return env_flag(MEMORY_ENV, True)
 
 
 def _warn_memory() -> None:
