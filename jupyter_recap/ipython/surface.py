@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from ..debuglog import get_logger
 from ..errors import RecapError
 from ..record.transcript import Transcript
-from ..schedule import ShowRecap, StartDraft
 from ..stores.tasks import Task, progress_counts, progress_line
 from ..textutil import printable
 
@@ -27,6 +26,7 @@ if TYPE_CHECKING:
     # Types only: the pipeline and the ledger load with the first recap, not at %load_ext.
     from ..focus.report import CellCounts
     from ..pipeline.service import RecapResult, WrittenRecap
+    from ..schedule import ShowRecap, StartDraft
     from ..stores.usage import UsageLedger
 
 

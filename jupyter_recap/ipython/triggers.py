@@ -19,25 +19,23 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
-from ..pipeline.providers.base import CancelToken
 from ..record.transcript import Entry, Transcript
+from ..settings import Recap
 from .worker import Job, Worker
 
 if TYPE_CHECKING:
+    from ..pipeline.providers.base import CancelToken
     from ..pipeline.service import RecapResult, RecapStats
+    from ..schedule import Action, Schedule, ShowRecap, StartDraft
     from ..stores.framing import Framing
     from ..stores.usage import UsageLedger
 
-from ..schedule import (
-    Action,
-    CancelDraft,
-    ClearBanner,
-    Refuse,
-    Schedule,
-    ShowRecap,
-    StartDraft,
-)
-from ..settings import Recap
+
+def _cancel_token() -> CancelToken:
+    """A draft's token; the providers' module loads with the first draft, not at load."""
+    from ..pipeline.providers.base import CancelToken
+
+    return CancelToken()
 
 
 @dataclass
@@ -45,7 +43,7 @@ class DraftJob:
     """One draft in a worker thread: cancel it with ``cancel``, wait on ``done``."""
 
     draft: StartDraft
-    cancel: CancelToken = field(default_factory=CancelToken)
+    cancel: CancelToken = field(default_factory=_cancel_token)
     done: threading.Event = field(default_factory=threading.Event)
     result: RecapResult | None = None
 
@@ -98,15 +96,31 @@ class TriggerRunner:
         self._timer: Job | None = None
         """The worker job of the schedule's next deadline, if one is armed."""
         self.manual_job: DraftJob | None = None
-        self.schedule = Schedule(
-            settings,
-            clock=clock,
-            fingerprint=self.fingerprint,
-            completed_turns=lambda: transcript.completed_turns,
-        )
+        self._schedule: Schedule | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._context: tuple[Any, str, str] | None = None
         """(what it was built from, context, fingerprint) of the latest build."""
+
+    @property
+    def schedule(self) -> Schedule:
+        """The trigger schedule, made (and :mod:`jupyter_recap.schedule` imported) on first
+        use: the first input that can change it, a timer's status, ``%recap``. Until then it
+        would be a fresh one: no timer armed, nothing in flight, no banner."""
+        schedule = self._schedule
+        if schedule is None:
+            with self._lock:
+                schedule = self._schedule
+                if schedule is None:
+                    from ..schedule import Schedule
+
+                    transcript = self.transcript
+                    schedule = self._schedule = Schedule(
+                        self.settings,
+                        clock=self._clock,
+                        fingerprint=self.fingerprint,
+                        completed_turns=lambda: transcript.completed_turns,
+                    )
+        return schedule
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -123,7 +137,8 @@ class TriggerRunner:
             self._unsubscribe()
             self._unsubscribe = None
             self.settings.unobserve(self._on_auto, names=["auto"])
-        self.feed(self.schedule.shutdown)
+        if self._schedule is not None:  # never made: nothing to shut down
+            self.feed(self._schedule.shutdown)
         with self._lock:
             self._stopped = True
             if self._timer is not None:
@@ -152,8 +167,8 @@ class TriggerRunner:
         skips the lock. A draft the timer starts at this very moment is then not cancelled
         by this cell; the cell's own entry makes it stale, and the next input clears it.
         """
-        schedule = self.schedule
-        if (
+        schedule = self._schedule
+        if schedule is None or (
             schedule.in_flight is None
             and not schedule.banner_visible
             and schedule.post_turn_deadline is None
@@ -164,7 +179,7 @@ class TriggerRunner:
 
     def cell_ended(self) -> None:
         """An ordinary cell finished (only the idle fallback cares, before any focus report)."""
-        if self.schedule.focused is None and self.transcript.completed_turns:
+        if self.transcript.completed_turns and self.schedule.focused is None:
             self.feed(self.schedule.cell_ended)
 
     def context(self) -> tuple[str, str]:
@@ -196,6 +211,8 @@ class TriggerRunner:
 
     def manual(self, model: str | None) -> tuple[DraftJob | None, str | None]:
         """Start a manual draft; returns its job, or None and the refusal."""
+        from ..schedule import Refuse
+
         actions = self.feed(self.schedule.manual, model)
         for action in actions:
             if isinstance(action, Refuse):
@@ -218,7 +235,8 @@ class TriggerRunner:
         """Time the worker job to the schedule's next deadline (under the lock)."""
         if self._stopped:
             return
-        deadline = self.schedule.next_deadline()
+        schedule = self._schedule
+        deadline = schedule.next_deadline() if schedule is not None else None
         timer = self._timer
         if deadline is None:
             if timer is not None:
@@ -257,6 +275,8 @@ class TriggerRunner:
                 get_logger().exception("recap action %s failed", type(action).__name__)
 
     def _act(self, action: Action) -> None:
+        from ..schedule import CancelDraft, ClearBanner, ShowRecap, StartDraft
+
         if isinstance(action, StartDraft):
             job = DraftJob(action)
             self._jobs[action.id] = job

@@ -7,14 +7,22 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from jupyter_recap.capture.manager import SOURCE_MODULES, source_class
 from jupyter_recap.capture.sources import is_installed, when_imported
-from jupyter_recap.ipython.worker import Worker
+from jupyter_recap.ipython.reporting import AgentReporting
+from jupyter_recap.ipython.worker import Job, Worker
+from jupyter_recap.record.transcript import Transcript
 from jupyter_recap.settings import SOURCE_NAMES
+
+if TYPE_CHECKING:
+    from jupyter_recap.focus.report import CellCounts
+    from jupyter_recap.stores.workstate import WorkState
 
 
 @pytest.mark.parametrize("name", SOURCE_NAMES)
@@ -83,14 +91,23 @@ def test_the_worker_runs_jobs_in_time_order_on_one_thread() -> None:
     assert worker.call_soon(lambda: ran.append(("after", ""))).cancelled  # stopped: dropped
 
 
-#: Modules of later paths (a draft, the usage ledger, the server's validation, listings).
+#: Modules of later paths (a draft, the usage ledger, the server's validation, listings, the
+#: focus feed a kernel starts on its worker thread, the trigger schedule made on first use,
+#: the project memory and a recap's framing).
 LATER_MODULES = (
     "jupyter_recap.pipeline.service",
     "jupyter_recap.pipeline.context",
+    "jupyter_recap.pipeline.results",
+    "jupyter_recap.pipeline.providers.base",
     "jupyter_recap.stores.usage",
     "jupyter_recap.stores.listings",
+    "jupyter_recap.stores.memory",
+    "jupyter_recap.stores.framing",
     "jupyter_recap.focus.validate",
     "jupyter_recap.focus.fields",
+    "jupyter_recap.ipython.feed",
+    "jupyter_recap.schedule",
+    "http.client",
 )
 
 
@@ -121,3 +138,88 @@ def test_loading_the_extension_compiles_no_pattern_of_ours_and_imports_no_later_
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out[-1] == "[] []"
+
+
+class _HeldWorker(Worker):
+    """A worker whose jobs wait until the test runs them."""
+
+    def __init__(self) -> None:
+        super().__init__("held")
+        self.held: list[Callable[[], object]] = []
+
+    def call_at(self, when: float, fn: Callable[[], object]) -> Job:
+        self.held.append(fn)
+        return Job(when, fn)
+
+
+def _reporting(worker: Worker) -> AgentReporting:
+    return AgentReporting(
+        object(),
+        Transcript(),
+        cast("CellCounts", object()),
+        cast("WorkState", object()),
+        focus=lambda focused, at: None,
+        typed=lambda: None,
+        shown=lambda: None,
+        drafting=lambda: False,
+        worker=worker,
+    )
+
+
+def test_the_feed_starts_on_the_worker_and_a_stop_before_it_starts_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jupyter_recap.ipython.feed as feed
+
+    looked: list[str] = []
+    monkeypatch.setattr(feed, "find_server", lambda env: looked.append("server"))
+    worker = _HeldWorker()
+    reporting = _reporting(worker)
+    reporting.start()
+    assert looked == [] and len(worker.held) == 1  # %load_ext does not wait for the feed
+    worker.held[0]()
+    assert looked == ["server"] and reporting.feed is None  # no server here: no feed
+
+    stopped = _reporting(worker)
+    stopped.start()
+    stopped.stop()  # %unload_ext before the worker ran the start
+    worker.held[-1]()
+    assert looked == ["server"] and stopped.feed is None and stopped.reporter is None
+
+
+def test_a_stop_racing_a_start_waits_for_it_and_stops_what_it_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import jupyter_recap.ipython.feed as feed
+
+    inside, release = threading.Event(), threading.Event()
+    stopped: list[str] = []
+
+    class FakeFeed:
+        def stop(self) -> None:
+            stopped.append("feed")
+
+    def slow_server(env: object) -> None:
+        inside.set()
+        release.wait(5)
+
+    monkeypatch.setattr(feed, "find_server", slow_server)
+    worker = Worker("race")
+    reporting = _reporting(worker)
+    original = reporting._start_feed
+
+    def start_feed() -> None:
+        original()
+        reporting.feed = cast("feed.FocusFeed", FakeFeed())  # what a server would have started
+
+    monkeypatch.setattr(reporting, "_start_feed", start_feed)
+    reporting.start()
+    assert inside.wait(5)
+    stopper = threading.Thread(target=reporting.stop)
+    stopper.start()
+    time.sleep(0.05)
+    assert stopper.is_alive()  # the stop waits for the start under way
+    release.set()
+    stopper.join(5)
+    worker.stop()
+    assert stopped == ["feed"] and reporting.feed is None
