@@ -12,13 +12,16 @@ import functools
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..record.transcript import Entry, Transcript
 from ..redact import Redactor
 from ..stores.tasks import Task
 from ..textutil import printable, shorten
-from ..wire import AgentReport, Link, RecapInfo, StopCell, TurnState
+
+if TYPE_CHECKING:
+    # Shapes only: a kernel counts its cells from %load_ext on, the report comes later.
+    from ..wire import AgentReport, Link, RecapInfo, StopCell, TurnState
 
 #: Entries that count as the agent doing something (the panel's "last activity").
 AGENT_KINDS = frozenset({"user", "assistant", "tool_call", "tool_result", "outcome"})

@@ -29,16 +29,18 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..debuglog import get_logger
 from ..errors import StoreError, StoreWriteError
 from ..record.transcript import is_finite_number, is_optional_text
 from ..textutil import SHOWN_CHARS, shorten
-from ..wire import SessionSummaryJSON, finite
 from . import privatefs
 from .privatefs import IgnoredFile
 from .tasks import TaskList, progress_line
+
+if TYPE_CHECKING:
+    from ..wire import SessionSummaryJSON
 
 HOME_ENV = "JUPYTER_RECAP_HOME"
 HEADER_SUFFIX = ".json"
@@ -302,6 +304,8 @@ def json_bytes(value: Any, *, indent: int | None = None) -> bytes:
     number that is not finite (a tool's argument) is written ``null``: strict JSON, which any
     reader parses.
     """
+    from ..wire import finite  # the protocol's shapes load with the first write
+
     text = json.dumps(finite(value), ensure_ascii=False, indent=indent, allow_nan=False)
     return text.encode("utf-8", "backslashreplace")
 

@@ -93,7 +93,7 @@ def test_the_worker_runs_jobs_in_time_order_on_one_thread() -> None:
 
 #: Modules of later paths (a draft, the usage ledger, the server's validation, listings, the
 #: focus feed a kernel starts on its worker thread, the trigger schedule made on first use,
-#: the project memory and a recap's framing).
+#: the project memory and a recap's framing, the protocol's shapes).
 LATER_MODULES = (
     "jupyter_recap.pipeline.service",
     "jupyter_recap.pipeline.context",
@@ -107,6 +107,7 @@ LATER_MODULES = (
     "jupyter_recap.focus.fields",
     "jupyter_recap.ipython.feed",
     "jupyter_recap.schedule",
+    "jupyter_recap.wire",
     "http.client",
 )
 
