@@ -291,18 +291,21 @@ def test_a_restarted_kernel_brings_its_new_banner(browser: Browser, lab: LabServ
     name = "restart.ipynb"
     tab = start(browser, lab, name, [LOAD, INVOICES, ""], run=2, replies=[INVOICES_REPLY])
     mount = tab.page.locator(".jp-RecapBanner-mount.jp-mod-live")
-    expect(mount).to_have_count(1)
+    # No recap yet, so no banner: the kernel makes it with the first thing it shows.
+    expect(mount).to_have_count(0)
+    tab.kernel_exec(name, f"{EXT}.banner.show('Before the restart.', 'offline')")
+    expect(mount).to_have_count(1, timeout=10_000)
     old = mount.get_attribute("data-model-id")
     # The restart takes the widget along: its view goes, and none comes back until the new
-    # kernel loads the extension and registers a new banner.
+    # kernel loads the extension and has a recap to show (the banner is made then).
     tab.page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.restartKernel()")
     expect(mount).to_have_count(0, timeout=20_000)
     tab.wait_for_kernel(name)
     tab.run_cells(name, [0])
     tab.prepare_kernel(name)
+    tab.kernel_exec(name, f"{EXT}.banner.show('Back after the restart.', 'offline')")
     expect(mount).to_have_count(1, timeout=10_000)
     assert mount.get_attribute("data-model-id") not in (None, old)
-    tab.kernel_exec(name, f"{EXT}.banner.show('Back after the restart.', 'offline')")
     tab.wait_for_banner(name)
     assert tab.mount_state(name)["text"] == "Back after the restart."
     assert not tab.errors

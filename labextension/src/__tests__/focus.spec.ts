@@ -986,6 +986,7 @@ describe('FocusReporter with a server that takes batches', () => {
     server.hold = true;
     shell.activate(b);
     await flush();
+    const held = server.focusBatch.mock.calls[0][1];
     expect(server.takeBatches()).toHaveLength(1);
     // The person switches back and forth while the answer is outstanding.
     shell.activate(a);
@@ -993,7 +994,7 @@ describe('FocusReporter with a server that takes batches', () => {
     await flush();
     expect(server.takeBatches()).toEqual([]);
     server.hold = false;
-    server.held[0].resolve(server.answer([]));
+    server.held[0].resolve(server.answer(held));
     await flush();
     // a went back and forth (sent unfocused last); b was sent focused and is not any more.
     expect(server.takeBatches()).toEqual([

@@ -252,12 +252,19 @@ def test_a_kernel_with_an_empty_key_gets_no_feed_and_says_why(
     kc.start_channels()
     try:
         kc.wait_for_ready(timeout=60)
+        # The feed starts on the extension's worker thread, just after the load: wait for
+        # its verdict before reading it.
         code = (
             "%load_ext jupyter_recap\n"
+            "import time\n"
             "from jupyter_recap.ipython.extension import extension_for\n"
-            "print(extension_for(get_ipython()).feed)"
+            "ext = extension_for(get_ipython())\n"
+            "deadline = time.monotonic() + 10\n"
+            "while ext.feed_problem is None and time.monotonic() < deadline:\n"
+            "    time.sleep(0.05)\n"
+            "print(ext.feed, 'key is empty' in (ext.feed_problem or ''))"
         )
-        assert stream_text(execute(kc, code)).strip() == "None"
+        assert stream_text(execute(kc, code)).strip() == "None True"
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
