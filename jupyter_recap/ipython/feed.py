@@ -38,7 +38,7 @@ from urllib.parse import quote, urlsplit
 
 from ..debuglog import get_logger
 from ..errors import Cancelled
-from ..pipeline.providers.base import CancelToken
+from ..pipeline.providers.base import CancelToken, error_message
 from ..textutil import printable, shorten
 from ..wire import KERNEL_HEADER, kernel_proof
 from .worker import Job, Worker
@@ -250,7 +250,7 @@ class ServerLink:
             self._drop(connection)
             raise Cancelled("the request was cancelled")
         if not 200 <= status < 300:
-            excerpt = shorten(printable(_error_message(raw or b"")), _EXCERPT_CHARS)
+            excerpt = shorten(printable(error_message(raw or b"")), _EXCERPT_CHARS)
             raise _status_error(status, excerpt)
         if raw is None:
             raise LinkBadAnswer(f"the server sent more than {MAX_ANSWER_BYTES:,} bytes")
@@ -386,22 +386,6 @@ def _shut_down(connection: http.client.HTTPConnection) -> None:
     if sock is not None:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_RDWR)
-
-
-def _error_message(raw: bytes) -> str:
-    """The message in an error body (jupyter_server's ``message``, or ``error``)."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    error = data.get("error")
-    if isinstance(error, dict):
-        error = error.get("message")
-    if not isinstance(error, str):
-        error = data.get("message")
-    return error if isinstance(error, str) else ""
 
 
 def _status_error(status: int, excerpt: str) -> LinkError:

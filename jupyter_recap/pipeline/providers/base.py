@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,3 +115,21 @@ class Provider(Protocol):
     def complete(self, request: CompletionRequest, cancel: CancelToken | None = None) -> Completion:
         """Answer ``request``; raise a :class:`~jupyter_recap.errors.ProviderError` on failure."""
         ...
+
+
+def error_message(raw: bytes) -> str:
+    """The message in an error body: OpenAI/Anthropic ``error.message``, Ollama ``error``,
+    jupyter_server's ``message``. Shared by the model providers and the kernel's server link
+    (here, with no httpx import behind it)."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    error = data.get("error")
+    if isinstance(error, dict):
+        error = error.get("message")
+    if not isinstance(error, str):
+        error = data.get("message")
+    return error if isinstance(error, str) else ""

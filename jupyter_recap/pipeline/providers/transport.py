@@ -32,7 +32,7 @@ from ...errors import (
     RecapError,
 )
 from ...textutil import shorten
-from .base import CancelToken
+from .base import CancelToken, error_message
 
 if TYPE_CHECKING:
     import ssl
@@ -303,22 +303,6 @@ def _from_status(
         return ProviderRateLimited(message, provider=provider_id)
     message = f"{name} answered HTTP {status}{suffix}"
     return ProviderHTTPError(message, provider=provider_id, status=status)
-
-
-def error_message(raw: bytes) -> str:
-    """The message in an error body: OpenAI/Anthropic ``error.message``, Ollama ``error``."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, RecursionError):
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    error = data.get("error")
-    if isinstance(error, dict):
-        error = error.get("message")
-    if not isinstance(error, str):
-        error = data.get("message")
-    return error if isinstance(error, str) else ""
 
 
 def _secrets(headers: dict[str, str], more: Iterable[str] = ()) -> list[str]:
