@@ -43,10 +43,13 @@ from ..textutil import printable, shorten
 from ..wire import KERNEL_HEADER, kernel_proof
 from .worker import Job, Worker
 
-#: Seconds the server may hold one long poll open (the protocol allows up to 60). Each renewal
-#: of an idle kernel's poll is a request the server handles for nothing: with 70 kernels, 55 s
-#: rather than 25 s halves what idle kernels cost it.
-POLL_SECONDS = 55.0
+#: Seconds the server may hold one long poll open (it allows up to 300). Each renewal of an
+#: idle kernel's poll is a request the server handles for nothing, about 2 ms of its CPU: at 70
+#: kernels a 55 s poll still made idle kernels cost the server 1.3x its own idle CPU. The poll
+#: goes straight to the kernel's own server over loopback, never through a proxy whose idle
+#: time-out (often 60 s) would cut it, and news or a hang-up answers it at once whatever its
+#: length.
+POLL_SECONDS = 290.0
 
 #: The deadline of one state report (or banner) request. The reports share the worker thread
 #: with the trigger timers: a server that hangs holds a due timer up for at most this long (a

@@ -107,9 +107,10 @@ class RecapServer(LoggingConfigurable):
     ).tag(config=True)
 
     max_poll_timeout = Float(
-        60.0,
+        300.0,
         help="""Longest a kernel's event long poll is held open, in seconds (kernels ask for
-        55). Shorter makes every idle kernel's poll come back more often.""",
+        290). Shorter makes every idle kernel's poll come back more often: each renewal costs
+        the server a request.""",
     ).tag(config=True)
 
     max_polls_per_kernel = Int(

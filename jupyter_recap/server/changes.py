@@ -76,6 +76,9 @@ class Tracked:
     event_timer: asyncio.TimerHandle | None = None
     reading: bool = False
     again: bool = False
+    file: str | None = None
+    """The file's resolved path, kept for the stat every poll makes (resolving costs ~30 us, a
+    stat 2: at 70 notebooks every 2 s, that was a tenth of the idle server's CPU)."""
 
 
 class NotebookChanges:
@@ -222,8 +225,11 @@ class NotebookChanges:
             if tracked.looking or tracked.baseline is None or tracked.reading:
                 continue
             try:
-                info = self._file(tracked.path).stat()
+                if tracked.file is None:
+                    tracked.file = str(self._file(tracked.path))
+                info = os.stat(tracked.file)
             except OSError:
+                tracked.file = None  # renamed, or a link that moved: resolved again next time
                 continue
             if (info.st_mtime_ns, info.st_size) != tracked.stat:
                 self._read_soon(tracked)
@@ -233,6 +239,7 @@ class NotebookChanges:
     def _seen(self, tracked: Tracked) -> None:
         """Fingerprint the file as it is: the person's view from now on."""
         tracked.left_at = time.time()
+        tracked.file = None  # resolved afresh for this absence
         tracked.change = Change()
         tracked.saved_by_api = tracked.disk_changed = False
         tracked.foreign_ran = tracked.foreign_failed = 0
