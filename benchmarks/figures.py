@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/figures.py --quick        # each quick form: a smoke run
     .venv/bin/python benchmarks/figures.py --only bench_state,bench_usage
     .venv/bin/python benchmarks/figures.py --write-readme README.md
+    .venv/bin/python benchmarks/figures.py --only bench_agents --write-readme README.md
 
 Each benchmark runs as a subprocess with ``JUPYTER_RECAP_FIGURES`` naming a file, to which it
 appends one JSON line per figure the README quotes (``benchmarks/figurelib.py``);
@@ -12,7 +13,9 @@ first table is every figure with its target and whether this run met it; the sec
 reliability suite exercises, counted from the tests without running them (``pytest
 --collect-only`` and the tests' own lists). ``--write-readme`` puts the two tables between the
 README's ``<!-- figures:start -->`` / ``<!-- figures:end -->`` and ``<!-- counts:start -->`` /
-``<!-- counts:end -->`` markers, so the README's tables are exactly this script's output.
+``<!-- counts:end -->`` markers, so the README's tables are exactly this script's output. With
+``--only``, it replaces only the rows of the benchmarks run (a new benchmark's rows go at the
+end) and says under the heading which ones were re-run when: the rest keep their run's figures.
 
 Each benchmark's wall time goes to stderr. A benchmark that fails (or prints no figure) is named
 there and makes the exit code 1; the tables still hold everything else.
@@ -435,12 +438,60 @@ def counts_table(rows: list[tuple[str, str, str]]) -> str:
 # -- the README ----------------------------------------------------------------------------------
 
 
+def read_block(text: str, name: str) -> str:
+    """What the README holds between ``<!-- name:start -->`` and ``<!-- name:end -->``."""
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    found = re.search(re.escape(start) + r"(.*?)" + re.escape(end), text, re.DOTALL)
+    if found is None:
+        raise SystemExit(f"figures: no {start} … {end} block in the README")
+    return found.group(1)
+
+
 def replace_block(text: str, name: str, block: str) -> str:
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(text):
         raise SystemExit(f"figures: no {start} … {end} block in the README")
     return pattern.sub(lambda _: f"{start}\n{block}\n{end}", text, count=1)
+
+
+def _table_script(line: str) -> str | None:
+    """The script a row of the figure table names (its last cell); None for other lines."""
+    if not line.startswith("| ") or line.startswith(("| figure |", "| --- |")):
+        return None
+    return line.rstrip().rstrip("|").rsplit("|", 1)[-1].strip().strip("`")
+
+
+def merge_rows(block: str, rows: list[Row], scripts: list[str], note: str) -> str:
+    """The README's figures block with the rows of ``scripts`` replaced by ``rows`` (in place of
+    their old rows; a script without old rows at the end of the table) and ``note`` added to
+    its heading line."""
+    fresh = figure_table(rows).splitlines()[2:]
+    by_script: dict[str, list[str]] = {}
+    for line in fresh:
+        by_script.setdefault(_table_script(line) or "", []).append(line)
+    lines = block.strip("\n").splitlines()
+    out: list[str] = []
+    placed: set[str] = set()
+    last_row = -1
+    for line in lines:
+        script = _table_script(line)
+        if script in scripts:
+            if script not in placed:
+                out += by_script.get(script, [])
+                placed.add(script)
+                last_row = len(out) - 1
+            continue
+        out.append(line)
+        if script is not None:
+            last_row = len(out) - 1
+    if last_row < 0:
+        raise SystemExit("figures: the README's figures block holds no table to update")
+    missing = [line for s in scripts if s not in placed for line in by_script.get(s, [])]
+    out[last_row + 1 : last_row + 1] = missing
+    if note:
+        out[0] = f"{out[0]} {note}"
+    return "\n".join(out)
 
 
 def main() -> int:
@@ -461,8 +512,8 @@ def main() -> int:
     known = {b.script.removesuffix(".py") for b in BENCHES} | {SUITE}
     if unknown := [n for n in names if n not in known]:
         parser.error(f"unknown: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    if names and args.write_readme:
-        parser.error("--write-readme needs every benchmark: it rewrites the whole table")
+    if names and args.write_readme and args.quick:
+        parser.error("--write-readme with --only writes the full runs' figures, not --quick's")
     chosen = [b for b in BENCHES if not names or b.script.removesuffix(".py") in names]
 
     load = os.getloadavg()[0]
@@ -524,8 +575,21 @@ def main() -> int:
         return 1
     if args.write_readme:
         text = args.write_readme.read_text()
-        text = replace_block(text, "figures", figures)
-        text = replace_block(text, "counts", counts)
+        if names:
+            scripts = [b.script for b in chosen]
+            if scripts:
+                note = (
+                    f"Re-run alone on {today} (1-minute load average {load:.1f}): "
+                    f"{', '.join(f'`{s}`' for s in scripts)}."
+                )
+                text = replace_block(
+                    text, "figures", merge_rows(read_block(text, "figures"), rows, scripts, note)
+                )
+            if counts:
+                text = replace_block(text, "counts", counts)
+        else:
+            text = replace_block(text, "figures", figures)
+            text = replace_block(text, "counts", counts)
         args.write_readme.write_text(text)
         print(f"figures: wrote the tables into {args.write_readme.name}", file=sys.stderr)
     return 0
