@@ -47,6 +47,13 @@ def _js(body: str) -> str:
 ANYWIDGET_SLOW_START = "[anywidget] Failed to initialize model."
 
 
+#: Drops the ``/tree/<path>`` part of the page's URL, without loading anything.
+_UNTREE = r"""() => {
+  const tree = location.pathname.match(/^(.*)\/tree\/.*$/);
+  if (tree !== null) history.replaceState(history.state, '', tree[1]);
+}"""
+
+
 @dataclass
 class LabPage:
     """A chromium page on a JupyterLab server, with what it logged and requested."""
@@ -109,6 +116,20 @@ class LabPage:
         }
 
     # -- documents and cells ---------------------------------------------------------------
+
+    def reload(self, *names: str, timeout: float = 60) -> None:
+        """Reload the page, as the person would, and wait until ``names`` are open with idle
+        kernels and the saved layout is restored (its documents open again, one current).
+
+        The page reloads at its workspace's URL without the ``/tree/<path>`` part JupyterLab
+        keeps there: with it, JupyterLab opens that document again (and makes it current) a
+        second or more after restoring, undoing a click on another one made meanwhile.
+        """
+        self.page.evaluate(_UNTREE)
+        self.page.reload(wait_until="commit")
+        for name in names:
+            self.wait_for_kernel(name, timeout)
+        self.page.evaluate("() => window.jupyterapp.restored.then(() => 0)")
 
     def wait_for_kernel(self, name: str, timeout: float = 60) -> None:
         """Wait until ``name`` is open and its kernel idle (the app may still be starting)."""

@@ -234,9 +234,7 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     assert rows(tab)[0]["kernel"] == billing and title(tab).startswith("(1) ")
 
     # The panel's state lives in the server: a reload keeps it (and notifies nothing again).
-    tab.page.reload(wait_until="commit")
-    tab.wait_for_kernel(BILLING)
-    tab.wait_for_kernel(FRONT)
+    tab.reload(BILLING, FRONT)
     show_panel(tab)
     tab.page.evaluate(WATCH)
     after = wait_rows(tab, f"rows.length === 2 && rows[0].kernel === {billing!r}")[0]
@@ -246,9 +244,7 @@ def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
     tab.page.wait_for_timeout(TOAST_SETTLE_MS)
     assert toasts(tab) == []
 
-    # Opening the row goes to the cell where the work stopped: the latest agent cell. (Once the
-    # reloaded page has restored its layout, which makes its own current document.)
-    tab.page.evaluate("() => window.jupyterapp.restored.then(() => 0)")
+    # Opening the row goes to the cell where the work stopped: the latest agent cell.
     tab.page.click(f'.jp-RecapAgents-row[data-kernel-id="{billing}"]')
     tab.page.wait_for_function(
         "(name) => window.jupyterapp.shell.currentWidget?.context?.path === name", arg=BILLING

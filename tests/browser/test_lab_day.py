@@ -189,8 +189,7 @@ def live_day(browser: Browser, lab: LabServer, fake: FakeLLM | None, prefix: str
         where = f"round {number} ({round_.notebook}: {round_.cell!r})"
         name = names[round_.notebook]
         if round_.reload:
-            tab.page.reload(wait_until="commit")
-            tab.wait_for_kernel(names[REFUNDS])
+            tab.reload(names[REFUNDS])
             tab.open_document(names[CHURN])  # opened again, or found restored
         tab.set_visible(True)
         tab.activate(name)
