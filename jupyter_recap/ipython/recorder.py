@@ -13,25 +13,22 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..capture.jupyter_ai import latest_error
 from ..capture.runs import CellMark, RunHub
 from ..debuglog import get_logger
 from ..focus.report import CellCounts
-from ..record.agentcells import (
-    AgentCell,
-    ai_line_prompt,
-    is_recap_only_cell,
-    parse_agent_cell,
-    parse_ai_line,
-)
-from ..record.outputs import Reply, Shown, agent_reply, bundle_text
 from ..record.transcript import Outcome, Transcript, describe_error
 from ..settings import Recap
 from ..textutil import duration, first_line, shorten
-from .outputtap import OutputTap
 from .shell import Shell
+
+# What only a cell with a magic, or an agent cell, needs is imported there, on the first such
+# cell: `%load_ext` then does not pay for it (its dataclasses alone take about 3 ms to make).
+if TYPE_CHECKING:
+    from ..record.agentcells import AgentCell
+    from ..record.outputs import Reply
+    from .outputtap import OutputTap
 
 # The settings the recorder keeps plain copies of.
 _SETTINGS = ["agent_magics", "record_code_cells", "long_cell_seconds"]
@@ -128,6 +125,8 @@ class Recorder:
             # Most cells hold no magic at all; only those with a "%" need parsing.
             agent = None
             if "%" in raw:
+                from ..record.agentcells import is_recap_only_cell, parse_agent_cell, parse_ai_line
+
                 if is_recap_only_cell(raw):
                     return
                 agent = parse_agent_cell(raw, self._agent_magics)
@@ -139,6 +138,8 @@ class Recorder:
                 callback()
             tap = None
             if agent is not None:
+                from .outputtap import OutputTap
+
                 tap = OutputTap(self.shell)
                 tap.start()
                 model = agent.model or self._default_agent_model()
@@ -224,10 +225,15 @@ class Recorder:
 
     def _line_prompt(self, agent: AgentCell) -> str:
         """What a ``%ai`` line asks (``%ai error``: about jupyter-ai's latest stored error)."""
+        from ..capture.jupyter_ai import latest_error
+        from ..record.agentcells import ai_line_prompt
+
         count = getattr(self.shell, "execution_count", 0)
         return ai_line_prompt(agent, latest_error(getattr(self.shell, "user_ns", {}), count))
 
     def _reply(self, run: _Run, result: Any) -> Reply:
+        from ..record.outputs import Reply, Shown, agent_reply
+
         tap = run.tap
         if tap is not None and tap.next_input:
             return Reply(tap.next_input)  # -f code: the answer went into the next cell
@@ -247,6 +253,8 @@ class Recorder:
             data, _ = self.shell.display_formatter.format(value)
         except Exception:  # noqa: BLE001 - a failing repr must not lose the turn
             return ""  # nothing readable: what the cell printed is the reply then
+        from ..record.outputs import bundle_text
+
         return bundle_text(data)
 
     def _default_agent_model(self) -> str | None:

@@ -93,8 +93,13 @@ def test_the_worker_runs_jobs_in_time_order_on_one_thread() -> None:
 
 #: Modules of later paths (a draft, the usage ledger, the server's validation, listings, the
 #: focus feed a kernel starts on its worker thread, the trigger schedule made on first use,
-#: the project memory and a recap's framing, the protocol's shapes).
+#: the project memory and a recap's framing, the protocol's shapes, and what the recorder
+#: needs only for a cell with a magic or an agent cell).
 LATER_MODULES = (
+    "jupyter_recap.record.agentcells",
+    "jupyter_recap.record.outputs",
+    "jupyter_recap.ipython.outputtap",
+    "jupyter_recap.capture.jupyter_ai",
     "jupyter_recap.pipeline.service",
     "jupyter_recap.pipeline.context",
     "jupyter_recap.pipeline.results",
