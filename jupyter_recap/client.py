@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from .errors import ServerError
-from .stores.sessionfiles import SessionSummary
+from .stores.listings import SessionSummary
 
 __all__ = ["RecapClient", "ServerError", "SessionRecap", "SessionSummary"]
 

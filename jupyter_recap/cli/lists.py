@@ -27,8 +27,8 @@ USAGE_DAYS = 30
 
 def list_sessions(args: argparse.Namespace) -> int:
     """``--sessions``: print the listing (or the "none" line) and return 0."""
-    from ..stores.listings import format_sessions
-    from ..stores.sessionfiles import SessionSummary, session_ids
+    from ..stores.listings import SessionSummary, format_sessions
+    from ..stores.sessionfiles import session_ids
     from ..stores.sessions import SessionStore
     from .stored import stored_sessions
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..capture.runs import CellMark, RunHub
@@ -34,24 +33,38 @@ if TYPE_CHECKING:
 _SETTINGS = ["agent_magics", "record_code_cells", "long_cell_seconds"]
 
 
-@dataclass
+# Plain classes, not dataclasses: making a dataclass compiles its methods, about 0.5 ms each
+# at `%load_ext`, and these two are simple.
 class CellEvents:
     """Callbacks the trigger schedule hangs on the recorder (turns come from the transcript)."""
 
-    on_input: list[Callable[[], None]] = field(default_factory=list)
-    """A recorded cell starts: the person is here."""
-    on_cell_end: list[Callable[[], None]] = field(default_factory=list)
-    """An ordinary (non-agent) cell finished."""
+    def __init__(self) -> None:
+        self.on_input: list[Callable[[], None]] = []
+        """A recorded cell starts: the person is here."""
+        self.on_cell_end: list[Callable[[], None]] = []
+        """An ordinary (non-agent) cell finished."""
 
 
-@dataclass(slots=True)
 class _Run:
-    source: str
-    cell_id: str | None
-    agent: AgentCell | None
-    tap: OutputTap | None
-    mark: CellMark | None
-    started: float
+    """The cell running now, as :meth:`Recorder.pre_run_cell` saw it."""
+
+    __slots__ = ("agent", "cell_id", "mark", "source", "started", "tap")
+
+    def __init__(
+        self,
+        source: str,
+        cell_id: str | None,
+        agent: AgentCell | None,
+        tap: OutputTap | None,
+        mark: CellMark | None,
+        started: float,
+    ) -> None:
+        self.source = source
+        self.cell_id = cell_id
+        self.agent = agent
+        self.tap = tap
+        self.mark = mark
+        self.started = started
 
 
 class Recorder:

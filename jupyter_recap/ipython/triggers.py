@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
@@ -38,14 +38,17 @@ def _cancel_token() -> CancelToken:
     return CancelToken()
 
 
-@dataclass
 class DraftJob:
-    """One draft in a worker thread: cancel it with ``cancel``, wait on ``done``."""
+    """One draft in a worker thread: cancel it with ``cancel``, wait on ``done``.
 
-    draft: StartDraft
-    cancel: CancelToken = field(default_factory=_cancel_token)
-    done: threading.Event = field(default_factory=threading.Event)
-    result: RecapResult | None = None
+    Not a dataclass: it would be made (its methods compiled) at every `%load_ext`, for the
+    first draft's sake."""
+
+    def __init__(self, draft: StartDraft) -> None:
+        self.draft = draft
+        self.cancel: CancelToken = _cancel_token()
+        self.done = threading.Event()
+        self.result: RecapResult | None = None
 
 
 @dataclass

@@ -30,21 +30,26 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..textutil import printable, shorten
+from .tasks import TaskList, progress_line
 
 if TYPE_CHECKING:
+    from ..wire import SessionSummaryJSON
     from .memory import Entry as Note
-    from .sessionfiles import SessionSummary
+    from .sessionfiles import SessionRecord
     from .usage import DayUsage
 
 __all__ = [
     "EMPTY",
     "NOTES_HEADER",
     "PREFIX_CHARS",
+    "SessionSummary",
     "format_age",
     "format_notes",
     "format_sessions",
@@ -63,6 +68,56 @@ _UNTITLED = "(untitled)"
 #: Characters of the first prompt shown under a title that says something else.
 _ASKED_CHARS = 80
 _SENTENCE_MARKS = " .!?…。！？"
+
+
+# Here, not with the session files: only a listing needs it, and `%load_ext` then does not
+# make its dataclass.
+@dataclass(frozen=True)
+class SessionSummary:
+    """One line of a session listing."""
+
+    id: str
+    updated: float
+    title: str
+    turns: int
+    notebook: str | None
+    last_recap: str | None = None
+    progress: str | None = None
+    """The task list's progress line (``tasks ####........ 2/5``), when the session has one."""
+    first_prompt: str = ""
+    """The session's first prompt (its ``title`` is the living one)."""
+
+    @classmethod
+    def of(cls, record: SessionRecord) -> SessionSummary:
+        """The summary of a stored session's header."""
+        return cls(
+            record.id,
+            record.updated,
+            record.title,
+            record.turns,
+            record.notebook,
+            record.last_recap,
+            progress_line(TaskList.from_list(record.tasks).tasks) or None,
+            record.first_prompt,
+        )
+
+    def to_dict(self) -> SessionSummaryJSON:
+        """The JSON form used by the CLI's ``--json`` and the HTTP listing."""
+        return {
+            "id": self.id,
+            "updated": self.updated,
+            "title": self.title,
+            "turns": self.turns,
+            "notebook": self.notebook,
+            "last_recap": self.last_recap,
+            "progress": self.progress,
+            "first_prompt": self.first_prompt,
+        }
+
+    @property
+    def age(self) -> float:
+        """Seconds since the last write."""
+        return max(0.0, time.time() - self.updated)
 
 
 def format_age(seconds: float) -> str:

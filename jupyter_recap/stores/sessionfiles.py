@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import Any, TypeGuard
 
 from ..debuglog import get_logger
 from ..errors import StoreError, StoreWriteError
@@ -37,10 +37,6 @@ from ..record.transcript import is_finite_number, is_optional_text
 from ..textutil import SHOWN_CHARS, shorten
 from . import privatefs
 from .privatefs import IgnoredFile
-from .tasks import TaskList, progress_line
-
-if TYPE_CHECKING:
-    from ..wire import SessionSummaryJSON
 
 HOME_ENV = "JUPYTER_RECAP_HOME"
 HEADER_SUFFIX = ".json"
@@ -178,54 +174,6 @@ _FIELD_CHECKS = {
     "tasks": lambda value: isinstance(value, list),
     "parent": is_optional_text,
 }
-
-
-@dataclass(frozen=True)
-class SessionSummary:
-    """One line of a session listing."""
-
-    id: str
-    updated: float
-    title: str
-    turns: int
-    notebook: str | None
-    last_recap: str | None = None
-    progress: str | None = None
-    """The task list's progress line (``tasks ####........ 2/5``), when the session has one."""
-    first_prompt: str = ""
-    """The session's first prompt (its ``title`` is the living one)."""
-
-    @classmethod
-    def of(cls, record: SessionRecord) -> SessionSummary:
-        """The summary of a stored session's header."""
-        return cls(
-            record.id,
-            record.updated,
-            record.title,
-            record.turns,
-            record.notebook,
-            record.last_recap,
-            progress_line(TaskList.from_list(record.tasks).tasks) or None,
-            record.first_prompt,
-        )
-
-    def to_dict(self) -> SessionSummaryJSON:
-        """The JSON form used by the CLI's ``--json`` and the HTTP listing."""
-        return {
-            "id": self.id,
-            "updated": self.updated,
-            "title": self.title,
-            "turns": self.turns,
-            "notebook": self.notebook,
-            "last_recap": self.last_recap,
-            "progress": self.progress,
-            "first_prompt": self.first_prompt,
-        }
-
-    @property
-    def age(self) -> float:
-        """Seconds since the last write."""
-        return max(0.0, time.time() - self.updated)
 
 
 def shorten_title(text: str, limit: int = TITLE_CHARS) -> str:

@@ -20,7 +20,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..debuglog import get_logger
 from ..errors import StoreError, StoreWriteError, UnsafeStoreError
@@ -32,18 +32,19 @@ from .sessionfiles import (
     AppendFile,
     SessionInUse,
     SessionRecord,
-    SessionSummary,
     check_path,
     shorten_title,
 )
 from .titles import PromptTitle, title_from_recap
+
+if TYPE_CHECKING:
+    from .listings import SessionSummary
 
 __all__ = [
     "DEBOUNCE_SECONDS",
     "SessionInUse",
     "SessionRecord",
     "SessionStore",
-    "SessionSummary",
     "SessionWriter",
     "WriterStatus",
     "latest_for",
@@ -165,6 +166,8 @@ class SessionStore:
         self, notebook_path: str | None = None, limit: int = LISTED_SESSIONS
     ) -> builtins.list[SessionSummary]:
         """Summaries of the newest ``limit`` sessions (of one notebook, if given)."""
+        from .listings import SessionSummary
+
         return [SessionSummary.of(r) for r in self.records(notebook_path)[: max(limit, 0)]]
 
 

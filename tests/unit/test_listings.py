@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_recap.stores.listings import EMPTY, format_age, format_sessions, unique_prefixes
-from jupyter_recap.stores.sessionfiles import SessionSummary
+from jupyter_recap.stores.listings import (
+    EMPTY,
+    SessionSummary,
+    format_age,
+    format_sessions,
+    unique_prefixes,
+)
 
 NOW = 1_750_000_000.0
 A = "0190a1b2-0000-7000-8000-000000000001"
