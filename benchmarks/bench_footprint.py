@@ -9,7 +9,8 @@ connects), then N fresh kernels through the server's REST API, one after the oth
 1. before: the kernel's RSS and OS threads (``/proc/self/status``) and ``len(sys.modules)``,
    read with the standard library only, so measuring adds nothing to what is measured;
 2. the first ``%load_ext jupyter_recap`` of the kernel, timed inside it around
-   ``get_ipython().run_line_magic('load_ext', 'jupyter_recap')``, bytecode cached as after an
+   ``get_ipython().run_line_magic('load_ext', 'jupyter_recap')`` (wall clock, and the main
+   thread's CPU time printed beside it per kernel), bytecode cached as after an
    install (the bench compiles the package first: with ``PYTHONDONTWRITEBYTECODE`` set, an
    edited module would otherwise be compiled again in every kernel);
 3. after: the same figures once the feed connected to the server and the kernel then sat
@@ -60,13 +61,14 @@ _recap_probe()
 del _recap_probe
 """
 
-#: Loads the extension and prints how long the load took inside the kernel (ms).
+#: Loads the extension and prints how long the load took inside the kernel, wall clock and the
+#: main thread's CPU time (ms): when they agree, a slow load was work, not waiting.
 LOAD = """\
 import time as _t
-_t0 = _t.perf_counter()
+_t0, _c0 = _t.perf_counter(), _t.thread_time()
 get_ipython().run_line_magic('load_ext', 'jupyter_recap')
-print((_t.perf_counter() - _t0) * 1000)
-del _t, _t0
+print((_t.perf_counter() - _t0) * 1000, (_t.thread_time() - _c0) * 1000)
+del _t, _t0, _c0
 """
 
 #: Waits until the loaded extension's feed is connected; prints "connected" or why not.
@@ -98,7 +100,7 @@ def measure(lab: LabServer, idle: float) -> dict[str, Any]:
     try:
         time.sleep(1.0)  # the kernel's own start-up settles
         before = probe(kc)
-        load_ms = float(stream_text(execute(kc, LOAD, store_history=False)))
+        wall, cpu = stream_text(execute(kc, LOAD, store_history=False)).split()
         state = stream_text(execute(kc, CONNECTED, store_history=False)).strip()
         if state != "connected":
             raise RuntimeError(f"the feed did not connect: {state}")
@@ -107,7 +109,7 @@ def measure(lab: LabServer, idle: float) -> dict[str, Any]:
     finally:
         kc.stop_channels()
         lab.api("DELETE", f"api/kernels/{kernel_id}")
-    return {"before": before, "after": after, "load_ms": load_ms}
+    return {"before": before, "after": after, "load_ms": float(wall), "load_cpu_ms": float(cpu)}
 
 
 def main() -> None:
@@ -125,7 +127,12 @@ def main() -> None:
         with running_lab(Path(tmp), env) as lab:
             for n in range(kernels):
                 runs.append(measure(lab, idle))
-                print(f"kernel {n + 1}/{kernels}: load {runs[-1]['load_ms']:.1f} ms", flush=True)
+                run = runs[-1]
+                print(
+                    f"kernel {n + 1}/{kernels}: load {run['load_ms']:.1f} ms "
+                    f"(main thread CPU {run['load_cpu_ms']:.1f} ms)",
+                    flush=True,
+                )
 
     def med(side: str, key: str) -> float:
         return statistics.median(float(run[side][key]) for run in runs)
