@@ -26,6 +26,8 @@ class StartDraft:
     fingerprint: str
     model: str | None = None
     """A one-off model for a manual request (``%recap --model``)."""
+    note: str = ""
+    """What a manual recap must say along with its text (:data:`OUTSIDE_NOTE`)."""
 
     @property
     def manual(self) -> bool:
@@ -65,6 +67,14 @@ class Refuse:
 
 
 Action = StartDraft | CancelDraft | ShowRecap | ClearBanner | Refuse
+
+OUTSIDE_NOTE = "a CLI agent's turn on this notebook has no stop yet"
+"""Said with a ``%recap`` written while an outside agent's turn goes on."""
+
+OUTSIDE_HOLD_SECONDS = 900.0
+"""The longest an outside agent's turn holds automatic recaps without its end being heard. The
+server ends a silent turn much sooner (``RecapServer.hook_silence_seconds``); this is the
+backstop for an end the kernel never heard (its feed was reconnecting when it was sent)."""
 
 
 class TriggerSettings(Protocol):
@@ -115,6 +125,15 @@ class Schedule:
         """None until the first focus report: focus is then unproven for this kernel."""
         self.focus_changed_at: float | None = None
         self.turn_running = False
+        """An agent turn of the kernel's own runs (an agent cell, a captured run)."""
+        self.outside_running = False
+        """An agent working from outside the kernel (a CLI agent, told by its hooks through the
+        server) began a turn on this notebook whose end was not heard yet. It holds automatic
+        recaps like a turn of the kernel's own (a draft would land mid-turn), but never
+        ``%recap``: nothing in this kernel waits for it, and the server ends it in the record
+        when the agent goes silent (Claude Code sends no stop when interrupted)."""
+        self.outside_started_at = 0.0
+        """When that turn began (the schedule's clock); see :data:`OUTSIDE_HOLD_SECONDS`."""
         self.pending = False
         """The away timer fired during a turn; draft when it ends, if still away."""
         self.away_deadline: float | None = None
@@ -161,7 +180,36 @@ class Schedule:
     def turn_ended(self, outcome: str = "ok") -> list[Action]:
         """An agent turn ended, whatever its ``outcome`` (ok, errored, aborted)."""
         self.turn_running = False
-        if not self.settings.auto:
+        return self._turn_over()
+
+    def outside_turn_started(self) -> list[Action]:
+        """An agent working from outside the kernel began a turn here (see
+        :attr:`outside_running`): automatic drafts wait; a ``%recap`` in flight goes on."""
+        self.outside_running = True
+        self.outside_started_at = self._clock()
+        self.post_turn_deadline = None
+        self.idle_deadline = None
+        if self.in_flight is not None and self.in_flight.draft.manual:
+            return []  # the person asked for it: it answers, whatever else goes on
+        return self._cancel_and_clear()
+
+    def outside_turn_ended(self, outcome: str = "ok") -> list[Action]:
+        """An outside agent's turn ended (its stop, or its silence, told by the server)."""
+        self.outside_running = False
+        return self._turn_over()
+
+    @property
+    def holding(self) -> bool:
+        """Whether automatic drafts wait: a turn runs, the kernel's own or an outside one."""
+        if self.outside_running and (
+            self._clock() - self.outside_started_at > OUTSIDE_HOLD_SECONDS
+        ):
+            self.outside_running = False  # its end was never heard: stop waiting for it
+        return self.turn_running or self.outside_running
+
+    def _turn_over(self) -> list[Action]:
+        """A turn ended: once none runs, arm what applies after a turn."""
+        if self.holding or not self.settings.auto:
             return []
         now = self._clock()
         if self.pending:
@@ -185,7 +233,7 @@ class Schedule:
         # Cheap checks first: this runs after every ordinary cell.
         if (
             self.focused is None
-            and not self.turn_running
+            and not self.holding
             and self.settings.auto
             and self._completed_turns() > 0
         ):
@@ -199,11 +247,17 @@ class Schedule:
         return self._try_draft("resume")
 
     def manual(self, model: str | None = None) -> list[Action]:
-        """``%recap``: draft now, bypassing the activity gate and dedupe."""
+        """``%recap``: draft now, bypassing the activity gate and dedupe.
+
+        Refused only while a turn of the kernel's own runs (its cell holds the shell anyway,
+        and the recap would be stale the moment it lands); an outside agent's turn never
+        holds it up, and the recap then says that turn has no stop yet.
+        """
         if self.turn_running:
             return [Refuse("an agent turn is still running; ask again when it has finished")]
         actions = self._cancel()
-        draft = self._start("manual", self._fingerprint(), model)
+        note = OUTSIDE_NOTE if self.outside_running else ""
+        draft = self._start("manual", self._fingerprint(), model, note)
         return [*actions, draft]
 
     def cancel_in_flight(self) -> list[Action]:
@@ -234,7 +288,7 @@ class Schedule:
         if self.away_deadline is not None and now >= self.away_deadline:
             self.away_deadline = None
             if self._away():
-                if self.turn_running and not self.settings.during_active:
+                if self.holding and not self.settings.during_active:
                     self.pending = True
                 elif self.post_turn_deadline is None:
                     actions += self._try_draft("away")
@@ -242,11 +296,11 @@ class Schedule:
                 # agent loop goes on, so drafting now could only be cancelled by its next step.
         if self.post_turn_deadline is not None and now >= self.post_turn_deadline:
             self.post_turn_deadline = None
-            if self._away() and (not self.turn_running or self.settings.during_active):
+            if self._away() and (not self.holding or self.settings.during_active):
                 actions += self._try_draft("post_turn")
         if self.idle_deadline is not None and now >= self.idle_deadline:
             self.idle_deadline = None
-            if not self.focus_supported and not self.turn_running:
+            if not self.focus_supported and not self.holding:
                 actions += self._try_draft("idle")
         return actions
 
@@ -261,7 +315,7 @@ class Schedule:
         draft = flight.draft
         if text is None:
             return []
-        if self.turn_running and not (draft.manual or self.settings.during_active):
+        if self.holding and not (draft.manual or self.settings.during_active):
             self.counters.discarded_stale += 1
             return []
         if not draft.manual and self._fingerprint() != draft.fingerprint:
@@ -306,6 +360,7 @@ class Schedule:
             "focused": self.focused,
             "focus_changed_at": self.focus_changed_at,
             "turn_running": self.turn_running,
+            "outside_turn": self.outside_running,
             "pending": self.pending,
             "in_flight": self.in_flight.draft.reason if self.in_flight else None,
             "next_deadline": self.next_deadline(),
@@ -321,7 +376,7 @@ class Schedule:
         """An automatic trigger: respect the gate, dedupe, the one in-flight slot and a turn."""
         if self.in_flight is not None:
             return []
-        if self.turn_running and not self.settings.during_active:
+        if self.holding and not self.settings.during_active:
             # Its answer would land mid-turn and be discarded; the turn's end arms the
             # triggers that apply then (a resume while an agent works, say).
             return []
@@ -334,9 +389,11 @@ class Schedule:
             return []
         return [self._start(reason, fingerprint, None)]
 
-    def _start(self, reason: str, fingerprint: str, model: str | None) -> StartDraft:
+    def _start(
+        self, reason: str, fingerprint: str, model: str | None, note: str = ""
+    ) -> StartDraft:
         self._next_id += 1
-        draft = StartDraft(self._next_id, reason, fingerprint, model)
+        draft = StartDraft(self._next_id, reason, fingerprint, model, note)
         self.in_flight = _InFlight(draft, self._clock())
         self.counters.drafts_started += 1
         return draft

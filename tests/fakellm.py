@@ -525,6 +525,41 @@ def status(
     return run
 
 
+def model_not_found(*, openrouter: bool = False) -> Behaviour:
+    """The provider's answer to a request naming a model it does not have, in the wire's own
+    shape: OpenAI 404 ``model_not_found``, Anthropic 404 ``not_found_error``, Ollama 404;
+    ``openrouter``: OpenRouter's 400 "… is not a valid model ID" (its wire is OpenAI's)."""
+
+    def run(call: Call) -> None:
+        model = _model(call)
+        code = 404
+        if openrouter:
+            code = 400
+            data: dict[str, Any] = {"error": {"message": f"{model} is not a valid model ID"}}
+            data["error"]["code"] = 400
+        elif call.wire == "anthropic":
+            data = {
+                "type": "error",
+                "error": {"type": "not_found_error", "message": f"model: {model}"},
+                "request_id": "req_fake",
+            }
+        elif call.wire == "ollama":
+            data = {"error": f'model "{model}" not found, try pulling it first'}
+        else:
+            message = f"The model `{model}` does not exist or you do not have access to it."
+            data = {
+                "error": {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "model_not_found",
+                }
+            }
+        _send(call, code, json.dumps(data).encode())
+
+    return run
+
+
 def raw(
     payload: bytes, *, code: int = 200, content_type: str = "application/json", **headers: str
 ) -> Behaviour:

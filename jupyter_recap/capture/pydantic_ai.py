@@ -2,9 +2,11 @@
 
 ``Agent.instrument_all(InstrumentationSettings(tracer_provider=..., include_content=True))``
 makes every agent that does not set its own ``instrument=`` emit OpenTelemetry spans that follow
-the GenAI conventions (``invoke_agent``, ``chat``, ``execute_tool``). We give it a private SDK
-``TracerProvider`` whose only processor turns those spans into turns (:mod:`.genai_tracker`):
-nothing is exported and the person's global provider is untouched.
+the GenAI conventions (``invoke_agent``, ``chat``, ``execute_tool``). We give it a private tracer
+provider (:mod:`.tracing`) that hands those spans to the tracker that turns them into turns
+(:mod:`.genai_tracker`): nothing is exported and the person's global provider is untouched. The
+provider is built on the OpenTelemetry API alone, which pydantic-ai itself depends on: the
+install pydantic-ai's documentation gives (``pydantic-ai-slim[openai]``) has no SDK.
 
 An explicit ``Agent.instrument_all(...)`` by the person (``logfire.instrument_pydantic_ai()``
 does this) replaces ours: their spans go to their provider. If that is the global SDK provider,
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from .genai_tracker import GenAITracker, span_processor, watch_cells
+from .genai_tracker import GenAITracker, watch_cells
 from .sources import Source
 
 
@@ -28,6 +30,7 @@ class PydanticAISource(Source):
     name = "pydantic-ai"
     module = "pydantic_ai"
     distribution = "pydantic-ai-slim"
+    needs = (("opentelemetry.trace", "opentelemetry-api"),)
 
     def __init__(self, hub: Any) -> None:
         super().__init__(hub)
@@ -47,10 +50,11 @@ class PydanticAISource(Source):
         for needed in ("tracer_provider", "include_content"):
             if needed not in parameters:
                 raise TypeError(f"InstrumentationSettings takes no {needed}")
-        from opentelemetry.sdk.trace import TracerProvider
+        from .tracing import RecordingTracerProvider
 
-        provider = TracerProvider()
-        provider.add_span_processor(span_processor(self.tracker, self.guarded))
+        provider = RecordingTracerProvider(
+            self.guarded(self.tracker.on_start), self.guarded(self.tracker.on_end)
+        )
         self.settings = InstrumentationSettings(
             tracer_provider=provider, include_content=True, include_binary_content=False
         )

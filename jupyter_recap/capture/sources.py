@@ -6,7 +6,8 @@ calls. Sources are cheap to have: nothing is imported until the person imports t
 (a post-import hook), so a framework that is not installed, or not used, costs nothing.
 
 A source that meets something it does not understand (an API that moved, a callback that
-raises) turns itself off with one warning line; the framework and the cell carry on.
+raises), or misses a package it needs, turns itself off with one warning line; the framework
+and the cell carry on.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class Source:
     """Packages that bring the framework otherwise (another generation of it)."""
     also_modules: ClassVar[tuple[str, ...]] = ()
     """Other imports that bring the framework in (another generation of it)."""
+    needs: ClassVar[tuple[tuple[str, str], ...]] = ()
+    """(module, package) of what :meth:`install` imports besides the framework: without it the
+    source cannot work, and says which package to install."""
 
     def __init__(self, hub: RunHub) -> None:
         self.hub = hub
@@ -96,8 +100,32 @@ class Source:
             self.state = "active"
         try:
             self.install(module)
+        except ModuleNotFoundError as error:
+            package = self.missing_package(error.name or "")
+            if package is not None:
+                self.fail(needs_package(package))
+            else:  # a module of the framework's own that moved
+                self.fail(f"does not understand this version ({type(error).__name__}: {error})")
         except Exception as error:  # noqa: BLE001 - an API we do not know: stand aside
             self.fail(f"does not understand this version ({type(error).__name__}: {error})")
+
+    def missing_package(self, module: str) -> str | None:
+        """The package to install for the missing ``module``: one the source :attr:`needs`, or
+        one not installed at all (named after its top-level module); None for a module of an
+        installed package (a framework that moved a module: not a package to install)."""
+        for needed, package in self.needs:
+            if module and (needed == module or needed.startswith(f"{module}.")):
+                return package
+            if module.startswith(f"{needed}."):
+                return package
+        top = module.split(".", 1)[0]
+        if top and not is_installed(top):
+            return top.replace("_", "-")
+        return None
+
+    def unmet_needs(self) -> list[str]:
+        """The packages of :attr:`needs` that are not installed."""
+        return [package for module, package in self.needs if not is_installed(module)]
 
     def fail(self, reason: str) -> None:
         """Turn off for the rest of the session, with one warning line."""
@@ -107,19 +135,22 @@ class Source:
             self.state = "failed"
             self.reason = printable(reason)[:300]
         message = (
-            f"jupyter_recap: capture of {self.label()} is off: {self.reason}; "
+            f"capture of {self.label()} is off: {self.reason}; "
             "its runs are recorded as ordinary cells"
         )
-        get_logger().warning(message)
+        get_logger().warning("%s", message)
         try:
             self.uninstall()
         except Exception:  # noqa: BLE001
             get_logger().exception("capture: uninstalling %s failed", self.name)
         # A turn this source had open would otherwise stay "running" for ever.
         self.hub.close_runs(self.name, f"capture stopped: {self.reason}")
-        # Warnings configured as errors must not turn this notice into a failure of the cell.
+        # One line, "jupyter_recap:0: CaptureWarning: capture of …": a warning attributed to a
+        # line of ours would print that line of our source under it, and one attributed to the
+        # person's cell would blame their import. Line 0 has no source to print. Warnings
+        # configured as errors must not turn this notice into a failure of the cell.
         with contextlib.suppress(Warning):
-            warnings.warn(message, CaptureWarning, stacklevel=2)
+            warnings.warn_explicit(message, CaptureWarning, "jupyter_recap", 0)
 
     def guarded(self, function: F) -> F:
         """Wrap a framework callback: off means a no-op, and an exception means :meth:`fail`."""
@@ -144,6 +175,9 @@ class Source:
         if self.state == "active":
             return f"{label}: on, {self.turns} turn{'s' if self.turns != 1 else ''} recorded"
         if self.state == "waiting":
+            unmet = self.unmet_needs()
+            if unmet:  # it would turn itself off on the import: say so now
+                return f"{label}: off ({needs_package(unmet[0])})"
             modules = " or ".join((self.module, *self.also_modules))
             return f"{label}: on once {modules} is imported"
         if self.state == "failed":
@@ -256,6 +290,13 @@ class _NotifyingLoader:
             spec.loader = self._loader
         self._loader.exec_module(module)
         _dispatch(module)
+
+
+def needs_package(package: str) -> str:
+    """Why a source is off for want of ``package``, with the command that fixes it."""
+    return (
+        f"needs {package}, which is not installed: pip install {package}, then restart the kernel"
+    )
 
 
 def installed_version(distribution: str) -> str | None:

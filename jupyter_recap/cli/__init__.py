@@ -1,8 +1,9 @@
 """``jupyter recap NOTEBOOK.ipynb``: a recap of a notebook's agent session, from a terminal.
 
-The session is the notebook's newest stored one when the kernel stored it (which is the only
-record of an agent run from plain cells), else what the file's agent cells hold; stderr says
-which (see :mod:`jupyter_recap.cli.stored` for the rule).
+The session is the notebook's stored story when the kernel stored it (which is the only record
+of an agent run from plain cells): its newest session, framed by the earlier ones when that one
+is short; else what the file's agent cells hold. Stderr says which, naming the sessions (see
+:mod:`jupyter_recap.cli.stored` for the rule); ``--session ID`` picks exactly one.
 
 Also ``jupyter recap ID`` (a stored session, by any unique id prefix of 4+ hex digits),
 ``jupyter recap --sessions [NOTEBOOK] [--all] [--limit N]`` (a listing of stored sessions) and
@@ -32,6 +33,7 @@ from ..textutil import SHOWN_CHARS, printable, shorten
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Mapping
 
     from ..record.transcript import Transcript
     from ..settings import Recap
@@ -63,8 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog=PROG,
         description="Print a 1–3 sentence recap of the agent session of a notebook (its "
-        "newest stored session, else what the file holds), of a Jupyter AI chat, or of a "
-        "stored session: the task, "
+        "newest stored session, framed by the earlier ones when it is short; else what the "
+        "file holds), of a Jupyter AI chat, or of a stored session: the task, "
         "then the next step. With --sessions, list the stored sessions instead.",
         epilog="Exit status: 0 a recap (or listing) was printed, 1 there is nothing to recap, "
         "2 bad usage.",
@@ -74,10 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         metavar="NOTEBOOK|CHAT|ID",
         help="the .ipynb notebook whose agent session to recap (its newest stored session, "
-        "else its %%%%ai or other agent magic cells), a Jupyter AI .chat file (its agent "
+        "framed by the earlier ones when it is short; else its %%%%ai or other agent magic "
+        "cells), a Jupyter AI .chat file (its agent "
         "persona's turns; the offline engine unless --model says otherwise), or the id "
         "(any unique prefix of 4 or more hex digits) of a stored session; with --sessions, "
         "the notebook whose sessions to list",
+    )
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="recap exactly this stored session (an id or any unique prefix of 4 or more hex "
+        "digits), nothing earlier framing it; with NOTEBOOK, it must be one of that "
+        "notebook's sessions",
     )
     parser.add_argument(
         "--sessions",
@@ -146,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.sessions and args.notes:
             raise UsageError("--sessions and --notes do not go together")
+        if args.session is not None and (args.sessions or args.notes or args.usage):
+            raise UsageError("--session goes with a notebook, or alone")
         if args.usage:
             if args.target or args.sessions or args.notes or args.dry_run or args.model:
                 raise UsageError("--usage goes alone (or with --json)")
@@ -160,17 +172,24 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--all and --limit only go with --sessions")
         if args.notes:
             return list_notes(args.target, as_json=args.json)
+        options = Options(model=args.model, as_json=args.json, dry_run=args.dry_run)
+        if args.target is None and args.session is not None:
+            return _recap_session(_given_session(args.session), options)
         if args.target is None:
             raise UsageError(
                 "no notebook given: jupyter recap NOTEBOOK.ipynb (or a session ID, or --sessions)"
             )
-        options = Options(model=args.model, as_json=args.json, dry_run=args.dry_run)
         if args.target.endswith(".chat"):
+            if args.session is not None:
+                raise UsageError("--session goes with a notebook, not a .chat file")
             return _recap_chat(args.target, options)
         session_id = _session_id(args.target)
         if session_id is not None:
+            if args.session is not None:
+                raise UsageError(f"a session ID and --session {args.session}: give one")
             return _recap_session(session_id, options)
-        return _recap_notebook(args.target, options)
+        chosen = _given_session(args.session) if args.session is not None else None
+        return _recap_notebook(args.target, options, session=chosen)
     except (UsageError, NotebookError, ConfigError, StoreError) as error:
         return fail(str(error), EXIT_USAGE)
     except KeyboardInterrupt:
@@ -182,6 +201,16 @@ def main(argv: list[str] | None = None) -> int:
             f"internal error: {type(error).__name__}: {error} (set {DEBUG_ENV}=1 for details)",
             EXIT_NO_RECAP,
         )
+
+
+def _given_session(text: str) -> str:
+    """The id (prefix) given with ``--session``; UsageError when it cannot be one."""
+    from .common import UsageError
+
+    if _SESSION_ID.match(text) and sum(c != "-" for c in text) >= _MIN_HEX_DIGITS:
+        return text
+    shown = shorten(text, SHOWN_CHARS)
+    raise UsageError(f"not a session id: {shown!r} (an id or its first 4 or more hex digits)")
 
 
 def _session_id(target: str) -> str | None:
@@ -218,7 +247,7 @@ class Options(NamedTuple):
     dry_run: bool = False
 
 
-def _recap_notebook(path: str, options: Options) -> int:
+def _recap_notebook(path: str, options: Options, *, session: str | None = None) -> int:
     # Imported here so that --help and usage errors stay instant.
     from ..record.notebookfile import read_notebook
     from ..settings import Recap
@@ -233,16 +262,21 @@ def _recap_notebook(path: str, options: Options) -> int:
     transcript = read_notebook(
         path, agent_magics=magics, record_code_cells=bool(settings.record_code_cells)
     )
-    choice = choose(path, transcript)
+    choice = choose(path, transcript, session=session)
     for warning in choice.warnings:
         say(f"{PROG}: warning: {warning}", sys.stderr)
     for note in choice.notes:
         say(f"{PROG}: {note}", sys.stderr)
     if choice.record is not None and choice.transcript is not None:
         # An agent run from plain cells leaves no agent cell in the file: only its stored
-        # session tells the story (with its tool calls and task list).
+        # sessions tell the story (with its tool calls and task list).
+        extra: dict[str, object] = {
+            "session_id": choice.record.id,
+            "sessions": list(choice.sessions),
+        }
+        if choice.transcript.prompt_count == 0:  # --session named one whose prompts are lost
+            return _no_recap(f"session {choice.record.id} has no prompts", options.as_json, extra)
         framing = record_framing(choice.record, enabled=bool(settings.memory))
-        extra: dict[str, str | None] = {"session_id": choice.record.id}
         return _recap(choice.transcript, settings, framing, options, extra=extra)
     if transcript.prompt_count == 0:
         looked_for = ", ".join(f"%%{m}" for m in magics) or "no agent magics configured"
@@ -270,7 +304,7 @@ def _recap_session(id_or_prefix: str, options: Options) -> int:
     from ..stores.sessions import SessionStore
 
     record, transcript = SessionStore().load(id_or_prefix)  # StoreError: unknown or ambiguous
-    extra: dict[str, str | None] = {"session_id": record.id}
+    extra: dict[str, object] = {"session_id": record.id}
     if transcript.prompt_count == 0:
         return _no_recap(f"session {record.id} has no prompts", options.as_json, extra)
     from ..stores.framing import record_framing
@@ -286,7 +320,7 @@ def _recap(
     framing: Framing,
     options: Options,
     *,
-    extra: dict[str, str | None],
+    extra: Mapping[str, object],
 ) -> int:
     from ..pipeline.service import draft_recap
     from .common import EXIT_OK, print_json, say
@@ -320,7 +354,7 @@ def _dry_run(
     settings: Recap,
     framing: Framing,
     options: Options,
-    extra: dict[str, str | None],
+    extra: Mapping[str, object],
 ) -> int:
     """Print the request a recap would send (``--dry-run``), sending nothing."""
     from ..pipeline.preview import preview_request
@@ -354,7 +388,7 @@ def _check_model(model: str | None, settings: Recap, active_model: str | None) -
     )
 
 
-def _no_recap(reason: str, as_json: bool, extra: dict[str, str | None] | None = None) -> int:
+def _no_recap(reason: str, as_json: bool, extra: Mapping[str, object] | None = None) -> int:
     from .common import EXIT_NO_RECAP, fail, print_json
 
     if as_json:

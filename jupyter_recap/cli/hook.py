@@ -1,4 +1,4 @@
-"""``jupyter recap hook``: one hook event of a CLI agent, from stdin into the hook spool.
+"""``jupyter-recap hook``: one hook event of a CLI agent, from stdin into the hook spool.
 
 Claude Code, Codex and VS Code's agent hooks run this command at the events they are told to
 (a prompt submitted, a tool used, the turn stopped) and write one JSON object to its stdin.
@@ -13,7 +13,9 @@ is too long, a store that cannot be written or is not private), the command exit
 nothing, because a hook's output is read by the agent (Claude Code adds a prompt hook's stdout
 to the prompt). A write that fails is noted in the debug log. It runs on every tool call of the
 agent, so it loads only the modules it needs: no argparse, no stores of sessions, no
-``jupyter_core.paths`` in the common cases.
+``jupyter_core.paths`` in the common cases. The package's own ``jupyter-recap`` script is what
+agents are told to run: ``jupyter recap hook`` does the same behind the ``jupyter`` launcher, a
+second interpreter start that costs as much as the command itself.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ READ_SECONDS = 5.0
 """The longest the command waits for the payload (an agent writes it at once and closes)."""
 
 USAGE = """\
-usage: jupyter recap hook [--agent NAME] < EVENT.json
+usage: jupyter-recap hook [--agent NAME] < EVENT.json     (or: jupyter recap hook)
 
 Reads one hook event of Claude Code, Codex or VS Code's agent hooks (JSON on stdin) and
 appends what a recap needs of it to the hook spool, which the jupyter_recap server extension
@@ -42,7 +44,7 @@ reads into the notebook the agent worked on. Prints nothing and exits 0, always.
 
 
 def run_hook(argv: list[str]) -> int:
-    """Run ``jupyter recap hook ARGV``; always 0 (see the module's docstring)."""
+    """Run ``jupyter-recap hook ARGV``; always 0 (see the module's docstring)."""
     try:
         if "--help" in argv or "-h" in argv:
             sys.stdout.write(USAGE)  # asked by a person, never by an agent

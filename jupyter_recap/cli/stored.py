@@ -1,11 +1,15 @@
-"""Which story ``jupyter recap NOTEBOOK.ipynb`` tells: the notebook's stored session or its file.
+"""Which story ``jupyter recap NOTEBOOK.ipynb`` tells: the notebook's stored sessions or its file.
 
 The kernel stores every agent session it records, including the ones a saved notebook cannot
 show: an agent run from an ordinary cell (openai-agents, pydantic-ai, … captured by
-:mod:`jupyter_recap.capture`), its tool calls, the task list. So the stored session is the
+:mod:`jupyter_recap.capture`), its tool calls, the task list. So the stored story is the
 better source whenever there is one; the file is read when there is none, when the store cannot
 be trusted or read, or when the file holds agent turns newer than anything stored (the
 notebook was run where the extension was not loaded, or on another machine).
+
+The stored story is the notebook's newest session, framed by its earlier sessions when that one
+is short (:mod:`jupyter_recap.stores.story`: a quick side run does not replace the notebook's
+work); stderr names the sessions it drew from. ``--session ID`` picks exactly one of them.
 
 The kernel stores the notebook's absolute path as the server hands it over
 (``JPY_SESSION_NAME``: the server's root directory joined with the notebook's path, links not
@@ -15,13 +19,14 @@ link. A stored session belongs to the notebook when both paths name the same fil
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import RecapError
+from ..errors import RecapError, StoreError
 
 if TYPE_CHECKING:
     from ..record.transcript import Entry, Transcript
@@ -31,13 +36,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Choice:
-    """The stored session to recap (None: recap the file), and the lines to tell the person
-    on stderr about it (where the recap comes from, or why the store was not used)."""
+    """The stored story to recap (None: recap the file), and the lines to tell the person on
+    stderr about it (where the recap comes from, or why the store was not used).
+
+    ``record`` is the story's newest session, with the story's task list; ``transcript`` holds
+    every session of it, oldest first; ``sessions`` are their ids in that order."""
 
     record: SessionRecord | None = None
     transcript: Transcript | None = None
     notes: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    sessions: tuple[str, ...] = ()
 
 
 def notebook_matcher(path: str) -> Callable[[str | None], bool]:
@@ -88,46 +97,97 @@ def stored_sessions(store: SessionStore, path: str) -> list[SessionRecord]:
     return [r for r in store.records() if matches(r.notebook)]
 
 
-def choose(path: str, from_file: Transcript, store: SessionStore | None = None) -> Choice:
-    """Whether to recap the newest stored session of ``path`` or the file (read as
-    ``from_file``). Never raises for a store that is missing, unsafe or unreadable: that is a
-    warning, and the file is recapped."""
+def choose(
+    path: str,
+    from_file: Transcript,
+    store: SessionStore | None = None,
+    *,
+    session: str | None = None,
+) -> Choice:
+    """Whether to recap the stored story of ``path`` or the file (read as ``from_file``).
+    Never raises for a store that is missing, unsafe or unreadable: that is a warning, and the
+    file is recapped.
+
+    ``session`` (an id or unique prefix, ``--session``) picks exactly that stored session of
+    the notebook instead: StoreError when there is no such session, or it is another
+    notebook's (bad usage: the person named it).
+    """
     from ..stores.sessions import SessionStore
+    from ..stores.story import frame
 
     store = store or SessionStore()
+    if session is not None:
+        return _chosen(store, path, session)
     warnings: list[str] = []
     try:
         records = stored_sessions(store, path)
     except (RecapError, OSError) as error:
         reason = " ".join(str(error).split()) or type(error).__name__
         return Choice(warnings=(f"the session store was not read ({reason}); reading {path}",))
-    for record in records:
+
+    def skipped(session_id: str, why: str) -> None:
+        warnings.append(f"stored session {session_id} {why}")
+
+    for index, record in enumerate(records):
         try:
             loaded, transcript = store.load(record.id)
         except (RecapError, OSError) as error:
             reason = " ".join(str(error).split()) or type(error).__name__
-            warnings.append(f"stored session {record.id} cannot be read ({reason})")
+            skipped(record.id, f"cannot be read ({reason})")
             continue
         if transcript.prompt_count == 0:
             # A header whose entries were lost: an older session of the notebook may hold its
             # story, so the search goes on rather than giving up on the store.
-            warnings.append(f"stored session {record.id} has no readable turns")
+            skipped(record.id, "has no readable turns")
             continue
-        summary = _summary(loaded, _short_id(store, loaded.id))
         if _file_is_newer(path, from_file, loaded, transcript):
+            summary = _summary(loaded, _short_id(store, loaded.id))
             return Choice(
                 notes=(
                     f"reading {path}: it holds agent turns newer than its stored session {summary}",
                 ),
                 warnings=_one_warning(warnings),
             )
+        older = records[index + 1 :]
+        story = frame(loaded, transcript.entries, older.__iter__, store.load, skipped)
+        newest = dataclasses.replace(story.newest, tasks=story.tasks)
         return Choice(
-            loaded,
-            transcript,
-            notes=(f"from the stored session {summary}",),
+            newest,
+            story.transcript() if story.earlier else transcript,
+            notes=(_from_sessions(store, story.sessions),),
             warnings=_one_warning(warnings),
+            sessions=story.ids,
         )
     return Choice(warnings=_one_warning(warnings, f"; reading {path}"))
+
+
+def _chosen(store: SessionStore, path: str, id_or_prefix: str) -> Choice:
+    """``--session ID``: exactly that stored session of the notebook at ``path``."""
+    record, transcript = store.load(id_or_prefix)  # StoreError: unknown or ambiguous
+    if not notebook_matcher(path)(record.notebook):
+        of = f"of {os.path.basename(record.notebook)}" if record.notebook else "of no notebook"
+        raise StoreError(f"session {record.id} is not one of {path}'s sessions (it is {of})")
+    return Choice(
+        record,
+        transcript,
+        notes=(_from_sessions(store, (record,)),),
+        sessions=(record.id,),
+    )
+
+
+def _from_sessions(store: SessionStore, sessions: Sequence[SessionRecord]) -> str:
+    """The stderr line naming the stored sessions a recap draws from (oldest first):
+    ``from the stored session 0199a1b2 of 14:02, 12 turns``, or for a framed story
+    ``from the stored sessions 0199a0f3 (13:10, 5 turns) and 0199a1b2 (14:02, 3 turns); the
+    newest is framed by the earlier``."""
+    shown = _short_ids(store, [record.id for record in sessions])
+    if len(sessions) == 1:
+        (record,) = sessions
+        return f"from the stored session {_summary(record, shown[record.id])}"
+    parts = [f"{shown[r.id]} ({format_time(r.updated)}, {_turns(r.turns)})" for r in sessions]
+    listed = f"{', '.join(parts[:-1])} and {parts[-1]}"
+    earlier = "one" if len(sessions) == 2 else "ones"
+    return f"from the stored sessions {listed}; the newest is framed by the earlier {earlier}"
 
 
 def _one_warning(warnings: list[str], then: str = "") -> tuple[str, ...]:
@@ -140,20 +200,28 @@ def _one_warning(warnings: list[str], then: str = "") -> tuple[str, ...]:
 
 def _short_id(store: SessionStore, session_id: str) -> str:
     """The id as a listing shows it: short, yet enough for ``jupyter recap ID``."""
+    return _short_ids(store, [session_id])[session_id]
+
+
+def _short_ids(store: SessionStore, ids: Sequence[str]) -> dict[str, str]:
+    """Each of ``ids`` as a listing shows it: short, yet enough for ``jupyter recap ID``."""
     from ..stores.listings import unique_prefixes
     from ..stores.sessionfiles import session_ids
 
     try:
         others = session_ids(store.root)
     except OSError:
-        return session_id
-    return unique_prefixes([session_id], others)[session_id]
+        return {i: i for i in ids}
+    return unique_prefixes(ids, others)
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn" if count == 1 else f"{count} turns"
 
 
 def _summary(record: SessionRecord, shown_id: str) -> str:
     """``0199a1b2 of 14:02, 12 turns``: the id, when it was last written, its prompts."""
-    turns = f"{record.turns} turn" if record.turns == 1 else f"{record.turns} turns"
-    return f"{shown_id} of {format_time(record.updated)}, {turns}"
+    return f"{shown_id} of {format_time(record.updated)}, {_turns(record.turns)}"
 
 
 def format_time(when: float, now: float | None = None) -> str:

@@ -79,6 +79,10 @@ _CELL_KEYS = ("cell_id", "cellId", "cell_index", "cell_number")
 _MODE_KEYS = ("edit_mode", "editType", "mode")
 _SOURCE_KEYS = ("new_source", "newCode", "new_string", "source", "code", "cell_source")
 """What an edit wrote (a ``Write``'s ``content`` is the whole file: not a line to show)."""
+_SOURCE_SCAN = 1 << 16
+"""Characters of a cell's new and old source compared for the first line that changed."""
+_CELL_INDEX = re.compile(r"^cell-(\d{1,6})$")
+"""Claude Code's name for the cell at an index (``cell-3``), for cells without ids."""
 _COMMAND_KEYS = ("command", "cmd")
 _OUTPUT_KEYS = ("stdout", "output", "result", "content", "message", "text", "stderr")
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode")
@@ -243,11 +247,12 @@ def _tool_event(
     error = _tool_error(payload, response, redact) if failed else _response_error(response, redact)
     if failed and not error:
         error = "failed"
+    old = _old_source(inputs, response) if touch == "edit" else None
     return event._replace(
         notebook=notebook,
         touch=touch,
         tool=tool,
-        text=_summary(tool, inputs, notebook, named, redact),
+        text=_summary(tool, inputs, notebook, named, redact, old),
         output="" if touch == "edit" else _output(response, redact),
         error=error,
     )
@@ -274,10 +279,16 @@ def _named_paths(inputs: Mapping[str, Any]) -> list[str]:
 
 
 def _summary(
-    tool: str, inputs: Mapping[str, Any], notebook: str | None, named: list[str], redact: Redactor
+    tool: str,
+    inputs: Mapping[str, Any],
+    notebook: str | None,
+    named: list[str],
+    redact: Redactor,
+    old: str | None = None,
 ) -> str:
     """The call in one line: the command it ran, or what it did where (``replace cell c-2 of
-    churn.ipynb: df = df.dropna()``)."""
+    churn.ipynb: df = df.dropna()``, with the first line of the cell that changed when its
+    ``old`` source is known)."""
     command = _first(inputs, _COMMAND_KEYS)
     if command and "*** Begin Patch" in command[:4096]:
         files = [
@@ -307,9 +318,83 @@ def _summary(
     line = " ".join(words)
     source = _first(inputs, _SOURCE_KEYS)
     if source and mode != "delete":
-        first = next((part for part in source[:2000].splitlines() if part.strip()), "")
+        first = changed_line(source, old)
         line = f"{line}: {first}" if line else first
     return _clean_line(redact, line, SUMMARY_CHARS) or tool
+
+
+def changed_line(new: str, old: str | None) -> str:
+    """The line of a cell's ``new`` source to show for an edit: the first that changed from
+    its ``old`` source (``removed: LINE`` when lines were only taken out), or the first
+    non-blank line when the old source is unknown (or nothing changed).
+
+    Lines the two share at the start and at the end are skipped: a new line anywhere, a
+    changed one, is then the first of what is left (an edit under an unchanged ``import``
+    line is not shown as that ``import``).
+    """
+    new_lines = new[:_SOURCE_SCAN].splitlines()
+    if old is not None:
+        old_lines = old[:_SOURCE_SCAN].splitlines()
+        start = 0
+        while start < min(len(new_lines), len(old_lines)) and (
+            new_lines[start] == old_lines[start]
+        ):
+            start += 1
+        new_end, old_end = len(new_lines), len(old_lines)
+        while (
+            new_end > start and old_end > start and new_lines[new_end - 1] == old_lines[old_end - 1]
+        ):
+            new_end, old_end = new_end - 1, old_end - 1
+        added = _first_filled(new_lines[start:new_end])
+        if added:
+            return added
+        removed = _first_filled(old_lines[start:old_end])
+        if removed:
+            return f"removed: {removed}"
+    return _first_filled(new_lines)
+
+
+def _first_filled(lines: list[str]) -> str:
+    return next((line for line in lines if line.strip()), "")
+
+
+def _old_source(inputs: Mapping[str, Any], response: object) -> str | None:
+    """The source the edited cell had before the edit, when the tool's answer tells it.
+
+    Claude Code's ``NotebookEdit`` answers with ``old_source`` (newer versions), or with the
+    whole notebook as it was (``original_file``), where the cell is found by its id (or its
+    index, ``cell-3``); an ``Edit`` names the text it replaced (``old_string``). None when
+    none of them says (an insert, another agent's tool).
+    """
+    old = inputs.get("old_string")  # an Edit says what it replaced
+    if isinstance(old, str):
+        return old
+    if not isinstance(response, dict) or _first(inputs, _MODE_KEYS) == "insert":
+        return None
+    old = response.get("old_source")
+    if isinstance(old, str):
+        return old
+    original = response.get("original_file")
+    cell = inputs.get("cell_id", inputs.get("cell_number"))
+    if not isinstance(original, str) or not isinstance(cell, (str, int)) or isinstance(cell, bool):
+        return None
+    try:
+        cells = json.loads(original).get("cells")
+    except (ValueError, RecursionError, AttributeError):
+        return None
+    if not isinstance(cells, list):
+        return None
+    found = next((c for c in cells if isinstance(c, dict) and c.get("id") == cell), None)
+    if found is None:
+        index = cell if isinstance(cell, int) else None
+        match = _CELL_INDEX.match(cell) if isinstance(cell, str) else None
+        index = int(match.group(1)) if match else index
+        if index is not None and 0 <= index < len(cells) and isinstance(cells[index], dict):
+            found = cells[index]
+    source = found.get("source") if found is not None else None
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    return source if isinstance(source, str) else None
 
 
 def _output(response: object, redact: Redactor) -> str:

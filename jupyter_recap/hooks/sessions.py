@@ -13,16 +13,24 @@ notebook then gets, as entries of its record (:class:`~jupyter_recap.wire.Outsid
 
 So the kernel's record holds the agent's turn like one of its own cells' turns, and a recap
 written while the person is away tells it. A turn that touched no notebook keeps its ask held
-for the next one ("now put that in the notebook" needs the ask before it). A new prompt after
-a turn whose stop never came (the person interrupted the agent, which then sends none) ends
-that turn as ``aborted`` in its notebooks; so does the session's end.
+for the next one ("now put that in the notebook" needs the ask before it).
+
+Claude Code sends no ``Stop`` when the person interrupts it. A turn silent for ``silence``
+seconds (:meth:`HookSessions.quiet`, which the server calls every second) is therefore ended
+in its notebooks as ``aborted`` with :data:`NO_STOP`: a turn only hooks know of must not hold
+the kernel's recaps and count on in the agents panel until the next prompt. The session keeps
+the turn: a tool call that ran longer than the silence and answers after it, and the stop that
+follows, still reach the notebooks (with an ``event`` saying the agent went on). A new prompt
+after a turn whose stop never came ends it as ``aborted`` too (unless the silence already
+did); so does the session's end.
 
 A tool that names no notebook but says it works on cells (an MCP server's ``insert_cell``)
 works on the notebook the session last named (its ``use_notebook``).
 
 Bounded: :data:`MAX_SESSIONS` sessions (the least recently heard from goes), each forgotten
-after :data:`IDLE_SECONDS` of silence; :data:`MAX_ASKS` held asks, :data:`MAX_NOTEBOOKS`
-notebooks and :data:`MAX_CALLS` tool calls per turn.
+after :data:`IDLE_SECONDS` of silence (a turn of a session forgotten mid-turn ends in its
+notebooks as a silent one does); :data:`MAX_ASKS` held asks, :data:`MAX_NOTEBOOKS` notebooks
+and :data:`MAX_CALLS` tool calls per turn.
 """
 
 from __future__ import annotations
@@ -37,6 +45,11 @@ from .events import HookEvent
 
 MAX_SESSIONS = 64
 IDLE_SECONDS = 6 * 3600.0
+SILENCE_SECONDS = 120.0
+"""A turn silent this long is told as ended without a stop (``c.RecapServer.hook_silence_seconds``
+sets it for a server)."""
+NO_STOP = "no stop received (interrupted?)"
+"""The error of a turn ended by its silence: what the agents panel shows of it."""
 MAX_ASKS = 4
 """Asks held per session (the latest); a turn that never touches a notebook keeps its own."""
 MAX_NOTEBOOKS = 8
@@ -68,14 +81,23 @@ class _Session:
     current: str | None = None
     """The notebook the session named last (for tools that name none)."""
     calls: int = 0
+    quiet: bool = False
+    """The turn's notebooks were told it ended for its silence, and nothing of it came since."""
 
 
 class HookSessions:
     """The sessions heard of, and what each event of theirs means for their notebooks."""
 
-    def __init__(self, *, max_sessions: int = MAX_SESSIONS, idle: float = IDLE_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        max_sessions: int = MAX_SESSIONS,
+        idle: float = IDLE_SECONDS,
+        silence: float = SILENCE_SECONDS,
+    ) -> None:
         self.max_sessions = max(1, max_sessions)
         self.idle = idle
+        self.silence = silence
         self._sessions: dict[tuple[str, str], _Session] = {}
 
     def __len__(self) -> int:
@@ -84,23 +106,32 @@ class HookSessions:
     def feed(self, event: HookEvent) -> list[Delivery]:
         """The entries ``event`` gives to notebooks (none while the session has not touched
         one), after updating its session."""
-        self._forget_idle(event.at)
+        forgotten = self._forget_idle(event.at)
         key = (event.agent, event.session)
         session = self._sessions.pop(key, None) or _Session(event.agent, event.at)
         session.heard = max(session.heard, event.at)
         self._sessions[key] = session  # the most recently heard from last
         while len(self._sessions) > self.max_sessions:
-            del self._sessions[next(iter(self._sessions))]
+            forgotten += self._forget(next(iter(self._sessions)), event.at)
         if event.kind == "prompt":
             delivered = self._end_turn(session, event, aborted=True)
             session.asks = [*session.asks, event.text][-MAX_ASKS:]
-            return delivered
-        if event.kind == "tool":
-            return self._tool(session, event)
-        if event.kind == "stop":
-            return self._end_turn(session, event, aborted=False)
-        delivered = self._end_turn(session, event, aborted=True)  # "end": the session is over
-        del self._sessions[key]
+        elif event.kind == "tool":
+            delivered = self._tool(session, event)
+        elif event.kind == "stop":
+            delivered = self._end_turn(session, event, aborted=False)
+        else:
+            delivered = self._end_turn(session, event, aborted=True)  # "end": the session is over
+            del self._sessions[key]
+        return forgotten + delivered
+
+    def quiet(self, now: float) -> list[Delivery]:
+        """End, in their notebooks, the turns that heard nothing for :attr:`silence` seconds
+        by ``now``: an ``aborted`` outcome with :data:`NO_STOP`, once per silence."""
+        delivered: list[Delivery] = []
+        for session in self._sessions.values():
+            if now - session.heard >= self.silence:
+                delivered += _silenced(session, now)
         return delivered
 
     def _tool(self, session: _Session, event: HookEvent) -> list[Delivery]:
@@ -109,6 +140,7 @@ class HookSessions:
         target = event.notebook or (session.current if event.touch else None)
         edited, ran = int(event.touch == "edit"), int(event.touch == "run")
         call = _call_entries(event)
+        went_on = _went_on(session, event)
         delivered: list[Delivery] = []
         first = event.touch is not None and target is not None and target not in session.touched
         if first and target is not None:
@@ -123,7 +155,7 @@ class HookSessions:
             if first and notebook == target:
                 continue
             mine = notebook == target
-            entries = list(call) if sending else []
+            entries = [*went_on, *call] if sending else list(went_on)
             if entries or (mine and event.touch):
                 touched = (edited, ran) if mine else (0, 0)
                 delivered.append(Delivery(notebook, event.agent, event.at, entries, *touched))
@@ -135,10 +167,16 @@ class HookSessions:
         """The turn's end in the notebooks it touched (none: its asks stay held)."""
         if not session.touched:
             return []
+        if aborted and session.quiet:
+            # Its notebooks were told at its silence; a second "aborted" would say nothing new.
+            session.asks, session.touched, session.calls, session.quiet = [], {}, 0, False
+            return []
         if aborted:
             entries = [_entry("outcome", "aborted")]
         else:
-            entries = [_entry("assistant", event.text)] if event.text else []
+            entries = _went_on(session, event)
+            if event.text:
+                entries.append(_entry("assistant", event.text))
             if event.error:
                 entries.append(_entry("outcome", "errored", error=event.error))
             else:
@@ -146,12 +184,31 @@ class HookSessions:
         delivered = [
             Delivery(notebook, event.agent, event.at, list(entries)) for notebook in session.touched
         ]
-        session.asks, session.touched, session.calls = [], {}, 0
+        session.asks, session.touched, session.calls, session.quiet = [], {}, 0, False
         return delivered
 
-    def _forget_idle(self, now: float) -> None:
+    def _forget_idle(self, now: float) -> list[Delivery]:
+        forgotten: list[Delivery] = []
         for key in [k for k, s in self._sessions.items() if now - s.heard > self.idle]:
-            del self._sessions[key]
+            forgotten += self._forget(key, now)
+        return forgotten
+
+    def _forget(self, key: tuple[str, str], now: float) -> list[Delivery]:
+        """Drop a session; a turn of it still going on in its notebooks ends there (nothing
+        would ever end it: a later event of the session starts afresh)."""
+        return _silenced(self._sessions.pop(key), now)
+
+
+def _silenced(session: _Session, now: float) -> list[Delivery]:
+    """The end, for its silence, of ``session``'s turn in the notebooks it touched: none when
+    it touched none or they were told already."""
+    if not session.touched or session.quiet:
+        return []
+    session.quiet = True
+    return [
+        Delivery(notebook, session.agent, now, [_entry("outcome", "aborted", error=NO_STOP)])
+        for notebook in session.touched
+    ]
 
 
 def _call_entries(event: HookEvent) -> list[OutsideEntry]:
@@ -167,6 +224,16 @@ def _intro(agent: str) -> str:
     """Who took the asks before it (a recap's context starts at the first ask: an entry
     before it would not be seen)."""
     return f"Asked of {agent}, which worked on this notebook from outside its kernel."
+
+
+def _went_on(session: _Session, event: HookEvent) -> list[OutsideEntry]:
+    """An ``event`` for the notebooks the silence told the turn ended, when it goes on after all
+    (a tool that ran longer than the silence, a late stop); none otherwise."""
+    if not session.quiet:
+        return []
+    session.quiet = False
+    text = f"{event.agent} went on after a silence: the turn had not been interrupted."
+    return [_entry("event", text)]
 
 
 def _entry(kind: str, text: str, *, error: str | None = None) -> OutsideEntry:

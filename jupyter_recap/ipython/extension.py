@@ -34,7 +34,7 @@ from ..record.transcript import Transcript, current
 from ..settings import Recap
 from ..stores.workstate import current_state
 from .drafting import Drafting
-from .magics import RecapMagics
+from .magics import RecapMagics, register_free, unregister
 from .recorder import Recorder
 from .reporting import AgentReporting
 from .session import KernelSession
@@ -88,6 +88,7 @@ class RecapExtension:
             changed=lambda: self.reporting.changed(),
             dismissed=lambda: self.drafting.dismissed(),
             created=lambda model_id: self.reporting.banner_created(model_id),
+            story=lambda: self.session.story_note,
         )
         self.drafting = Drafting(
             self.transcript,
@@ -120,6 +121,7 @@ class RecapExtension:
             typed=self.drafting.typed_elsewhere,
             shown=lambda: self.surface.shown,
             drafting=self.drafting.in_flight,
+            outside=self.drafting.runner.outside,
             worker=self.worker,
         )
         self._unsubscribe_tasks: Callable[[], None] | None = None
@@ -143,8 +145,7 @@ class RecapExtension:
         self.recorder.attach()
         self.capture.start(self.settings.capture)
         self.settings.observe(self._on_capture_setting, names=["capture"])
-        for magics in self.magics:
-            self.shell.register_magics(magics)
+        register_free(self.shell, self.magics)  # never a name IPython or another has
         self.state.memory_enabled = bool(self.settings.memory)
         self.settings.observe(self._on_memory_setting, names=["memory"])
         self._unsubscribe_tasks = self.state.subscribe(self._on_tasks)
@@ -162,7 +163,12 @@ class RecapExtension:
             self.surface.display()
             self.reporting.start()
         if resumed and self.settings.auto:
-            self.drafting.resume()
+            if self.has_widgets:
+                # After the server's first answer: it writes the restart into the transcript,
+                # and a draft begun before that would be discarded as stale when it lands.
+                self.reporting.when_ready(self.drafting.resume)
+            else:
+                self.drafting.resume()
 
     def detach(self) -> None:
         """Undo :meth:`attach`: stop the timer, clear and close the banner.
@@ -184,11 +190,7 @@ class RecapExtension:
             self._unsubscribe_tasks = None
         with contextlib.suppress(ValueError):  # never observed: attach failed before it
             self.settings.unobserve(self._on_memory_setting, names=["memory"])
-        manager = self.shell.magics_manager
-        for magics in self.magics:
-            for name in magics.magics.get("line", {}):
-                manager.magics["line"].pop(name, None)
-            manager.registry.pop(type(magics).__name__, None)
+        unregister(self.shell, self.magics)
         configurables = self._configurables
         for configurable in (self.settings, *self.magics):
             while configurable in configurables:

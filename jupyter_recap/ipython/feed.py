@@ -438,7 +438,9 @@ class FocusFeed:
     to this kernel (``restarted``, ``crashed``, ``died``) — also the history of it on each
     (re)connection, since a restarted kernel learns of its restart only that way;
     ``on_outside(entries, latest_cell)`` gets entries for the record written outside the kernel
-    (:class:`~jupyter_recap.wire.OutsideEntry`, not checked yet). All run on
+    (:class:`~jupyter_recap.wire.OutsideEntry`, not checked yet). ``on_ready()`` runs once,
+    after the first answer was taken in (the focus and the restarts the server knew then are
+    known), or when the feed stops for good before any answer. All run on
     the feed's thread. ``key`` is the kernel's connection key, for the kernel's proof;
     without one only the server's headers are sent.
     """
@@ -452,6 +454,7 @@ class FocusFeed:
         on_input: Callable[[], None],
         on_kernel: Callable[[str, float], None] | None = None,
         on_outside: Callable[[list[Any], bool], None] | None = None,
+        on_ready: Callable[[], None] | None = None,
         banner_model_id: str | None = None,
         key: bytes = b"",
     ) -> None:
@@ -462,6 +465,7 @@ class FocusFeed:
         self._on_input = on_input
         self._on_kernel = on_kernel
         self._on_outside = on_outside
+        self._on_ready = on_ready
         self._banner = banner_model_id
         self._cancel = CancelToken()
         self._thread: threading.Thread | None = None
@@ -528,9 +532,16 @@ class FocusFeed:
             self.connected, self.last_error = True, None
             backoff.reset()
             seq, fresh = self._handle(data, seq, fresh), False
+            self._ready()
         self.connected = False
+        self._ready()  # stopped before any answer: nothing more will come
         if banner_sent:
             self._clear_banner()
+
+    def _ready(self) -> None:
+        on_ready, self._on_ready = self._on_ready, None
+        if on_ready is not None:
+            on_ready()
 
     def _clear_banner(self) -> None:
         """Tell the server the banner is gone (the extension was unloaded): it would otherwise

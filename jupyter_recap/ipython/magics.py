@@ -1,13 +1,20 @@
-"""``%recap``: a recap now, on/off for automatic recaps, and status."""
+"""``%recap``: a recap now, on/off for automatic recaps, and status; registering the magics.
+
+The extension's magics only take names nobody has yet: a name IPython or another loaded
+extension already has (IPython's ``%recall``, jupyter-ai's ``%ai``) stays theirs.
+"""
 
 from __future__ import annotations
 
 import shlex
+import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from IPython.core.magic import Magics, line_magic, magics_class
 
+from ..debuglog import get_logger
 from ..errors import RecapError
 from ..textutil import printable
 from .statemagics import compact_memory_now
@@ -101,7 +108,8 @@ class RecapMagics(Magics):
         if recap is None:
             print(printable(f"recap: no recap ({result.reason})"))
         elif not ext.has_widgets:
-            print(printable(f"✦ recap · {recap.model}\n{recap.text}"))
+            engine = f"{recap.model} · {recap.note}" if recap.note else recap.model
+            print(printable(f"✦ recap · {engine}\n{recap.text}"))
 
     def _dry_run(self, model: str | None) -> None:
         if model is not None and not model.strip():
@@ -186,3 +194,52 @@ def _model_option(words: list[str]) -> tuple[str | None, bool]:
     if words[0].startswith("--model=") and len(words) == 1:
         return words[0].partition("=")[2], True
     return None, False
+
+
+# -- registration ----------------------------------------------------------------------------
+
+_ESCAPES = {"line": "%", "cell": "%%"}
+
+
+def register_free(shell: InteractiveShell, magics: Sequence[Magics]) -> list[str]:
+    """Register ``magics`` under the names nobody in ``shell`` has yet; return those left alone.
+
+    A name is taken when the shell's magics table holds it (IPython's own, loaded or declared
+    lazily, another extension's, an alias) or IPython is told to load it lazily. Overwriting
+    one would break whatever the person or the other extension uses it for, so it is left out
+    of the instance before registering, and one line (stderr of the ``%load_ext`` cell, and the
+    debug log) names it.
+    """
+    manager = shell.magics_manager
+    lazy = set(manager.lazy_magics)
+    left_alone: list[str] = []
+    for instance in magics:
+        for kind, escape in _ESCAPES.items():
+            table = manager.magics[kind]
+            ours = instance.magics[kind]  # this instance's own copy: safe to trim
+            for name in [n for n in ours if n in table or n in lazy]:
+                del ours[name]
+                left_alone.append(escape + name)
+        shell.register_magics(instance)
+    if left_alone:
+        names = ", ".join(left_alone)
+        get_logger().warning("magics: not taking %s: already defined", names)
+        print(
+            f"jupyter_recap: not taking {names}: already defined here by IPython or another "
+            "extension",
+            file=sys.stderr,
+        )
+    return left_alone
+
+
+def unregister(shell: InteractiveShell, magics: Sequence[Magics]) -> None:
+    """Undo :func:`register_free`: remove each name only while it is still this instance's."""
+    manager = shell.magics_manager
+    for instance in magics:
+        for kind in _ESCAPES:
+            table = manager.magics[kind]
+            for name, function in instance.magics[kind].items():
+                if table.get(name) == function:
+                    del table[name]
+        if manager.registry.get(type(instance).__name__) is instance:
+            del manager.registry[type(instance).__name__]

@@ -230,7 +230,7 @@ class Recorder:
             # jupyter-ai returned or printed its failure instead of raising (a missing key, an
             # unknown model, "%ai fix" with nothing to fix): the turn failed all the same.
             outcome, detail = "errored", reply.failure
-        self.transcript.outcome(outcome, detail, cell_id=run.cell_id)
+        self.transcript.outcome(outcome, detail, cell_id=run.cell_id, count=result.execution_count)
         if run.agent is not None and run.agent.magic == "ai" and self.hub is not None:
             self.hub.count("jupyter-ai")
 

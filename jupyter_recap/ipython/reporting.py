@@ -9,6 +9,7 @@ kernel tells the panel is :meth:`report`, sent again whenever :meth:`changed` is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -29,6 +30,10 @@ if TYPE_CHECKING:
 MAX_OUTSIDE_ENTRIES = 32
 """Entries of one ``outside`` event written (a tool call is two)."""
 
+READY_WAIT = 3.0
+"""Seconds :meth:`AgentReporting.when_ready` waits at most for the server's first answer (a
+server that is slow or unreachable must not hold a resume recap up for long)."""
+
 
 class AgentReporting:
     """The focus feed and the state reporter of one kernel; :meth:`stop` ends both."""
@@ -44,6 +49,7 @@ class AgentReporting:
         typed: Callable[[], None],
         shown: Callable[[], dict[str, Any] | None],
         drafting: Callable[[], bool],
+        outside: Callable[[], contextlib.AbstractContextManager[object]] | None = None,
         worker: Worker | None = None,
     ) -> None:
         self.shell = shell
@@ -58,6 +64,9 @@ class AgentReporting:
         """The latest recap shown (``text``, ``model``, ``at``), or None."""
         self._drafting = drafting
         """Whether a recap is being drafted now."""
+        self._outside = outside if outside is not None else contextlib.nullcontext
+        """Marks the entries written while it is open as written outside the kernel (a turn
+        they start is an outside agent's: it never holds up ``%recap``)."""
         self._worker = worker
         """Where the reports are sent from (the extension's shared worker thread)."""
         self._banner: str | None = None
@@ -74,6 +83,10 @@ class AgentReporting:
         """Held while the feed starts and while it stops: a stop that races a start still
         stops all it started."""
         self._stopped = False
+        self._ready = False
+        """The server's first answer was taken in, or none will come (see :meth:`when_ready`)."""
+        self._waiting: list[Callable[[], None]] = []
+        self._ready_lock = threading.Lock()
 
     def seed(self, entries: Iterable[Entry]) -> None:
         """Note the kernel events a restored transcript already has (they are not added again)."""
@@ -95,6 +108,33 @@ class AgentReporting:
             if self._stopped or self.feed is not None:
                 return
             self._start_feed()
+            if self.feed is None:  # no server of ours started this kernel: nothing to wait for
+                self._set_ready()
+
+    def when_ready(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the server's first answer was taken in: at once when that happened
+        already or no feed will start, and at the latest after :data:`READY_WAIT` seconds.
+
+        A resume recap waits for this: in a restarted kernel the first answer brings the
+        restart itself (written into the transcript) and whether the person looks at the
+        notebook, and a draft started before it would be stale the moment it lands.
+        """
+        with self._ready_lock:
+            if not self._ready:
+                self._waiting.append(fn)
+                if self._worker is not None:
+                    self._worker.call_later(READY_WAIT, self._set_ready)
+                return
+        if not self._stopped:
+            fn()
+
+    def _set_ready(self) -> None:
+        with self._ready_lock:
+            self._ready = True
+            waiting, self._waiting = self._waiting, []
+        if not self._stopped:
+            for fn in waiting:
+                fn()
 
     def _start_feed(self) -> None:
         from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
@@ -128,6 +168,7 @@ class AgentReporting:
             on_input=self._typed,
             on_kernel=self.kernel_event,
             on_outside=self.outside_entries,
+            on_ready=self._set_ready,
             key=key,
         )
         self.feed.start()
@@ -158,6 +199,8 @@ class AgentReporting:
         with self._lock:
             self._stopped = True
             self._stop()
+        with self._ready_lock:
+            self._waiting = []
 
     def _stop(self) -> None:
         if self._unsubscribe_report is not None:
@@ -195,9 +238,12 @@ class AgentReporting:
             cell_id = next(
                 (e.cell_id for e in reversed(self.transcript.entries) if e.kind == "user"), None
             )
-        for entry in entries[:MAX_OUTSIDE_ENTRIES]:
-            if not add_outside_entry(self.transcript, entry, cell_id=cell_id):
-                get_logger().info("an entry written outside the kernel was left out")
+        # Entries of the kernel's own turn (a persona's calls for its %%ai cell) are not an
+        # outside agent's turn.
+        with contextlib.nullcontext() if latest_cell else self._outside():
+            for entry in entries[:MAX_OUTSIDE_ENTRIES]:
+                if not add_outside_entry(self.transcript, entry, cell_id=cell_id):
+                    get_logger().info("an entry written outside the kernel was left out")
 
     def kernel_event(self, what: str, at: float) -> None:
         """The server saw this kernel restart or die: a recap should know (recorded once)."""

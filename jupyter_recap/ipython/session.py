@@ -3,7 +3,10 @@
 :class:`KernelSession` decides at load whether this kernel continues the notebook's stored
 session or starts its own, keeps the :class:`~jupyter_recap.stores.sessions.SessionWriter` that
 appends the transcript to it, saves the task list with it, and switches to another stored
-session on ``%recap resume``.
+session on ``%recap resume``. A kernel that continues the notebook's newest session brings back
+the notebook's story with it (:mod:`jupyter_recap.stores.story`): when that session is short,
+the earlier sessions that frame it come first in the live transcript, so every recap of this
+kernel, the resume recap first, tells the notebook's work rather than a side run's prompts.
 """
 
 from __future__ import annotations
@@ -24,11 +27,15 @@ from ..stores.sessions import (
     SessionStore,
     SessionWriter,
 )
+from ..stores.story import Story, frame, sources_line
 from ..stores.tasks import Task, TaskList
 from ..stores.workstate import WorkState
 
-# The stored session the live transcript (``current()``) belongs to, across unload/reload.
+# The stored session the live transcript (``current()``) belongs to, across unload/reload,
+# and the frame it was continued with: how many of the transcript's first entries belong to
+# the earlier sessions of its story, and their ids.
 _live_session: str | None = None
+_live_frame: tuple[int, tuple[str, ...]] = (0, ())
 
 
 class KernelSession:
@@ -53,6 +60,9 @@ class KernelSession:
         self.writer: SessionWriter | None = None
         self.store_problem: str | None = None
         """Why the session store was refused at load (someone else could write it), if it was."""
+        self.story: Story | None = None
+        """The stored story this kernel brought back at load (None: it resumed nothing); its
+        ``earlier`` sessions frame the one continued, and the live transcript holds them all."""
 
     @property
     def notebook(self) -> str | None:
@@ -66,7 +76,11 @@ class KernelSession:
         the notebook's latest stored session with turns, so a kernel restart keeps the story —
         unless another live kernel holds that session (two kernels on one notebook): each
         kernel then writes a session of its own, and ``%recap resume`` can still bring the
-        other's story in.
+        other's story in. The transcript restored is the notebook's story
+        (:func:`~jupyter_recap.stores.story.frame`): the latest session, after the earlier
+        ones that frame it when it is short. Only the latest is continued (written to); it
+        records the frame (``framed_by``) with its next write, so the story stays the same
+        once it has grown. :attr:`story` and :attr:`story_note` say what was brought back.
         """
         store = SessionStore()
         try:
@@ -81,18 +95,24 @@ class KernelSession:
         record: SessionRecord | None = None
         file: AppendFile | None = None
         resumed = False
+        history = 0
         try:
             if len(self.transcript) and _live_session is not None:
                 record = store.header(_live_session)
                 file = store.claim_if_writable(record.id) if record is not None else None
+                if record is not None:  # its frame may not be on disk yet
+                    history, framed_by = _live_frame
+                    record.framed_by = list(framed_by)
             elif not len(self.transcript) and self.notebook:
                 latest = store.latest_for(self.notebook)
                 if latest is not None:
                     file = store.claim_if_writable(latest.id)
                     record, stored = store.load(latest.id)
-                    self.transcript.restore(stored.entries)
-                    self.state.restore_tasks(record.tasks)
-                    resumed = True
+                    story = self._frame(store, self.notebook, record, stored)
+                    record.framed_by = [earlier.id for earlier in story.earlier]
+                    self.transcript.restore(story.entries)
+                    self.state.restore_tasks(story.tasks)
+                    self.story, history, resumed = story, story.history, True
         except SessionInUse as error:
             get_logger().info("sessions: %s; this kernel starts its own session", error)
             record = None
@@ -100,9 +120,38 @@ class KernelSession:
             get_logger().warning("sessions: could not resume: %s", error)
             if file is not None:
                 file.close()
-            record, file, resumed = None, None, False
-        self._start_writer(store, record, file)
+            record, file, resumed, history = None, None, False, 0
+            self.story = None
+        self._start_writer(store, record, file, history=history)
         return resumed
+
+    @staticmethod
+    def _frame(
+        store: SessionStore, notebook: str, record: SessionRecord, stored: Transcript
+    ) -> Story:
+        """The story ending with ``record``; a session that cannot be read is left out of it
+        (logged), never a reason to resume nothing."""
+
+        def skipped(session_id: str, why: str) -> None:
+            get_logger().warning("sessions: %s %s; left out of the story", session_id, why)
+
+        return frame(record, stored.entries, lambda: store.records(notebook), store.load, skipped)
+
+    @property
+    def story_note(self) -> str:
+        """Which stored sessions the resumed story draws from, when more than one: ``from
+        sessions 0192a9f0 and 0192ab12`` (what the resume recap should say beside it); "" when
+        the kernel resumed one session or none."""
+        story = self.story
+        if story is None or not story.earlier:
+            return ""
+        from ..stores.sessionfiles import session_ids
+
+        try:
+            known = session_ids(self.writer.store.root if self.writer else SessionStore().root)
+        except OSError:
+            known = []
+        return sources_line(story, known)
 
     def _start_writer(
         self,
@@ -111,8 +160,9 @@ class KernelSession:
         file: AppendFile | None,
         *,
         parent: str | None = None,
+        history: int = 0,
     ) -> None:
-        global _live_session
+        global _live_session, _live_frame
         self.writer = SessionWriter(
             self.transcript,
             store=store,
@@ -120,12 +170,14 @@ class KernelSession:
             file=file,
             notebook=self.notebook,
             parent=parent,
+            history=history,
             scheduler=self._scheduler,
         )
         tasks = TaskList(self.state.tasks).to_list()
         if self.writer.record.tasks != tasks:  # e.g. a list written before the extension loaded
             self.writer.set_tasks(tasks)
         _live_session = self.writer.id
+        _live_frame = (history, tuple(self.writer.record.framed_by))
         self.stats.on_tokens = self.writer.add_tokens
 
     def resume(self, id_or_prefix: str) -> SessionRecord:
@@ -133,12 +185,16 @@ class KernelSession:
 
         When another live kernel holds it, its story continues here as a new session of this
         kernel's (its ``parent`` names the original), so the two never write into one file.
+        Exactly that session: no earlier one frames it, and its record stops naming a frame
+        with its next write.
         """
         store = SessionStore()
         record, stored = store.load(id_or_prefix)  # StoreError for a bad or unknown id
+        record.framed_by = []
         if self.writer is not None:
             self.writer.close()  # releases our own session, which may be the one asked for
             self.writer = None  # the restored task list belongs to the new record only
+        self.story = None
         self._new_story()
         self.transcript.restore(stored.entries)
         self.state.restore_tasks(record.tasks)

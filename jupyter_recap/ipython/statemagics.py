@@ -1,4 +1,4 @@
-"""``%todos``, ``%remember``, ``%recall``, ``%forget``, ``%notes`` and ``%recap compact-memory``.
+"""``%todos``, ``%remember``, ``%notes``, ``%forget`` and ``%recap compact-memory``.
 
 The people's side of the agent API in :mod:`jupyter_recap.stores.workstate`: the same task list and
 the same project memory, shown as plain text. Bad input prints one line and changes nothing.
@@ -90,21 +90,6 @@ class WorkStateMagics(Magics):
             _say(f"remembered {entry.line}")
 
     @line_magic
-    def recall(self, line: str = "") -> None:
-        """The newest notes (at most 15) containing every one of the terms: %recall TERMS."""
-        if not line.strip():
-            _say("recall: usage: %recall TERMS (every term must appear)")
-            return
-        self._memory_call("recall", lambda: self._recalled(line))
-
-    def _recalled(self, terms: str) -> None:
-        found = self.state.recall(terms)
-        if not found:
-            _say(f"recall: no note contains all of {terms.strip()!r}")
-        for entry in found:
-            _say(entry.line)
-
-    @line_magic
     def forget(self, line: str = "") -> None:
         """Remove the note containing TEXT: %forget TEXT (--all: every note containing it)."""
         text = line.strip()
@@ -125,11 +110,23 @@ class WorkStateMagics(Magics):
 
     @line_magic
     def notes(self, line: str = "") -> None:
-        """Every note of this project's memory, with its kind and how often it was recalled."""
+        """The project memory: %notes lists every note, %notes TERMS searches it.
+
+        %notes          every note, with its kind and how often it was found
+        %notes TERMS    the newest notes (at most 15) containing every one of the terms
+                        (case-insensitive); each note found counts a hit
+        """
         if line.strip():
-            _say("notes: usage: %notes")
-            return
-        self._memory_call("notes", self._listed)
+            self._memory_call("notes", lambda: self._found(line))
+        else:
+            self._memory_call("notes", self._listed)
+
+    def _found(self, terms: str) -> None:
+        found = self.state.recall(terms)
+        if not found:
+            _say(f"notes: no note contains all of {terms.strip()!r}")
+        for entry in found:
+            _say(entry.line)
 
     def _listed(self) -> None:
         from ..stores.listings import format_notes  # here: only %notes needs it

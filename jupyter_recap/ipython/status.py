@@ -157,7 +157,8 @@ def _engine_lines(ext: KernelView) -> list[str]:
         f"server:      {server}",
         f"schedule:    next timer {timer}; pending {state['pending']}; "
         f"in flight: {state['in_flight'] or 'nothing'}; "
-        f"turn running: {state['turn_running']}",
+        f"turn running: {state['turn_running']}"
+        + ("; a CLI agent's turn: no stop yet" if state.get("outside_turn") else ""),
         f"last shown:  {last}",
         f"drafts:      {counters.drafts_started} started, {counters.saved_by_dedupe} "
         f"saved by dedupe, {counters.skipped_no_activity} skipped (no agent turn yet), "

@@ -45,6 +45,7 @@ class BannerSurface:
         changed: Callable[[], None],
         dismissed: Callable[[], None],
         created: Callable[[str], None] = lambda model_id: None,
+        story: Callable[[], str] = lambda: "",
     ) -> None:
         self.transcript = transcript
         self.cells = cells
@@ -61,6 +62,8 @@ class BannerSurface:
         """The person closed the banner."""
         self._created = created
         """The banner widget was made (its model id): the server learns it."""
+        self._story = story
+        """Which stored sessions a resumed story draws from ("" for one): a resume recap says it."""
         self.last_recap: WrittenRecap | None = None
         self.shown: dict[str, Any] | None = None
         """The latest recap shown (``text``, ``model``, ``at``), for the agents panel."""
@@ -213,6 +216,10 @@ class BannerSurface:
         if self._has_widgets():
             tasks = self._tasks()
             note = progress_line(tasks)
+            if recap.reason == "resume":
+                # A short side run was framed by the notebook's earlier work: say so.
+                story = self._story()
+                note = f"{story} · {note}" if story and note else story or note
             # "offline · daily budget of 100 calls reached": why no model wrote this one.
             engine = f"{recap.model} · {recap.note}" if recap.note else recap.model
             self.banner.show(

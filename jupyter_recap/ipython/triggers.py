@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..debuglog import get_logger
@@ -103,6 +104,8 @@ class TriggerRunner:
         self._unsubscribe: Callable[[], None] | None = None
         self._context: tuple[Any, str, str] | None = None
         """(what it was built from, context, fingerprint) of the latest build."""
+        self._outside = threading.local()
+        """Set on a thread while it writes entries that came from outside the kernel."""
 
     @property
     def schedule(self) -> Schedule:
@@ -223,11 +226,25 @@ class TriggerRunner:
         # Dispatching the StartDraft (on this thread) set the job, even if it finished already.
         return self.manual_job, None
 
+    @contextmanager
+    def outside(self) -> Iterator[None]:
+        """Entries this thread appends in the block were written outside the kernel (a CLI
+        agent's hooks, through the server): a turn they start or end is an outside agent's,
+        which holds automatic recaps but never ``%recap``."""
+        self._outside.active = True
+        try:
+            yield
+        finally:
+            self._outside.active = False
+
     def _on_entry(self, transcript: Transcript, entry: Entry) -> None:
+        schedule = self.schedule
+        outside = getattr(self._outside, "active", False)
         if entry.kind == "user":
-            self.feed(self.schedule.turn_started)
+            self.feed(schedule.outside_turn_started if outside else schedule.turn_started)
         elif entry.kind == "outcome":
-            self.feed(self.schedule.turn_ended, entry.outcome or "ok")
+            ended = schedule.outside_turn_ended if outside else schedule.turn_ended
+            self.feed(ended, entry.outcome or "ok")
 
     def _on_auto(self, change: Any) -> None:
         self.feed(self.schedule.set_auto, bool(change["new"]))
@@ -319,8 +336,13 @@ class TriggerRunner:
             stats=self.stats,
             usage=self.usage() if self.usage is not None else None,
         )
-        job.result = result
         recap = result.recap
+        if recap is not None and draft.note:
+            # Beside the engine in the banner, as an offline recap's reason is.
+            note = " · ".join(part for part in (recap.note, draft.note) if part)
+            recap = replace(recap, note=note)
+            result = replace(result, recap=recap)
+        job.result = result
         if recap is None:
             get_logger().info("no recap (%s): %s", draft.reason, result.reason)
         self.feed(

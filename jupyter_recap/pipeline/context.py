@@ -26,6 +26,13 @@ EARLIER_PROMPT_CHARS = 300
 #: Earlier prompts the framing may list (the newest ones; each snapshot holds this many). The
 #: framing's room, half the cap, is the limit that binds when they are long.
 EARLIER_PROMPTS = LATEST_PROMPTS - 1
+#: An earlier turn's error, beside its prompt in the framing.
+TURN_ERROR_CHARS = 160
+#: Different errors one framing prompt carries at most (the newest); more are counted.
+TURN_ERRORS = 3
+#: How far from each end of an earlier turn its outcome is looked for (turns end with it; the
+#: bound keeps the framing's cost from growing with the length of the turns).
+TURN_SCAN = 64
 EXTRAS_CHARS = 500
 TEXT_CHARS = 1200
 TOOL_CALL_CHARS = 200
@@ -40,6 +47,8 @@ EARLIER_TURNS_CHARS = 1500
 FRAMING_HEADER = "Task framing"
 RECENT_HEADER = "Recent activity (oldest first)"
 OMITTED = "… (earlier steps omitted)"
+#: The line of a prompt the recent detail shows again later: the text once is enough.
+ASKED_AGAIN = "User: (asked again below)"
 # A framing line shortened to less than this says too little to be worth its room.
 _MIN_FRAMING_LINE = 60
 
@@ -124,7 +133,8 @@ def build_context(
         # The framing orients; the recent detail is what the recap is about. At most half the
         # cap goes to the framing, so a long one never crowds out the latest prompt.
         limit = max_chars // 2
-        framing = _framing(entries, snap.prompts, snap.summary, extras, clean, limit)
+        adjacent = snap.prompt_count == len(snap.prompts)
+        framing = _framing(entries, snap.prompts, snap.summary, extras, clean, limit, adjacent)
         used = len(framing) + 2 if framing else 0  # the framing and the blank line after it
         budget = max_chars - used - len(RECENT_HEADER)  # each line costs its length + "\n"
         reach = _reach(entries, snap.prompts)
@@ -133,7 +143,9 @@ def build_context(
             # Prompts the recent detail reached say it there: once is enough. (Without them an
             # older prompt the first framing had no room for may come back: the recent detail
             # was sized for the first one, so a longer framing is not taken.)
-            fewer = _framing(entries, snap.prompts, snap.summary, extras, clean, limit, shown)
+            fewer = _framing(
+                entries, snap.prompts, snap.summary, extras, clean, limit, adjacent, shown
+            )
             framing = fewer if len(fewer) <= len(framing) else framing
     if not recent and not framing:
         return ""
@@ -150,25 +162,34 @@ def _framing(
     extras: Sequence[str],
     clean: Redactor,
     limit: int,
+    adjacent: bool,
     shown: AbstractSet[int] = frozenset(),
 ) -> str:
     """The task framing in at most ``limit`` characters ("" when there is none), leaving out
     the earlier prompts in ``shown`` (the recent detail has them; the original task stays, as
     the one line that says what the session is for).
 
+    A prompt asked again (a rerun agent cell) is mentioned once, saying how often it was
+    asked, and each prompt carries how its turns went wrong: an earlier prompt without its
+    error reads as a step that worked. ``adjacent`` says whether ``prompts[1]`` is the prompt
+    after the first (else the snapshot left prompts out between them).
+
     Over the limit, the least telling lines go first: earlier prompts (oldest first), then
     the extras (last first); then the summary and the original task are shortened.
     """
     first = summary = None
+    first_said = ""
+    mentions = _mentions(entries, prompts, adjacent, shown)
     if len(prompts) > 1:
-        first = "Original task: " + _line(clean, entries[prompts[0]].text, FIRST_PROMPT_CHARS)
+        first_said = _said(mentions.pop(prompts[0]), clean)
+        text = _line(clean, entries[prompts[0]].text, FIRST_PROMPT_CHARS)
+        first = "Original task: " + text + first_said
     if summary_index is not None:
         summary_text = entries[summary_index].text
         summary = "Latest summary: " + _line(clean, summary_text, SUMMARY_CHARS)
     earlier = [
-        "- " + _line(clean, entries[i].text, EARLIER_PROMPT_CHARS)
-        for i in list(prompts[1:-1])[-EARLIER_PROMPTS:]
-        if i not in shown
+        "- " + _line(clean, entries[i].text, EARLIER_PROMPT_CHARS) + _said(mention, clean)
+        for i, mention in mentions.items()
     ]
     notes: list[str] = []
     used = 0
@@ -198,10 +219,109 @@ def _framing(
         summary = shorten(summary, room) if room >= _MIN_FRAMING_LINE else None
         text = render()
     if len(text) > limit and first:
-        room = len(first) - (len(text) - limit)
-        first = shorten(first, room) if room >= _MIN_FRAMING_LINE else None
+        # The task is shortened, not what its turns ended with.
+        room = len(first) - (len(text) - limit) - len(first_said)
+        head = first.removesuffix(first_said)
+        first = shorten(head, room) + first_said if room >= _MIN_FRAMING_LINE else None
         text = render()
     return text if len(text) <= limit else ""
+
+
+def _prompt_key(entry: Entry) -> str:
+    """What makes two prompts the same: their words, however spaced."""
+    return " ".join(entry.text.split())
+
+
+class _Mention:
+    """One framing prompt: how many times it was asked, and how its turns went wrong."""
+
+    __slots__ = ("aborted", "asked", "errors")
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.errors: dict[str, int] = {}
+        """Each error its turns ended with, and how many turns; the newest last."""
+        self.aborted = 0
+
+
+def _said(mention: _Mention, clean: Redactor) -> str:
+    """What a framing prompt's line adds after the prompt: "" for a prompt asked once whose
+    turn did not go wrong, else e.g. " (asked 8 times; turn errored 7 times: KeyError: 'x')"."""
+    parts = [f"asked {mention.asked} times"] if mention.asked > 1 else []
+    errors = list(mention.errors.items())
+    for error, turns in errors[-TURN_ERRORS:]:
+        times = f" {turns} times" if turns > 1 else ""
+        parts.append(f"turn errored{times}: " + _error(clean, error, TURN_ERROR_CHARS))
+    if len(errors) > TURN_ERRORS:
+        more = len(errors) - TURN_ERRORS
+        parts.append(f"{more} other error{'s' if more > 1 else ''}")
+    if mention.aborted:
+        times = f" {mention.aborted} times" if mention.aborted > 1 else ""
+        parts.append(f"turn interrupted{times}")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _mentions(
+    entries: list[Entry],
+    prompts: Sequence[int],
+    adjacent: bool,
+    shown: AbstractSet[int],
+) -> dict[int, _Mention]:
+    """The framing's prompts, each text once: the first prompt's index (when there are two or
+    more), then the earlier prompts' in the order they were last asked.
+
+    A prompt asked again is counted wherever it was asked (the latest prompt too) and listed
+    where it was last asked before the latest prompt, or with the first prompt when it is the
+    same text. Earlier prompts the recent detail shows (``shown``) are left out, and so are the
+    errors whose line it shows; a prompt whose every mention it shows is not listed.
+    """
+    if len(prompts) < 2:
+        return {}
+    window = list(prompts[1:-1])[-EARLIER_PROMPTS:]
+    keys = {i: _prompt_key(entries[i]) for i in (prompts[0], *window, prompts[-1])}
+    first = keys[prompts[0]]
+    where: dict[str, int] = {first: prompts[0]}  # each text: the index it is listed at
+    for index in window:
+        if keys[index] != first and index not in shown:
+            where[keys[index]] = index  # chronological: the latest occurrence wins
+    mentions = {index: _Mention() for index in sorted(where.values())}
+    for index in (prompts[0], *window, prompts[-1]):
+        mention = mentions.get(where.get(keys[index], -1))
+        if mention is None:
+            continue
+        mention.asked += 1
+        if index == prompts[-1]:
+            continue  # the recent detail has the latest turn
+        position = prompts.index(index)
+        ended = _outcome(entries, index, prompts[position + 1], adjacent or position > 0)
+        if ended is None or ended in shown:
+            continue
+        outcome = entries[ended]
+        if outcome.outcome == "errored":
+            error = outcome.error or "unknown error"
+            mention.errors[error] = mention.errors.pop(error, 0) + 1
+        elif outcome.outcome == "aborted":
+            mention.aborted += 1
+    return mentions
+
+
+def _outcome(entries: list[Entry], prompt: int, following: int, adjacent: bool) -> int | None:
+    """The index of the outcome of the turn ``prompt`` started, when it is close to either end.
+
+    ``following`` is the next prompt the snapshot lists; ``adjacent`` says whether it is the
+    very next prompt (only then can the turn's end be looked for from there back).
+    """
+    for index in range(prompt + 1, min(following, prompt + 1 + TURN_SCAN)):
+        kind = entries[index].kind
+        if kind == "outcome":
+            return index
+        if kind == "user":
+            return None
+    if adjacent:
+        for index in range(following - 1, max(prompt + TURN_SCAN, following - 1 - TURN_SCAN), -1):
+            if entries[index].kind == "outcome":
+                return index
+    return None
 
 
 def _visible(entry: Entry) -> bool:
@@ -295,6 +415,14 @@ def _recent(
         while walked and entries[walked[-1]].kind == "tool_result":
             del shown[walked.pop()]
     shown.update(pinned)
+    # A prompt asked again (a rerun agent cell) is said in full once, where it was last asked;
+    # one shorter than saying so stays (the walk paid for each line as it was).
+    said: set[str] = set()
+    for index in sorted((i for i in shown if entries[i].kind == "user"), reverse=True):
+        key = _prompt_key(entries[index])
+        if key in said and len(shown[index]) > len(ASKED_AGAIN):
+            shown[index] = ASKED_AGAIN
+        said.add(key)
     order = sorted(shown)
     lines: list[str] = []
     for previous, current in itertools.pairwise([-1, *order]):

@@ -2,12 +2,16 @@
 
 The offline engine quotes the session (the task as asked, the error, the step a reply names) and
 ties the quotes together with a handful of words: "Task:", "failed with", "Next:". Those words
-must be in the language the person writes in. A German session with English glue reads as a bug,
-so when the language cannot be told, the engine writes no glue at all rather than guess.
+must be in the language the person writes in. English is the default: a short request made of
+nouns and identifiers ("Ticket 5522: refund order A-1004") shows no other language, and leaves
+English only on evidence of another. A German session with English glue reads as a bug, so when
+the words show another language without telling which, the engine writes no glue at all rather
+than guess.
 
 Detection is deliberately small: the script (kana means Japanese, Han without kana Chinese), then
-counts of common short words for the Latin-script languages in :data:`GLUE`. No dependency, no
-model; the prompts are what is read, never code or errors (those are mostly English anywhere).
+counts of common short words for the Latin-script languages in :data:`GLUE`, each shared out
+among the languages that have it. No dependency, no model; the prompts are what is read, never
+code, identifiers or errors (those are nobody's language, or mostly English anywhere).
 """
 
 from __future__ import annotations
@@ -258,18 +262,106 @@ _WORDS: dict[str, frozenset[str]] = {
         "nog kun kunt alsjeblieft graag mislukt faalt ook wil moet maak voeg toe maar heel"
     ),
 }
+# For each common short word, the languages that have it.
+_HAVING: dict[str, tuple[str, ...]] = {}
+for _language, _table in _WORDS.items():
+    for _word in _table:
+        _HAVING[_word] = (*_HAVING.get(_word, ()), _language)
+# A word: letters, with one inner apostrophe ("l'outil", "don't").
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+# Code spans and fenced blocks: code, whatever words it spells.
+_CODE_SPAN = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+# What a whitespace-separated chunk may be wrapped in and still be a word: "(cables)", "fix,".
+_WRAPPING = "\"'“”‘’«»„()[]{}<>,;:!?.…¿¡*"
+# Inside a chunk, marks that make it an identifier, a path, a number or code rather than words:
+# "A-1004", "#5522", "orders.csv", "df.groupby()", "refund_order", "src/app", "a=b", "https://…".
+_IDENTIFIER = re.compile(r"[\d_./\\=()\[\]{}<>:@#$%&*+|~^]|[^\W\d_]*[a-z][A-Z]")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 # Letters of scripts no table covers (Cyrillic, Greek, Arabic, Hebrew, Hangul, Devanagari, Thai…).
 _OTHER_SCRIPT = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u0590-\u06ff\u0900-\u0e7f\uac00-\ud7af]")
+# Latin letters English does not write ("für", "très", "añade", "não"): a sign of another language.
+_ACCENTED = re.compile(r"[\u00c0-\u024f]")
 # Enough of each prompt to tell; a pasted table or log adds nothing but cost.
 _READ_CHARS = 600
 
 
+def _read(texts: Iterable[str]) -> str:
+    return " ".join(text[:_READ_CHARS] for text in texts)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text`` that can tell a language, lowercased.
+
+    Identifiers, order numbers, ticket ids, file names, paths, acronyms and code are no one's
+    language: "A-1004" must not read as the Portuguese article "a", nor "EUR" or a function
+    name as anything. A chunk with a digit, an underscore, an inner dot or slash, an operator
+    or an inner capital ("groupBy") is left out whole, and so is an all-capitals chunk.
+    """
+    found: list[str] = []
+    for chunk in _CODE_SPAN.sub(" ", text).split():
+        chunk = chunk.strip(_WRAPPING)
+        if not chunk or _IDENTIFIER.search(chunk) or (len(chunk) > 1 and chunk.isupper()):
+            continue
+        found.extend(_WORD.findall(chunk.lower()))
+    return found
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What the words of a text say about its language."""
+
+    score: dict[str, float]
+    """Per language: its common short words in the text, each counted once per occurrence and
+    shared out among the languages that have it ("la" is a third French, Spanish, Italian)."""
+    distinct: dict[str, set[str]]
+    """Per language: which of its common short words the text has."""
+    accented: bool
+    """Whether a word has a Latin letter English does not write."""
+
+    @classmethod
+    def of(cls, text: str) -> _Evidence:
+        score = dict.fromkeys(_WORDS, 0.0)
+        distinct: dict[str, set[str]] = {language: set() for language in _WORDS}
+        found = words(text)
+        for word in found:
+            having = _HAVING.get(word, ())
+            for language in having:
+                score[language] += 1 / len(having)
+                distinct[language].add(word)
+        return cls(score, distinct, any(_ACCENTED.search(word) for word in found))
+
+    def decided(self) -> str | None:
+        """The language the words name on their own, or None when they do not."""
+        ranked = sorted(self.score.items(), key=lambda item: item[1], reverse=True)
+        (best, top), (_, runner_up) = ranked[0], ranked[1]
+        seen = self.distinct[best]
+        # Two different words, well ahead of the next language, decide. One word decides only
+        # when no other language has one and it is longer than a letter: a lone "a", "e" or "o"
+        # is as likely English, an initial or a list mark ("a) …") as it is Portuguese.
+        if len(seen) >= 2 and top > runner_up * 1.5:
+            return best
+        if len(seen) == 1 and runner_up == 0 and len(next(iter(seen))) > 1:
+            return best
+        return None
+
+    def against_english(self) -> bool:
+        """Whether the words show another language, though not which: then no glue at all.
+
+        A letter English does not write is such a sign; so is another language having more
+        words of its own (longer than a letter, not English words too) than English has.
+        """
+        english = len(self.distinct["en"])
+        for language, seen in self.distinct.items():
+            own = {word for word in seen if len(word) > 1 and word not in _WORDS["en"]}
+            if language != "en" and len(own) > english:
+                return True
+        return self.accented
+
+
 def detect(prompts: Iterable[str]) -> str | None:
     """The language of ``prompts`` (a key of :data:`GLUE`), or None when it cannot be told."""
-    text = " ".join(prompt[:_READ_CHARS] for prompt in prompts)
+    text = _read(prompts)
     kana, han = len(_KANA.findall(text)), len(_HAN.findall(text))
     if kana >= 2:
         return "ja"
@@ -277,39 +369,38 @@ def detect(prompts: Iterable[str]) -> str | None:
         return "zh"
     if len(_OTHER_SCRIPT.findall(text)) >= 3:
         return None
-    scores = dict.fromkeys(_WORDS, 0)
-    for word in _WORD.findall(text.lower()):
-        for language, words in _WORDS.items():
-            if word in words:
-                scores[language] += 1
-    ranked = sorted(scores.items(), key=lambda item: item[1], reverse=True)
-    (best, top), (_, runner_up) = ranked[0], ranked[1]
-    # A near tie is a guess; a single hit decides only when no other language has one.
-    if (top >= 2 and top > runner_up * 1.5) or (top == 1 and runner_up == 0):
-        return best
-    return None
+    return _Evidence.of(text).decided()
 
 
 def conversation_language(prompts: Sequence[str], replies: Sequence[str] = ()) -> str | None:
     """The language of a conversation: its prompts, the first counted twice, else with the
-    agent's ``replies``.
+    agent's ``replies``, else English when nothing shows another language.
 
     The first prompt states the task in whole sentences; a follow-up is often a few words
     ("Refund only one monitor (199 EUR).") that tell no language apart, and must not turn a
     session whose language was clear into one without glue. When the prompts alone cannot
-    tell, the replies are read too: the agent answers in the person's language. Never when
-    the prompts are in a script no table covers: an English reply to a Russian prompt would
-    give the Russian session English glue.
+    tell, the replies are read too: the agent answers in the person's language. When neither
+    can ("Ticket 5522: refund order A-1004", and no reply yet), the session is English unless
+    its words show another language without telling which (a near tie of two, an accented
+    word): then there is no glue rather than the wrong one. Never glue when the prompts are in
+    a script no table covers: an English reply to a Russian prompt would give the Russian
+    session English glue.
     """
     if not prompts:
         return detect(replies) if replies else None
     found = detect([prompts[0], *prompts])
-    if found is not None or not replies:
+    if found is not None:
         return found
-    read = " ".join(prompt[:_READ_CHARS] for prompt in prompts)
-    if len(_OTHER_SCRIPT.findall(read)) >= 3:
+    if len(_OTHER_SCRIPT.findall(_read(prompts))) >= 3:
         return None
-    return detect([*prompts, *replies])
+    if replies:
+        found = detect([*prompts, *replies])
+        if found is not None:
+            return found
+    text = _read([*prompts, *replies])
+    if len(_OTHER_SCRIPT.findall(text)) >= 3:
+        return None  # replies in a script no table covers: not English either
+    return None if _Evidence.of(text).against_english() else "en"
 
 
 def glue_for(language: str | None) -> Glue:

@@ -7,11 +7,13 @@ aliases, ``offline`` and bare model names whose provider is obvious (``gpt-4o``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ProviderHTTPError
 from .providers.anthropic import DEFAULT_BASE_URL as ANTHROPIC_BASE_URL
 from .providers.anthropic import AnthropicProvider
 from .providers.base import OFFLINE, ModelRef, Provider
@@ -117,6 +119,97 @@ class Resolution:
 
     candidates: tuple[ModelRef, ...]
     why: str
+    note: str = ""
+    """Why a model the person named was passed over because it does not exist ("model
+    openai:gpt-4o-mnii was not found"): said beside a recap the offline engine writes instead."""
+
+
+# -- models a provider does not have ---------------------------------------------------------
+
+#: How long a model its provider said it does not have is skipped without asking again: recaps
+#: do not knock on the same door each time, and a model pulled meanwhile (``ollama pull``) or
+#: a deployment set up meanwhile is tried again before long.
+MISSING_FOR_SECONDS = 600.0
+
+#: What providers say, besides the model's name, when a request names a model they do not have:
+#: OpenAI "The model `x` does not exist…" (404, ``model_not_found``), Ollama "model "x" not
+#: found, try pulling it first" (404), OpenRouter "x is not a valid model ID" (400); Anthropic
+#: answers 404 ``not_found_error`` with the message "model: x", whose 404 and name are enough.
+_NOT_FOUND_WORDS = ("does not exist", "not found", "not a valid model", "unknown model", "no such")
+
+
+def model_not_found(ref: ModelRef, error: BaseException) -> bool:
+    """Whether ``error``, from a call to ``ref``, is its provider saying it has no such model.
+
+    Only an answer that names the model counts: a 404 of a base URL that points nowhere (no
+    route) is a setup problem for every model, and says so in its own error. The name is looked
+    for by its first 40 characters, which the error keeps however it is cut.
+    """
+    if not isinstance(error, ProviderHTTPError) or error.status not in (400, 404):
+        return False
+    said = str(error).lower()
+    if ref.model[:40].lower() not in said:
+        return False
+    return error.status == 404 or any(words in said for words in _NOT_FOUND_WORDS)
+
+
+class MissingModels:
+    """The models providers answered they do not have, by model and endpoint (the same name may
+    exist on another server), each remembered for :data:`MISSING_FOR_SECONDS`. Thread-safe:
+    drafts run on worker threads while ``%recap status`` reads."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._found: dict[tuple[str, str], tuple[float, str]] = {}
+
+    def add(self, ref: ModelRef, env: Mapping[str, str], error: BaseException) -> None:
+        """Remember that ``ref`` answered ``error`` (its provider has no such model)."""
+        with self._lock:
+            self._found[(ref.id, _where(ref, env))] = (self._clock(), str(error))
+
+    def get(self, ref: ModelRef, env: Mapping[str, str]) -> str | None:
+        """What the provider said when it did not have ``ref``, if that was lately."""
+        key = (ref.id, _where(ref, env))
+        with self._lock:
+            found = self._found.get(key)
+            if found is None:
+                return None
+            if self._clock() - found[0] > MISSING_FOR_SECONDS:
+                del self._found[key]
+                return None
+            return found[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._found.clear()
+
+
+#: This process's record (a kernel's, for its recaps and ``%recap status``).
+MISSING = MissingModels()
+
+
+def missing_note(ref: ModelRef) -> str:
+    """The line said beside an offline recap written because ``ref`` does not exist."""
+    return f"model {ref.id} was not found"
+
+
+def note_missing(
+    ref: ModelRef, env: Mapping[str, str], error: BaseException, missing: MissingModels = MISSING
+) -> str:
+    """After a call to ``ref`` failed with ``error``: when the provider has no such model,
+    remember it (recaps skip it for a while) and return :func:`missing_note`; else ``""``."""
+    if not model_not_found(ref, error):
+        return ""
+    missing.add(ref, env, error)
+    return missing_note(ref)
+
+
+def _where(ref: ModelRef, env: Mapping[str, str]) -> str:
+    try:
+        return endpoint(ref, env)
+    except (ConfigError, ValueError):
+        return ""
 
 
 def resolve_models(
@@ -126,6 +219,7 @@ def resolve_models(
     fast_model: str = "",
     active_model: str | None = None,
     env: Mapping[str, str],
+    missing: MissingModels = MISSING,
 ) -> Resolution:
     """Choose the models for one recap.
 
@@ -134,17 +228,27 @@ def resolve_models(
     ``active_model`` (the latest agent cell's) are candidates if they have credentials; a bad id
     there is only skipped, since a ``%%ai`` cell on an unsupported provider must not break
     recaps. With no candidate left, the offline engine.
+
+    A model its provider lately said it does not have (``missing``: a mistyped ``%%ai`` model,
+    say) is skipped too, the setting's as well, and the resolution's ``note`` says so; only a
+    ``--model`` the person just typed is asked again.
     """
     if override is not None and override.strip():
         ref = parse_model_id(override)
         return Resolution((ref,), f"asked for this recap (--model): {ref.id}")
     if setting.strip() and setting.strip().lower() != "auto":
         ref = parse_model_id(setting)
-        return Resolution((ref,), f"model setting {ref.id} (Recap.model / JUPYTER_RECAP_MODEL)")
+        named = f"model setting {ref.id} (Recap.model / JUPYTER_RECAP_MODEL)"
+        said = missing.get(ref, env) if ref != OFFLINE else None
+        if said is not None:
+            why = f"{named} skipped: not found ({said}); offline engine"
+            return Resolution((OFFLINE,), why, missing_note(ref))
+        return Resolution((ref,), named)
 
     chosen: list[ModelRef] = []
     reasons: list[str] = []
     skipped: list[str] = []
+    notes: list[str] = []
     for label, raw in (("fast model", fast_model), ("active model", active_model or "")):
         if not raw.strip():
             continue
@@ -164,16 +268,21 @@ def resolve_models(
         if source is None:
             skipped.append(f"{label} {ref.id} skipped: no credentials")
             continue
+        said = missing.get(ref, env)
+        if said is not None:
+            skipped.append(f"{label} {ref.id} skipped: not found ({said})")
+            notes.append(missing_note(ref))
+            continue
         chosen.append(ref)
         reasons.append(f"{label} {ref.id} ({source})")
+    note = "; ".join(notes)
     if chosen:
-        notes = f" ({'; '.join(skipped)})" if skipped else ""
-        return Resolution(tuple(chosen), ", then ".join(reasons) + notes)
+        aside = f" ({'; '.join(skipped)})" if skipped else ""
+        return Resolution(tuple(chosen), ", then ".join(reasons) + aside, note)
     if not skipped:
         return Resolution((OFFLINE,), "no agent model seen yet: offline engine")
-    return Resolution(
-        (OFFLINE,), f"no model with credentials: offline engine ({'; '.join(skipped)})"
-    )
+    lacking = "usable model" if notes else "model with credentials"
+    return Resolution((OFFLINE,), f"no {lacking}: offline engine ({'; '.join(skipped)})", note)
 
 
 def endpoint(ref: ModelRef, env: Mapping[str, str]) -> str:

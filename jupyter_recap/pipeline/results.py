@@ -32,8 +32,9 @@ class WrittenRecap:
     tokens_out: int = 0
     created: float = field(default_factory=time.time)
     note: str = ""
-    """Why an automatic recap was written offline ("daily budget of 100 calls reached"): the
-    banner shows it next to the engine."""
+    """Why the offline engine wrote this recap rather than a model ("daily budget of 100 calls
+    reached", "openai:gpt-4o-mini's answer had no recap"): the banner and ``%recap`` show it
+    next to the engine."""
     notice: str = ""
     """For an automatic recap a hosted model wrote: the announcement to show the first time."""
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..debuglog import get_logger
-from ..errors import Cancelled, ConfigError, ProviderError, ProviderTimeout, RecapError
+from ..errors import (
+    Cancelled,
+    ConfigError,
+    ProviderBadResponse,
+    ProviderError,
+    ProviderTimeout,
+    RecapError,
+)
 from ..record.transcript import Transcript, current
 from ..redact import Redactor
 from ..stores.framing import NO_FRAMING, Framing
@@ -226,8 +233,14 @@ class Answer:
     held: str = ""
     """Why an automatic call was not made (``Recap.auto_hosted``, the daily budget)."""
     offline: bool = False
-    """The offline engine came next in the resolution: the caller's own fallback is due."""
+    """The offline engine came next in the resolution, or the last model tried does not exist:
+    the caller's own fallback is due."""
     cancelled: bool = False
+    missing: str = ""
+    """The last model tried does not exist ("model openai:x was not found"; models.py)."""
+    unusable: str = ""
+    """The last model tried answered, but with nothing that can be read (no text, not the
+    wire's format): the call was made, so the caller's fallback is due, saying this."""
 
 
 def ask_in_turn(
@@ -239,11 +252,13 @@ def ask_in_turn(
     named explicitly gets this far); an automatic call skips hosted models unless
     ``Recap.auto_hosted``; ``Recap.timeout_seconds`` holds for the whole walk, each call getting
     what is left of it; a call the daily budget stops ends the walk (``held`` says why); a
-    provider error or timeout moves on to the next candidate; a cancel ends the walk. The walk
+    provider error or timeout moves on to the next candidate; a cancel ends the walk; a walk
+    whose last model does not exist ends as if the offline engine were next (``missing``), and
+    so does a walk whose last model answered with nothing readable (``unusable``). The walk
     stops at the offline engine, which is not a model call: what to write instead (or whether
     to refuse) is the caller's, as is reading the answer. ``label`` starts the log lines.
     """
-    from .models import has_credentials, is_local, missing_credentials
+    from .models import has_credentials, is_local, missing_credentials, note_missing
 
     log = get_logger()
     env, settings = call.env, call.settings
@@ -251,12 +266,14 @@ def ask_in_turn(
     deadline = time.monotonic() + float(settings.timeout_seconds)
     reason = "no model was available"
     held = ""
+    missing = ""
+    unusable = ""
     ref: ModelRef | None = None
     for ref in candidates:
         if call.cancel.cancelled:
             return Answer(None, ref, "cancelled", held, cancelled=True)
         if ref == OFFLINE:
-            return Answer(None, ref, reason, held, offline=True)
+            return Answer(None, ref, reason, held, offline=True, unusable=unusable)
         if not has_credentials(ref, env):
             reason = missing_credentials(ref)  # a call would just be refused
             continue
@@ -286,13 +303,23 @@ def ask_in_turn(
             # The provider saw only what was left of the budget; report the setting.
             reason = f"{ref.id}: no answer within {settings.timeout_seconds:g} s"
             log.warning("%s via %s timed out", label, ref.id)
+            missing = unusable = ""
             continue
         except (ProviderError, ConfigError) as error:
             reason = f"{ref.id}: {error}"
             log.warning("%s via %s failed: %s", label, ref.id, error)
+            missing = note_missing(ref, env, error)  # remembered: resolutions skip it a while
+            # An answer came, with nothing in it to read ("answer has no text").
+            unusable = (
+                f"{ref.id}'s answer was unusable: {error}"
+                if isinstance(error, ProviderBadResponse)
+                else ""
+            )
             continue
         return Answer(completion, ref)
-    return Answer(None, ref, reason, held)
+    return Answer(
+        None, ref, reason, held, offline=bool(missing), missing=missing, unusable=unusable
+    )
 
 
 def hosted_notice(model: str) -> str:
@@ -385,28 +412,30 @@ def _draft(
     if answer.cancelled:
         return RecapResult(None, "cancelled", tried, digest, len(context))
     if answer.completion is None or answer.ref is None:
-        if not (answer.offline or answer.held):
+        if not (answer.offline or answer.held or answer.unusable):
             return RecapResult(None, answer.reason, tried, digest, len(context))
-        # The offline engine: next in line, or instead of a call that was not made (the note
-        # says why, next to the engine's name in the banner).
+        # The offline engine: next in line, instead of a call that was not made, or in place
+        # of an answer with nothing to read in it (the note says why, next to the engine's
+        # name in the banner).
         if answer.held:
             log.info("recap (%s): %s; written offline", trigger, answer.held)
-        text = offline_recap(
-            transcript,
-            open_task=framing.open_task,
-            progress=framing.progress,
-            waiting=framing.waiting,
-        )
-        if text is None:
-            return RecapResult(None, "nothing to recap yet", OFFLINE.id, digest, len(context))
-        recap = WrittenRecap(text, OFFLINE.id, trigger, digest, note=answer.held)
-        return RecapResult(recap, "ok", OFFLINE.id, digest, len(context))
+        note = answer.held or answer.missing or answer.unusable or resolution.note
+        return _offline(transcript, framing, trigger, digest, len(context), note)
 
     ref, completion = answer.ref, answer.completion
     text = extract_recap(completion.text)
     if text is None:
-        log.warning("recap (%s) via %s: answer had no <recap> tag", trigger, ref.id)
-        return RecapResult(None, f"{ref.id} answered without a recap", tried, digest, len(context))
+        # The call was made (and counted, maybe paid for), but its answer cannot be shown:
+        # no <recap> tag, nothing at all, or only reasoning. Dropping the draft would leave
+        # an automatic recap with no banner and no word; the offline recap takes its place,
+        # and the note beside the engine says what became of the model's answer.
+        empty = not completion.text.strip()
+        unusable = f"{ref.id} gave an empty answer" if empty else f"{ref.id}'s answer had no recap"
+        log.warning("recap (%s): %s; written offline", trigger, unusable)
+        fallback = _offline(transcript, framing, trigger, digest, len(context), unusable)
+        if fallback.recap is None:
+            return RecapResult(None, unusable, tried, digest, len(context))
+        return fallback
     hosted = not is_local(ref, env)
     recap = WrittenRecap(
         # The model may write a secret itself (quoting a URL it inferred, a key it made up):
@@ -420,6 +449,27 @@ def _draft(
         notice=hosted_notice(ref.id) if call.automatic and hosted else "",
     )
     return RecapResult(recap, "ok", tried, digest, len(context))
+
+
+def _offline(
+    transcript: Transcript,
+    framing: Framing,
+    trigger: str,
+    digest: str,
+    context_chars: int,
+    note: str,
+) -> RecapResult:
+    """The offline engine's recap, ``note`` saying why no model wrote it."""
+    text = offline_recap(
+        transcript,
+        open_task=framing.open_task,
+        progress=framing.progress,
+        waiting=framing.waiting,
+    )
+    if text is None:
+        return RecapResult(None, "nothing to recap yet", OFFLINE.id, digest, context_chars)
+    recap = WrittenRecap(text, OFFLINE.id, trigger, digest, note=note)
+    return RecapResult(recap, "ok", OFFLINE.id, digest, context_chars)
 
 
 def generate_recap(

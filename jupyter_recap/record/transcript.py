@@ -275,10 +275,18 @@ class Transcript:
         return self.append(Entry("summary", text))
 
     def outcome(
-        self, outcome: Outcome, error: str | None = None, *, cell_id: str | None = None
+        self,
+        outcome: Outcome,
+        error: str | None = None,
+        *,
+        cell_id: str | None = None,
+        count: int | None = None,
     ) -> Entry:
-        """Record how an agent turn ended: ``ok``, ``errored`` (with the error) or ``aborted``."""
-        return self.append(Entry("outcome", "", cell_id=cell_id, error=error, outcome=outcome))
+        """Record how an agent turn ended: ``ok``, ``errored`` (with the error) or ``aborted``;
+        ``count`` is the agent cell's ``In[n]``, kept so a resumed session can still name it."""
+        return self.append(
+            Entry("outcome", "", cell_id=cell_id, error=error, outcome=outcome, count=count)
+        )
 
     def recap(self, text: str, *, model: str | None = None) -> Entry:
         """Record a recap the person was shown; never part of the next recap's context."""

@@ -33,6 +33,7 @@ from traitlets.config import LoggingConfigurable
 from ..changes.touches import Touches
 from ..focus.board import MAX_AGENTS, AgentBoard, RowChange, chat_row_id
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
+from ..hooks.sessions import SILENCE_SECONDS
 from ..pipeline.providers.base import CancelToken
 from ..settings import LONG_CELL_SECONDS
 from ..wire import CHAT_ROW_PREFIX, OutsideActivity
@@ -166,6 +167,15 @@ class RecapServer(LoggingConfigurable):
         LONG_CELL_SECONDS,
         help="""A cell that runs at least this long is shown in the agents panel when it
         finishes or fails, with its duration.""",
+    ).tag(config=True)
+
+    hook_silence_seconds = Float(
+        SILENCE_SECONDS,
+        help="""Seconds after which a CLI agent's turn told by its hooks (``jupyter-recap
+        hook``) that heard nothing more is ended in its notebooks as "no stop received
+        (interrupted?)". Claude Code sends no Stop hook when you interrupt it; without this the
+        turn would hold the kernel's automatic recaps and count on in the agents panel until the
+        next prompt. A tool call or a stop that comes later still reaches the notebook.""",
     ).tag(config=True)
 
     reconcile_interval = Float(

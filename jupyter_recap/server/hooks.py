@@ -13,6 +13,11 @@ notebook inside the server's root (a path outside it is never followed):
   ``outside`` event of its feed: the agent's asks, tool calls and answer become a turn of the
   kernel's transcript, which recaps tell like any other.
 
+Every second, whether the spool changed or not, a turn silent for
+``c.RecapServer.hook_silence_seconds`` is ended in its notebooks ("no stop received
+(interrupted?)"): Claude Code sends no ``Stop`` when the person interrupts it, and a turn
+left open would hold the kernel's automatic recaps and count on in the agents panel.
+
 A notebook no kernel with jupyter_recap serves gets the attribution only. A spool that cannot
 be read (a store others could write, a file that is not the person's) is reported once in the
 server's log and read again when it changes.
@@ -22,13 +27,14 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any
 
 from tornado.ioloop import PeriodicCallback
 
 from ..errors import StoreError
 from ..hooks.events import event_from_json
-from ..hooks.sessions import Delivery, HookSessions, notebook_under
+from ..hooks.sessions import SILENCE_SECONDS, Delivery, HookSessions, notebook_under
 from ..stores.hookspool import SpoolReader
 
 log = logging.getLogger(__name__)
@@ -42,7 +48,8 @@ class HookIntake:
 
     def __init__(self, recap: Any) -> None:
         self.recap = recap
-        self.sessions = HookSessions()
+        silence = getattr(recap, "hook_silence_seconds", SILENCE_SECONDS)
+        self.sessions = HookSessions(silence=float(silence))
         self.reader: SpoolReader | None = None
         self._periodic: PeriodicCallback | None = None
         self._problem: str | None = None
@@ -61,7 +68,15 @@ class HookIntake:
             self._periodic = None
 
     def poll(self) -> None:
-        """Read what the spool gained, if it changed; never raises into the loop."""
+        """Read what the spool gained, if it changed, then end the turns gone silent; never
+        raises into the loop."""
+        if self.reader is None:
+            return
+        self._read()
+        # After the read: a stop read just now is no silence.
+        self._send(self.sessions.quiet(time.time()))
+
+    def _read(self) -> None:
         reader = self.reader
         if reader is None:
             return
@@ -78,13 +93,15 @@ class HookIntake:
         self._problem = None
         for record in records:
             event = event_from_json(record)
-            if event is None:
-                continue
-            for delivery in self.sessions.feed(event):
-                try:
-                    self._deliver(delivery)
-                except Exception:  # one notebook's trouble is not the next one's
-                    log.warning("jupyter_recap: a hook event was not delivered", exc_info=True)
+            if event is not None:
+                self._send(self.sessions.feed(event))
+
+    def _send(self, deliveries: list[Delivery]) -> None:
+        for delivery in deliveries:
+            try:
+                self._deliver(delivery)
+            except Exception:  # one notebook's trouble is not the next one's
+                log.warning("jupyter_recap: a hook event was not delivered", exc_info=True)
 
     def _deliver(self, delivery: Delivery) -> None:
         root = str(getattr(self.recap.serverapp, "root_dir", "") or "")

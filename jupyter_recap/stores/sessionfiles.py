@@ -106,6 +106,10 @@ class SessionRecord:
     tasks: list[Any] = field(default_factory=list)
     parent: str | None = None
     """The session this one continues, when it was resumed while another kernel held it."""
+    framed_by: list[str] = field(default_factory=list)
+    """The earlier sessions of the notebook that frame this one in its story, oldest first: a
+    kernel continued this session with their entries before its own (see
+    :mod:`jupyter_recap.stores.story`). Their entries are never written into this record."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -157,6 +161,10 @@ def _is_text(value: object) -> bool:
     return isinstance(value, str)
 
 
+def _is_ids(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(i, str) and is_session_id(i) for i in value)
+
+
 # Every header field but id and the times, with what a sound value looks like.
 _FIELD_CHECKS = {
     "notebook": is_optional_text,
@@ -173,6 +181,7 @@ _FIELD_CHECKS = {
     "last_recap": is_optional_text,
     "tasks": lambda value: isinstance(value, list),
     "parent": is_optional_text,
+    "framed_by": _is_ids,
 }
 
 

@@ -243,7 +243,9 @@ class SessionWriter:
     disk already, and ``file`` is its claimed transcript file — claimed here when not given,
     which raises SessionInUse if another kernel holds it). Otherwise a new session gets a fresh
     UUIDv7 id (``parent``: the session it was forked from) and every entry the transcript
-    already holds is written with the first flush.
+    already holds is written with the first flush. ``history``: how many of the transcript's
+    first entries belong to the earlier sessions framing this one (its ``framed_by``, see
+    :mod:`~jupyter_recap.stores.story`); they are never written into this record.
 
     What is written is redacted with this process's :class:`~jupyter_recap.redact.Redactor`
     (the kernel's own keys included), so no secret-looking text reaches the disk, and from
@@ -263,10 +265,15 @@ class SessionWriter:
         notebook: str | None = None,
         kernel_id: str | None = None,
         parent: str | None = None,
+        history: int = 0,
         delay: float = DEBOUNCE_SECONDS,
         scheduler: Scheduler | None = None,
     ) -> None:
         self.store = store or SessionStore()
+        self._history = max(0, min(history, len(transcript)))
+        """Entries of the earlier sessions framing this one: read, never written here."""
+        with transcript.locked() as entries:
+            self._history_prompts = sum(e.kind == "user" for e in entries[: self._history])
         self._scheduler = scheduler
         """Runs the debounced writes (the kernel's one worker thread); None: a thread of the
         writer's own, started with the first write."""
@@ -297,7 +304,7 @@ class SessionWriter:
                 parent=parent,
             )
             self._on_disk = False
-            self._written = 0  # every entry the transcript holds is still to be written
+            self._written = self._history  # every entry of its own is still to be written
         else:
             if self._file is None:  # SessionInUse: another kernel's
                 self._file = self.store.claim_if_writable(record.id)
@@ -328,8 +335,12 @@ class SessionWriter:
             pending=max(0, len(self._transcript) - written),
             stored=self._on_disk,
             error=self.error,
-            prompts=max(self._transcript.prompt_count, self.record.turns),
+            prompts=max(self._own_prompts(), self.record.turns),
         )
+
+    def _own_prompts(self) -> int:
+        """Prompts of this session in the live transcript (not of the sessions framing it)."""
+        return self._transcript.prompt_count - self._history_prompts
 
     def add_tokens(self, tokens_in: int = 0, tokens_out: int = 0) -> None:
         """Count tokens spent in this session (written with the next flush)."""
@@ -429,7 +440,7 @@ class SessionWriter:
     def _write(self) -> bool:
         # A session without an agent prompt is never written; the transcript counts its
         # prompts, so this costs nothing however many ordinary cells wait to be written.
-        if self.record.turns == 0 and self._transcript.prompt_count == 0:
+        if self.record.turns == 0 and self._own_prompts() <= 0:
             return False
         with self._transcript.locked() as entries:
             batch = entries[self._written :]
@@ -446,9 +457,9 @@ class SessionWriter:
             self._file.close()
             self._file = None
             with self._cond:
-                self._written = 0
+                self._written = self._history
             with self._transcript.locked() as entries:
-                batch = entries[:]
+                batch = entries[self._history :]
             self.record.entries = self.record.turns = self.record.recaps = 0
         if batch:
             if self._file is None:
@@ -487,8 +498,8 @@ class SessionWriter:
         return True
 
     def _fork(self) -> list[Entry]:
-        """Become a new session (``parent``: the current one) holding the whole transcript;
-        returns the entries to write."""
+        """Become a new session (``parent``: the current one) holding the whole transcript but
+        the sessions framing it, which frame the new one too; returns the entries to write."""
         old = self.record
         now = time.time()
         self.record = SessionRecord(
@@ -500,16 +511,17 @@ class SessionWriter:
             kernel_id=old.kernel_id,
             tasks=old.tasks,
             parent=old.id,
+            framed_by=list(old.framed_by),
         )
         get_logger().info(
             "sessions: %s is held by another kernel; continuing as %s", old.id, self.id
         )
         with self._cond:
-            self._written = 0
+            self._written = self._history
         self._on_disk = False
         self._titles = PromptTitle()
         with self._transcript.locked() as entries:
-            return entries[:]
+            return entries[self._history :]
 
     def _fold(self, items: list[dict[str, Any]]) -> None:
         """Count what a written batch adds to the header (from the redacted text)."""

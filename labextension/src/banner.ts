@@ -13,6 +13,11 @@
  * growing delays and whenever the kernel opens that widget's comm or goes idle. Rendering
  * earlier would make the widget renderer wait two seconds and log "widget model not found".
  *
+ * A page that has just loaded (a reload, the notebook opened again) makes its first cell active,
+ * which in an agent notebook is usually the `%load_ext` cell far above the work. So when the
+ * banner first shows in this page and the person has not chosen a cell yet, the cell where the
+ * session stopped becomes the active one, and the banner sits above it.
+ *
  * After Run All the active cell, and with it the banner, is often far below what is on screen.
  * So when the person comes back to the notebook, or a new recap appears while they look at it,
  * the notebook is scrolled to show the banner: once for each return or recap (the person may
@@ -99,6 +104,7 @@ export class BannerMount implements IDisposable {
     window.addEventListener('blur', this._onPresence);
     MessageLoop.installMessageHook(_panel, this._onPanelMessage);
     _panel.content.node.addEventListener('keydown', this._onKeydown, true);
+    _panel.content.node.addEventListener('pointerdown', this._onPointerdown, true);
     this._present = this._lookedAt();
     this._lookUp();
     this.sync();
@@ -157,6 +163,7 @@ export class BannerMount implements IDisposable {
     window.removeEventListener('blur', this._onPresence);
     MessageLoop.removeMessageHook(this._panel, this._onPanelMessage);
     this._panel.content.node.removeEventListener('keydown', this._onKeydown, true);
+    this._panel.content.node.removeEventListener('pointerdown', this._onPointerdown, true);
     Signal.disconnectReceiver(this);
     Signal.clearData(this);
   }
@@ -326,6 +333,9 @@ export class BannerMount implements IDisposable {
     } else if (this._shownText === null) {
       this._appearances++;
       this._shownText = drafting ? '' : text;
+      if (this._appearances === 1 && !drafting) {
+        this._toStopCell(root);
+      }
     } else if (!drafting && text !== this._shownText) {
       if (this._shownText !== '') {
         this._appearances++; // another recap replaced the one shown
@@ -352,7 +362,33 @@ export class BannerMount implements IDisposable {
 
   private readonly _onKeydown = (): void => {
     this._typedAt = Date.now();
+    this._chose = true;
   };
+
+  private readonly _onPointerdown = (): void => {
+    this._chose = true;
+  };
+
+  /**
+   * The banner shows for the first time in this page while the first cell is active and the
+   * person has not chosen one: make the cell where the session stopped (the banner's stop line)
+   * the active one, so the banner sits where the work is. Keyboard focus stays where it is.
+   */
+  private _toStopCell(root: HTMLElement): void {
+    const notebook = this._panel.content;
+    if (this._chose || notebook.activeCellIndex !== 0) {
+      return;
+    }
+    const link = root.querySelector<HTMLElement>('.jp-RecapBanner-stop [data-cell-id]');
+    const cellId = link?.dataset.cellId;
+    if (!cellId) {
+      return;
+    }
+    const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
+    if (index > 0) {
+      notebook.activeCellIndex = index;
+    }
+  }
 
   private _checkReturn(): void {
     if (this._disposed) {
@@ -409,9 +445,11 @@ export class BannerMount implements IDisposable {
       }
       const view = scroller.getBoundingClientRect();
       const box = root.getBoundingClientRect();
-      const fits = box.height <= view.height - REVEAL_MARGIN_PX;
-      const inView =
-        box.top >= view.top && (fits ? box.bottom <= view.bottom : box.top < view.bottom);
+      // JupyterLab's toasts sit over the notebook's lower right: a banner under them has its
+      // × covered. What they cover does not count as in view.
+      const bottom = uncoveredBottom(view, box);
+      const fits = box.height <= bottom - view.top - REVEAL_MARGIN_PX;
+      const inView = box.top >= view.top && (fits ? box.bottom <= bottom : box.top < bottom);
       if (inView) {
         return;
       }
@@ -608,6 +646,39 @@ export class BannerMount implements IDisposable {
   /** `returns:appearances` the banner was last scrolled into view for. */
   private _revealedFor = '';
   private _typedAt = 0;
+  /** The person clicked or typed in the notebook since this page showed it. */
+  private _chose = false;
+}
+
+/**
+ * Where JupyterLab's notifications are (react-toastify's containers). The container, not each
+ * toast: it takes the clicks in the gaps between its toasts too, and its box is where the toasts
+ * end up while they still slide in.
+ */
+const TOASTS_SELECTOR = '.Toastify__toast-container';
+
+/**
+ * The lowest point of `view` that no notification covers across the width of `box` (the
+ * banner): the top of the highest toast container overlapping it, or the view's own bottom.
+ */
+export function uncoveredBottom(view: DOMRect, box: DOMRect): number {
+  let bottom = view.bottom;
+  for (const container of document.querySelectorAll<HTMLElement>(TOASTS_SELECTOR)) {
+    if (container.childElementCount === 0) {
+      continue;
+    }
+    const over = container.getBoundingClientRect();
+    const overlaps =
+      over.height > 0 &&
+      over.left < box.right &&
+      over.right > box.left &&
+      over.top < bottom &&
+      over.bottom > view.top;
+    if (overlaps) {
+      bottom = Math.max(view.top, over.top);
+    }
+  }
+  return bottom;
 }
 
 /** Resolves at the next animation frame (after the pending layout). */

@@ -161,8 +161,17 @@ export function stateText(row: IAgentRow, now: number): string {
     case 'dead':
       return 'kernel dead';
     default:
-      return 'idle';
+      return endedWithoutStop(row) || 'idle';
   }
+}
+
+/**
+ * Why a turn ended without its own end being heard, when it did: `no stop received
+ * (interrupted?)` for a CLI agent that went silent (the server ends such a turn), `the kernel
+ * restarted`; '' otherwise. It has ended: nothing counts on.
+ */
+function endedWithoutStop(row: IAgentRow): string {
+  return row.turn === 'aborted' ? clip(firstLine(plainText(row.error))) : '';
 }
 
 /**

@@ -143,6 +143,9 @@ export class Notifier implements IDisposable {
     if (this._disposed || !pageLookedAt()) {
       return;
     }
+    // First the notifications whose notebook is in view now: they go at once. (Given its
+    // close timer first and dismissed right after, a toast stayed until that timer ran out.)
+    this._sweep();
     for (const [id, shown] of this._shown) {
       if (shown.seen) {
         continue;
@@ -153,7 +156,6 @@ export class Notifier implements IDisposable {
         this._shown.delete(id); // closed by hand meanwhile
       }
     }
-    this._sweep();
   };
 
   /**

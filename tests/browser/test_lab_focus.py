@@ -303,6 +303,8 @@ def test_a_restarted_kernel_brings_its_new_banner(browser: Browser, lab: LabServ
     tab.wait_for_kernel(name)
     tab.run_cells(name, [0])
     tab.prepare_kernel(name)
+    # The new kernel resumes the notebook's session: its resume recap makes the new banner.
+    tab.wait_kernel(name, f"{EXT}.banner.reason", lambda reason: reason == "resume")
     tab.kernel_exec(name, f"{EXT}.banner.show('Back after the restart.', 'offline')")
     expect(mount).to_have_count(1, timeout=10_000)
     assert mount.get_attribute("data-model-id") not in (None, old)

@@ -172,3 +172,95 @@ def test_banner_scrolled_into_view_on_return(browser: Browser, lab: LabServer) -
     page.wait_for_function(f"() => ({BANNER_BOX})()?.in_view === true", timeout=5_000)
     assert tab.errors == []
     page.close()
+
+
+def test_a_notification_goes_as_soon_as_its_notebook_is_back_in_view(
+    browser: Browser, lab: LabServer
+) -> None:
+    """The person left while looking at this very notebook: on return it is looked at again,
+    so its notification has nothing left to say and must not linger (it did, about 3 s)."""
+    name = "returned.ipynb"
+    lab.write_notebook(name, [LOAD, "%%agent\nRecount the March stock"])
+    tab = LabPage.open(browser, lab, name)
+    prepare(tab, name, ["Recounted 1,204 items. Next: reconcile with the ledger."])
+    tab.activate(name)
+    tab.wait_focus_known(name)
+    for round_ in (1, 2):
+        tab.set_visible(False)
+        tab.wait_focus_known(name, focused=False)
+        tab.kernel_exec(name, "agent.script.append(lambda prompt: print('Recounted again.'))")
+        assert tab.run_as_cell(name, "%%agent\nRecount the March stock", "cell-1") == "ok"
+        tab.page.wait_for_function(
+            f"() => ({TOASTS})().some(t => t.includes('returned.ipynb: the agent finished'))",
+            timeout=30_000,
+        )
+        back = time.monotonic()
+        tab.set_visible(True)
+        tab.set_window_focus(True)
+        tab.page.wait_for_function(
+            f"() => !({TOASTS})().some(t => t.includes('returned.ipynb'))", timeout=10_000
+        )
+        took = time.monotonic() - back
+        assert took < 1.5, f"round {round_}: the notification stayed {took:.1f} s"
+    assert tab.errors == []
+    tab.page.close()
+
+
+#: Whether the banner's × can be clicked: the element at its centre is the × itself.
+DISMISS_CLEAR = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const button = panel.content.node.querySelector(
+    '.jp-RecapBanner-mount.jp-mod-live .jp-RecapBanner-dismiss');
+  if (!button || !button.checkVisibility()) return null;
+  const box = button.getBoundingClientRect();
+  const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+  return hit === button || button.contains(hit);
+}"""
+
+#: The close button of each of JupyterLab's toasts.
+CLOSE = ".jp-Notification-Toast-Close"
+
+#: The index of a cell whose top lies in the lowest quarter of the notebook's view.
+LOW_CELL = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const view = (panel.content.outerNode ?? panel.content.node).getBoundingClientRect();
+  const cells = panel.content.widgets;
+  for (let i = cells.length - 1; i >= 0; i--) {
+    const top = cells[i].node.getBoundingClientRect().top;
+    if (top < view.bottom - 40 && top > view.bottom - view.height / 4) return i;
+  }
+  return -1;
+}"""
+
+
+def test_a_banner_near_the_bottom_is_not_left_under_the_toasts(
+    browser: Browser, lab: LabServer
+) -> None:
+    name = "toasts.ipynb"
+    lab.write_notebook(name, [LOAD, *[f"row_{i} = {i}" for i in range(40)]])
+    tab = LabPage.open(browser, lab, name)
+    prepare(tab, name, [])
+    tab.set_visible(True)
+    tab.set_window_focus(True)
+    page = tab.page
+    for round_ in (1, 2):
+        page.evaluate(SCROLL_TOP)
+        low = page.evaluate(LOW_CELL)
+        assert low > 0, "no cell near the bottom of the view"
+        tab.select_cell(name, low)
+        # Notifications on screen, in JupyterLab's corner over the notebook.
+        for n in range(3):
+            page.evaluate(
+                "(m) => window.jupyterapp.commands.execute('apputils:notify',"
+                " {message: m, type: 'info', options: {autoClose: false}})",
+                f"Another notebook finished ({round_}.{n}).",
+            )
+        page.wait_for_function(f"() => ({TOASTS})().length >= 3")
+        tab.kernel_exec(name, f"{EXT}.banner.show('Round {round_}: look at row 7.', 'offline')")
+        tab.wait_for_banner_text(name, f"Round {round_}: look at row 7.")
+        page.wait_for_function(f"() => ({DISMISS_CLEAR})() === true", timeout=5_000)
+        tab.kernel_exec(name, f"{EXT}.banner.clear()")
+        page.evaluate(f"() => document.querySelectorAll('{CLOSE}').forEach(b => b.click())")
+        page.wait_for_function(f"() => ({TOASTS})().length === 0", timeout=5_000)
+    assert tab.errors == []
+    page.close()

@@ -6,8 +6,17 @@ import json
 from typing import Any
 
 import pytest
-from capturekit import agent_kernel, entries, peek, recap_request, run, status, turns_recorded
-from fakellm import FakeLLM, answer
+from capturekit import (
+    agent_kernel,
+    entries,
+    execute,
+    peek,
+    recap_request,
+    run,
+    status,
+    turns_recorded,
+)
+from fakellm import FakeLLM, answer, model_not_found
 from kernelutil import stream_text
 
 from jupyter_recap.capture.sources import installed_version
@@ -264,3 +273,57 @@ def test_a_failed_turns_prompt_never_stays_the_title() -> None:
     recapped.title = "Fixing the churn plot"  # a recap arrived while the turn ran
     titles.fold(recapped, {"kind": "outcome", "outcome": "errored"})
     assert (recapped.title, recapped.first_prompt) == ("Fixing the churn plot", "")
+
+
+# -- a mistyped model in an %%ai line (issue 35) ------------------------------------------------
+
+#: The first line of the banner's text: the engine, and why a model did not write it.
+BANNER_HEAD = f"{SESSION}.banner.plain_text().splitlines()[0]"
+
+
+@pytest.mark.parametrize(
+    ("magics", "mistyped", "good"),
+    [
+        ("jupyter_ai_magics", "openai-chat:gpt-4o-mnii", "openai-chat:gpt-4o-mini"),
+        ("jupyter_ai_magic_commands", "openai/gpt-4o-mnii", "openai/gpt-4o-mini"),
+    ],
+    ids=["v2", "v3"],
+)
+def test_a_mistyped_ai_model_is_said_by_the_recap_until_a_good_one_takes_over(
+    magics: str, mistyped: str, good: str
+) -> None:
+    # The recap follows the notebook's %%ai model ("auto"), as it does out of the box.
+    with FakeLLM() as fake, agent_kernel(fake, {"JUPYTER_RECAP_MODEL": "auto"}, load=False) as kc:
+        run(kc, f"%load_ext {magics}")
+        run(kc, "%load_ext jupyter_recap")
+        # The provider has no such model (v3 refuses the name itself, before asking).
+        fake.respond(model_not_found())
+        execute(kc, f"%%ai {mistyped}\nSummarise the churn table")  # v2 raises, v3 prints
+        assert last_turn(kc)[-1]["outcome"] == "errored"
+        fake.reset()
+        asked = len(fake.requests)
+        fake.respond(model_not_found())
+        run(kc, "%recap")
+        assert [r.body["model"] for r in fake.requests[asked:]] == ["gpt-4o-mnii"]
+        said = "✦ recap · offline · model openai:gpt-4o-mnii was not found"
+        assert peek(kc, BANNER_HEAD) == said
+        model_line = [line for line in status(kc).splitlines() if line.startswith("model:")]
+        assert model_line == [
+            "model:       no usable model: offline engine (active model openai:gpt-4o-mnii "
+            "skipped: not found (openai answered HTTP 404: The model `gpt-4o-mnii` does not "
+            "exist or you do not have access to it.))"
+        ]
+        # The next recap knows without asking again, and says so again.
+        run(kc, "print('another cell')")
+        run(kc, "%recap")
+        assert len(fake.requests) == asked + 1
+        assert peek(kc, BANNER_HEAD) == said
+        # A later %%ai line with a model that exists takes over.
+        fake.respond(answer("Churn is highest in the March cohort."))
+        run(kc, f"%%ai {good}\nSummarise the churn table")
+        assert last_turn(kc)[-1]["outcome"] == "ok"
+        asked = len(fake.requests)
+        run(kc, "%recap")
+        assert [r.body["model"] for r in fake.requests[asked:]] == ["gpt-4o-mini"]
+        assert peek(kc, BANNER_HEAD) == "✦ recap · openai:gpt-4o-mini"
+        assert "active model openai:gpt-4o-mini (OPENAI_API_KEY set)" in status(kc)

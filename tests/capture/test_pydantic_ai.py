@@ -21,6 +21,7 @@ from capturekit import (
     REFUND_ASK,
     REFUND_ERROR,
     brief,
+    capture_warnings,
     entries,
     errors,
     execute,
@@ -271,6 +272,57 @@ def test_background_run_is_one_turn(kernel: tuple[Any, Any], fake: FakeLLM) -> N
     assert len({e.get("cell_id") for e in turn}) == 1
 
 
+#: A kernel startup file that makes every import of the OpenTelemetry SDK fail as it fails where
+#: the SDK is not installed: ``pip install "pydantic-ai-slim[openai]"``, the install pydantic-ai's
+#: documentation gives, brings the OpenTelemetry API and no SDK. (A finder at the head of
+#: ``sys.meta_path`` rather than an environment of its own: the same proof without installing
+#: and keeping a third environment in CI.)
+WITHOUT_SDK = """
+import importlib.abc, sys
+
+class _NoOpenTelemetrySDK(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "opentelemetry.sdk" or name.startswith("opentelemetry.sdk."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+assert not [m for m in sys.modules if m.startswith("opentelemetry.sdk")]
+sys.meta_path.insert(0, _NoOpenTelemetrySDK())
+"""
+
+
+def test_capture_works_without_the_opentelemetry_sdk(fake: FakeLLM, tmp_path: Any) -> None:
+    startup = tmp_path / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-without-sdk.py").write_text(WITHOUT_SDK)
+    km, kc = start_agent_kernel(fake, {"IPYTHONDIR": str(tmp_path / "ipython")})
+    try:
+        assert errors(execute(kc, "import opentelemetry.sdk.trace", store_history=False)) == [
+            "ModuleNotFoundError: No module named 'opentelemetry.sdk'"
+        ]
+        # What another kernel shows before pydantic-ai is imported: true, as the run shows.
+        line = [ln for ln in status(kc).splitlines() if "pydantic-ai" in ln]
+        assert line and line[0].endswith(": on once pydantic_ai is imported"), line
+        messages = run(kc, SETUP.format(url=fake.url + "/v1"))
+        assert not capture_warnings(messages), stream_text(messages, "stderr")
+        fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("Sunny in Paris."))
+        out = stream_text(run(kc, "print(run_sync(agent, 'What is the weather in Paris?').output)"))
+        assert out == "Sunny in Paris.\n"
+        assert brief(new_entries(kc, 0)) == [
+            ("user", "openai:gpt-4o-mini", "What is the weather in Paris?", None, None),
+            ("tool_call", "get_weather", "city='Paris'", None, None),
+            ("tool_result", "get_weather", "sunny in Paris", None, None),
+            ("assistant", None, "Sunny in Paris.", None, None),
+            ("outcome", None, None, None, "ok"),
+        ]
+        assert turns_recorded(kc, "pydantic-ai") == 1
+        assert "What is the weather in Paris?" in recap_request(kc, fake)
+        loaded = "[m for m in __import__('sys').modules if m.startswith('opentelemetry.sdk')]"
+        assert peek(kc, loaded) == []
+    finally:
+        stop(km, kc)
+
+
 def test_output_unchanged_by_the_extension() -> None:
     """The cell's printed result is the same with and without jupyter_recap."""
     with FakeLLM() as fake:
@@ -320,6 +372,9 @@ def test_unknown_api_turns_the_source_off_with_one_warning() -> None:
 def test_version_drift_in_the_kernel_shows_in_status(fake: FakeLLM) -> None:
     from capturekit import agent_kernel
 
+    from jupyter_recap.capture.sources import installed_version
+
+    version = installed_version("pydantic-ai-slim")
     with agent_kernel(fake) as kc:
         code = (
             "import types, warnings\n"
@@ -330,7 +385,12 @@ def test_version_drift_in_the_kernel_shows_in_status(fake: FakeLLM) -> None:
             "src.activate(types.SimpleNamespace(Agent=object))\n"
         )
         messages = execute(kc, code)
-        assert stream_text(messages, "stderr").count("capture of pydantic-ai") == 1
+        # One line, and none of our source under it.
+        assert stream_text(messages, "stderr").splitlines() == [
+            f"jupyter_recap:0: CaptureWarning: capture of pydantic-ai {version} is off: does not "
+            "understand this version (AttributeError: pydantic_ai.Agent.instrument_all is "
+            "missing); its runs are recorded as ordinary cells"
+        ]
         assert "pydantic-ai" in status(kc) and "off (does not understand" in status(kc)
 
 

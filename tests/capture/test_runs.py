@@ -235,6 +235,60 @@ def test_a_source_that_meets_an_unknown_api_turns_off_with_one_warning(ext: Any)
     assert "fragile: off (does not understand this version" in source.describe()
 
 
+class _Needy(_Fragile):
+    name = "needy"
+    module = "needy_framework"
+    distribution = "needy-framework"
+    needs = (("recap_absent_helper.trace", "recap-absent-helper"),)
+
+    def install(self, module: ModuleType) -> None:
+        import recap_absent_helper.trace  # type: ignore[import-not-found]  # never installed
+
+        self.callback = recap_absent_helper.trace
+
+
+def one_line(caught: warnings.WarningMessage) -> list[str]:
+    """The lines the warning shows where warnings are printed (a cell's stderr)."""
+    shown = warnings.formatwarning(
+        caught.message, caught.category, caught.filename, caught.lineno, caught.line
+    )
+    return shown.splitlines()
+
+
+def test_a_source_missing_a_package_names_it_and_the_command_that_fixes_it(ext: Any) -> None:
+    fix = "pip install recap-absent-helper, then restart the kernel"
+    off = f"needy: off (needs recap-absent-helper, which is not installed: {fix})"
+    source = _Needy(ext.hub)
+    # Before the framework is imported, the status line says what the import will meet.
+    assert source.describe() == off
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        source.activate(ModuleType("needy_framework"))
+    assert source.state == "failed"
+    assert [w.category for w in caught] == [CaptureWarning]
+    assert one_line(caught[0]) == [
+        "jupyter_recap:0: CaptureWarning: capture of needy is off: needs recap-absent-helper, "
+        f"which is not installed: {fix}; its runs are recorded as ordinary cells"
+    ]
+    assert source.describe() == off
+
+
+def test_a_module_the_framework_moved_is_not_a_package_to_install(ext: Any) -> None:
+    class Moved(_Fragile):
+        name = "moved"
+
+        def install(self, module: ModuleType) -> None:
+            import json.recap_no_such_module  # type: ignore[import-not-found]  # noqa: F401
+
+    source = Moved(ext.hub)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        source.activate(ModuleType("fragile_framework"))
+    assert len(caught) == 1 and len(one_line(caught[0])) == 1
+    assert "is off: does not understand this version (ModuleNotFoundError" in one_line(caught[0])[0]
+    assert "pip install" not in str(caught[0].message)
+
+
 def test_a_failing_callback_turns_the_source_off_and_returns_to_the_framework(ext: Any) -> None:
     source = _Fragile(ext.hub)
     module = ModuleType("fragile_framework")

@@ -749,3 +749,146 @@ def test_no_agent_cells_and_no_session_of_it_still_exits_1(home: Path, project: 
         "and no stored session of it"
     )
     assert json.loads(result.stdout)["recap"] is None
+
+
+# -- a notebook's story: a short newest session is framed by the earlier work (issue 35.6) --------
+
+REFUND_TURNS = (
+    (
+        "Reconcile the refunds ledger against the payment provider's March export",
+        "I loaded ledger.csv and the provider export: 412 refunds match, two differ (A-1004 "
+        "and A-1017). A-1004 was refunded 249 EUR in the ledger but 50 EUR by the provider: "
+        "the monitor was kept and only the cables went back.",
+    ),
+    (
+        "Which orders differ, and by how much?",
+        "A-1004 differs by 199 EUR (the monitor) and A-1017 by 12.50 EUR (a shipping fee the "
+        "provider refunded twice). Everything else matches to the cent.",
+    ),
+    (
+        "Refund the cables on order A-1004 but not the monitor",
+        "Done: the ledger now refunds 50 EUR on A-1004 for the cables, the monitor stays "
+        "charged. The provider already agrees with this amount.",
+    ),
+    (
+        "Write the corrected ledger to refunds_fixed.csv",
+        "Wrote refunds_fixed.csv with 414 rows; A-1004 is corrected and A-1017 is flagged for "
+        "finance because the double refund has to be reclaimed from the provider.",
+    ),
+    (
+        "Draft the email to finance about the two mismatches",
+        "Drafted the email: it explains A-1004 (cables only, 50 EUR) and asks finance to "
+        "reclaim the 12.50 EUR paid twice on A-1017. Next: send the email to finance.",
+    ),
+)
+
+
+def refund_story(notebook: Path) -> str:
+    """The notebook's work, stored as its kernel stores it: five substantial turns."""
+    t = Transcript()
+    writer = SessionWriter(t, notebook=str(notebook))
+    for prompt, answer in REFUND_TURNS:
+        t.user(prompt, model="openai:gpt-4o-mini")
+        t.assistant(answer)
+        t.outcome("ok")
+    writer.close()
+    time.sleep(0.002)
+    return writer.id
+
+
+def side_run(notebook: Path) -> str:
+    """Ten seconds in a second kernel while the first held the notebook's session."""
+    t = Transcript()
+    writer = SessionWriter(t, notebook=str(notebook))
+    for prompt in ("hi", "are you there", "say ok"):
+        t.user(prompt, model="openai:gpt-4o-mini")
+        t.assistant("ok")
+        t.outcome("ok")
+    writer.close()
+    time.sleep(0.002)
+    return writer.id
+
+
+def named_sessions(stderr: str) -> list[str]:
+    """The session prefixes of the stderr line that says where a recap comes from."""
+    (line,) = stderr.splitlines()
+    assert line.startswith("jupyter recap: from the stored session"), line
+    return re.findall(r"\b[0-9a-f]{8}[0-9a-f-]*\b", line)
+
+
+def test_a_side_run_does_not_replace_the_notebooks_story(home: Path, project: Path) -> None:
+    notebook = save_notebook(project / "refunds.ipynb", "run_the_agent()")
+    work = refund_story(notebook)
+    side = side_run(notebook)
+    result = run("refunds.ipynb", cwd=project, home=home)
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.splitlines())
+    assert "Reconcile the refunds ledger" in text, text  # the notebook's task, not "hi"
+    # stderr names both sessions, oldest first, and why the earlier one is there
+    shown = named_sessions(result.stderr)
+    assert len(shown) == 2 and work.startswith(shown[0]) and side.startswith(shown[1])
+    assert re.fullmatch(
+        r"jupyter recap: from the stored sessions \S+ \(\d\d:\d\d, 5 turns\) and \S+ "
+        r"\(\d\d:\d\d, 3 turns\); the newest is framed by the earlier one\n",
+        result.stderr,
+    ), result.stderr
+    payload = json.loads(run(notebook, "--json", cwd=project, home=home).stdout)
+    assert payload["session_id"] == side and payload["sessions"] == [work, side]
+    assert "Reconcile the refunds ledger" in payload["recap"]
+    # a model is sent the notebook's task as the framing, the side run as the recent detail
+    sent = json.loads(model_request(notebook, project, home))
+    user = sent["messages"][-1]["content"]
+    assert "Original task: Reconcile the refunds ledger" in user
+    assert user.index("User: say ok") > user.index("Original task:")
+
+
+def test_session_option_picks_exactly_one(home: Path, project: Path) -> None:
+    notebook = save_notebook(project / "refunds.ipynb", "run_the_agent()")
+    work = refund_story(notebook)
+    side = side_run(notebook)
+    # the prefix the story's stderr line shows is enough to pick that session
+    shown = named_sessions(run("refunds.ipynb", cwd=project, home=home).stderr)[1]
+    only_side = run("refunds.ipynb", "--session", shown, cwd=project, home=home)
+    text = " ".join(from_store(only_side, side, turns=3))
+    assert "Reconcile" not in text and "refund" not in text.lower()
+    only_work = run("refunds.ipynb", "--session", work, "--json", cwd=project, home=home)
+    payload = json.loads(from_store(only_work, work, turns=5)[0])
+    assert payload["session_id"] == work and payload["sessions"] == [work]
+    assert "Send the email to finance" in payload["recap"]
+    # alone, --session is `jupyter recap ID`
+    alone = ok_lines(run("--session", side, cwd=project, home=home))
+    assert alone == ok_lines(run(side, cwd=project, home=home))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["refunds.ipynb", "--session", "cafe"], "no session matches 'cafe'"),
+        (
+            ["refunds.ipynb", "--session", "xyz"],
+            "not a session id: 'xyz' (an id or its first 4 or more hex digits)",
+        ),
+        (["--sessions", "--session", "cafe"], "--session goes with a notebook, or alone"),
+        (["--notes", "--session", "cafe"], "--session goes with a notebook, or alone"),
+        (["cafe1234", "--session", "cafe"], "a session ID and --session cafe: give one"),
+        (["talk.chat", "--session", "cafe"], "--session goes with a notebook, not a .chat file"),
+        (["missing.ipynb", "--session", "cafe"], "no such file: missing.ipynb"),
+    ],
+)
+def test_session_option_bad_usage(home: Path, project: Path, args: list[str], message: str) -> None:
+    save_notebook(project / "refunds.ipynb", "run_the_agent()")
+    refund_story(project / "refunds.ipynb")
+    result = run(*args, cwd=project, home=home)
+    assert one_line_error(result) == f"jupyter recap: {message}"
+    assert result.stdout == ""
+
+
+def test_session_option_refuses_another_notebooks_session(home: Path, project: Path) -> None:
+    notebook = save_notebook(project / "refunds.ipynb", "run_the_agent()")
+    refund_story(notebook)
+    other = make_session(LEDGER, project / "ledger.ipynb")
+    result = run(notebook, "--session", other, cwd=project, home=home)
+    assert one_line_error(result) == (
+        f"jupyter recap: session {other} is not one of {notebook}'s sessions "
+        "(it is of ledger.ipynb)"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -170,3 +171,95 @@ def test_task_list_is_saved_restored_and_shown_under_the_recap(tmp_path: Path) -
             "[x] make two-digit years parse as 19xx\n"
             "[~] add a regression test\n"
         )
+
+
+# -- a side run in a second kernel does not replace the notebook's story (issue 35.6) -----------
+
+WORK = (
+    (
+        "Reconcile the refunds ledger against the payment provider's March export",
+        "I loaded ledger.csv and the provider export: 412 refunds match, two differ (A-1004 "
+        "and A-1017).",
+    ),
+    (
+        "Which orders differ, and by how much?",
+        "A-1004 differs by 199 EUR (the monitor) and A-1017 by 12.50 EUR (a fee refunded "
+        "twice by the provider).",
+    ),
+    (
+        "Refund the cables on order A-1004 but not the monitor",
+        "Done: the ledger now refunds 50 EUR on A-1004 for the cables; the monitor stays charged.",
+    ),
+    (
+        "Write the corrected ledger to refunds_fixed.csv",
+        "Wrote refunds_fixed.csv with 414 rows; A-1017 is flagged for finance to reclaim.",
+    ),
+    (
+        "Draft the email to finance about the two mismatches",
+        "Drafted the email about A-1004 and A-1017. Next: send the email to finance.",
+    ),
+)
+
+WRITER = "from jupyter_recap.ipython.extension import extension_for as ext_for\n"
+
+
+def writer_id(kc: Any) -> str:
+    """Save the kernel's session now; its full id."""
+    out = stream_text(execute(kc, f"%recap save\n{WRITER}print(ext_for(get_ipython()).writer.id)"))
+    saved, session_id = out.splitlines()
+    assert "saved" in saved, out
+    return session_id
+
+
+def test_a_side_run_does_not_replace_the_story_a_restart_brings_back(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    notebook = str(tmp_path / "refunds.ipynb")
+    quiet = {**env_for(store, notebook), "JUPYTER_RECAP_AUTO": "0"}
+    with running_kernel(quiet) as lab:
+        execute(lab, SETUP)
+        execute(lab, "%load_ext jupyter_recap")
+        for prompt, answer in WORK:
+            execute(lab, f"agent.script.append(lambda p: print({answer!r}))")
+            execute(lab, f"%%agent\n{prompt}")
+        work = writer_id(lab)
+        # Ten seconds in a bare second kernel while the notebook's kernel holds its session.
+        with running_kernel(quiet) as side_kernel:
+            execute(side_kernel, SETUP)
+            execute(side_kernel, "%load_ext jupyter_recap")
+            for prompt in ("hi", "are you there", "say ok"):
+                execute(side_kernel, f"%%agent\n{prompt}")
+            side = writer_id(side_kernel)
+    assert side != work
+
+    # The notebook's kernel restarts: its recap tells the notebook's work, not the side run.
+    with running_kernel(env_for(store, notebook)) as kc:
+        execute(kc, SETUP)
+        messages = execute(kc, "%load_ext jupyter_recap")
+        messages += collect_until(kc, lambda more: bool(shown_in(messages + more)))
+        shown = shown_in(messages)
+        assert shown and shown[-1]["reason"] == "resume"
+        assert "Reconcile the refunds ledger" in shown[-1]["text"], shown[-1]["text"]
+        # It says which sessions it drew from, by the prefixes a listing shows.
+        note = stream_text(execute(kc, f"{WRITER}print(ext_for(get_ipython()).session.story_note)"))
+        first, second = note.strip().removeprefix("from sessions ").split(" and ")
+        assert work.startswith(first) and side.startswith(second), note
+        assert shown[-1]["note"].startswith(note.strip()), shown[-1]  # and the banner says it
+        # Every recap of this kernel has the whole story; the newest session is continued
+        # (written to) and records its frame, so the story holds once it has grown.
+        prompts = stream_text(
+            execute(
+                kc, "import jupyter_recap as jr\nprint(sum(e.kind == 'user' for e in jr.current()))"
+            )
+        )
+        assert prompts.strip() == "8"
+        execute(kc, "%%agent\nsend the email to finance")
+        assert writer_id(kc) == side
+    header = json.loads((store / f"{side}.json").read_text())
+    assert header["framed_by"] == [work] and header["turns"] == 4
+    own = [json.loads(line) for line in (store / f"{side}.jsonl").read_text().splitlines()]
+    assert [e["text"] for e in own if e["kind"] == "user"] == [
+        "hi",
+        "are you there",
+        "say ok",
+        "send the email to finance",
+    ]

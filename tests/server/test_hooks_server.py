@@ -6,6 +6,11 @@ configuration runs it) is fed a recorded Claude Code session on that notebook: i
 read and a ``NotebookEdit`` of the notebook by its absolute path, a shell command, the stop
 with its final answer. The server reads the spool into the kernel, whose ``%recap --dry-run``
 then shows the ask, the edit and the answer, in that order.
+
+And the same session interrupted (Claude Code then sends no ``Stop``), run through the
+README's command (``jupyter-recap hook``) against a server whose silence is short: ``%recap``
+answers while the turn has no stop, the agents row then says "no stop received" and stops
+counting, the automatic recap that waited for the turn comes, and a late stop still lands.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ while not ready() and time.time() < deadline:
 print('ready' if ready() else ext.feed and ext.feed.last_error)
 """
 ENTRIES = "[(e.kind, e.name, e.text) for e in ext.transcript.entries]"
+SILENCE = 15.0
+"""The quiet server's ``hook_silence_seconds``: long enough to ask ``%recap`` within it."""
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +51,16 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, P
     tmp: Path = tmp_path_factory.mktemp("hooks")
     env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
     with running_lab(tmp, env) as server:
+        yield server, tmp
+
+
+@pytest.fixture(scope="module")
+def quiet_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LabServer, Path]]:
+    """A lab whose server ends a CLI agent's turn after ``SILENCE`` seconds without a word."""
+    tmp: Path = tmp_path_factory.mktemp("hooks-silence")
+    env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": str(tmp / "recap.log")}
+    args = [f"--RecapServer.hook_silence_seconds={SILENCE:g}"]
+    with running_lab(tmp, env, args=args) as server:
         yield server, tmp
 
 
@@ -124,6 +141,97 @@ def test_a_claude_code_session_on_a_notebook_is_a_turn_of_its_kernel_s_record(
             "Event: Asked of Claude Code, which worked on this notebook from outside"
         )
         assert ask < who < edit < answer, request
+    finally:
+        kc.stop_channels()
+        server.api("DELETE", f"api/kernels/{kernel_id}")
+
+
+def run_hooks(command: list[str], payloads: list[dict[str, Any]], cwd: Path, home: Path) -> None:
+    """Run the hook ``command`` on each payload, as the agent does, with the server's store."""
+    env = offline_env(JUPYTER_RECAP_HOME=str(home))
+    for payload in payloads:
+        done = subprocess.run(
+            command,
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            cwd=cwd,
+            env=env,
+            timeout=60,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b""), done
+
+
+def test_an_interrupted_claude_code_turn_never_holds_the_notebook_s_recaps(
+    quiet_lab: tuple[LabServer, Path],
+) -> None:
+    server, tmp = quiet_lab
+    path = server.write_notebook("churn.ipynb", ["import pandas as pd", "df = load()"])
+    session = {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
+    kc = server.connect(kernel_id)
+    row = f"jupyter-recap/api/agents/{kernel_id}"
+    try:
+        setup = SETUP.replace(
+            "%load_ext jupyter_recap\n",
+            "%load_ext jupyter_recap\n%config Recap.away_seconds = 1\n"
+            "%config Recap.post_turn_seconds = 0.2\n",
+        )
+        assert stream_text(execute(kc, setup)).strip() == "ready"
+        until(lambda: server.api("GET", row)["agent"]["path"] == path)
+        # The notebook is open in a tab; the person works in a terminal with Claude Code.
+        tab = {"kernel_id": kernel_id, "path": path, "client_id": "tab", "focused": False}
+        server.api("POST", "jupyter-recap/api/focus", tab)
+        until(lambda: kernel_value(kc, "ext.schedule.focused") is False)
+        prompt, read, edit, bash, stop = claude_code_session(server.root)
+        command = [str(VENV_BIN / "jupyter-recap"), "hook"]  # the README's configuration
+        run_hooks(command, [prompt, read, edit], server.root, tmp / "recap-home")
+        until(lambda: ("tool_call", "NotebookEdit") in [e[:2] for e in kernel_value(kc, ENTRIES)])
+        running = server.api("GET", row)["agent"]
+        assert (running["state"], running["turn"]) == ("running", "running")
+
+        # The person interrupts Claude Code (no Stop hook runs) and asks for a recap: one comes,
+        # saying the CLI agent's turn has no stop yet.
+        execute(kc, "%recap")
+        result = "ext.drafting.last_result"
+        answer = kernel_value(kc, f"({result}.reason, {result}.recap and {result}.recap.note)")
+        assert answer[1] == "a CLI agent's turn on this notebook has no stop yet", answer
+        assert kernel_value(kc, f"{result}.recap.text").strip()
+        schedule = kernel_value(kc, "ext.schedule.status()")
+        assert (schedule["turn_running"], schedule["outside_turn"]) == (False, True)
+        execute(kc, "looked = True")  # the person reads it and goes on: the banner clears
+
+        # After the silence the row says why the turn ended and no longer counts it.
+        ended = until(
+            lambda: (r := server.api("GET", row)["agent"])["turn"] == "aborted" and r,
+            seconds=SILENCE + 30,
+        )
+        assert (ended["state"], ended["error"]) == ("idle", "no stop received (interrupted?)")
+        assert ended["turn_ended"] >= running["turn_started"]
+        # The automatic recap that waited for the turn comes, the person still away.
+        recapped = until(
+            lambda: (
+                (r := server.api("GET", row)["agent"])["recap"]
+                and r["recap"]["at"] >= ended["turn_ended"]
+                and r
+            ),
+        )
+        assert recapped["recap"]["model"] == "offline"
+        assert kernel_value(kc, "ext.schedule.counters.last_reason") in ("away", "post_turn")
+
+        # Claude Code was only slow: its last call and its stop come late, and still land.
+        run_hooks(command, [bash, stop], server.root, tmp / "recap-home")
+        finished = until(lambda: (r := server.api("GET", row)["agent"])["turn"] == "ok" and r)
+        assert (finished["state"], finished["needs_you"]) == ("finished", "finished")
+        told = [(kind, text) for kind, _, text in kernel_value(kc, ENTRIES) if kind != "recap"]
+        assert [kind for kind, _ in told[-6:]] == [
+            "outcome",  # aborted: no stop received
+            "event",  # Claude Code went on after a silence
+            "tool_call",
+            "tool_result",
+            "assistant",
+            "outcome",  # ok
+        ]
+        assert told[-5][1].startswith("Claude Code went on after a silence")
     finally:
         kc.stop_channels()
         server.api("DELETE", f"api/kernels/{kernel_id}")

@@ -324,3 +324,34 @@ def test_a_hanging_report_holds_a_due_timer_up_for_at_most_the_report_deadline()
     assert len(asked) == 2  # the banner, then the report
     assert all(timeout <= REPORT_TIMEOUT for timeout in asked)
     assert REPORT_TIMEOUT <= 2.0
+
+
+def test_ready_comes_once_after_the_first_answer_is_taken_in(fake_feed: FakeFeed) -> None:
+    """A resumed session drafts only once the first answer is in: in a restarted kernel that
+    answer writes the restart into the transcript, and a draft begun before would be stale."""
+    restart = {"seq": 1, "type": "kernel", "what": "restarted", "at": 1500.0}
+    fake_feed.answers = [(200, state(1, [restart], True)), (200, state(1, [], True)), (0, {})]
+    seen: list[Any] = []
+    focus: list[Any] = []  # the feed's focus calls, as they stood when ready came
+    feed, calls = run_feed(
+        fake_feed,
+        on_kernel=lambda what, at: seen.append(("kernel", what)),
+        on_ready=lambda: seen.append(("ready", list(focus))),
+    )
+    focus = calls
+    wait_until(lambda: len(fake_feed.requests) >= 3)
+    feed.stop()
+    # The restart and the focus were handed over first; ready came once, however many polls.
+    assert [kind for kind, _ in seen] == ["kernel", "ready"], seen
+    assert seen[0] == ("kernel", "restarted")
+    assert [call[:2] for call in seen[1][1]] == [("focus", True)]
+
+
+def test_ready_comes_when_the_feed_stops_before_any_answer(fake_feed: FakeFeed) -> None:
+    fake_feed.answers = [(404, {"message": "no such kernel"})]
+    ready: list[bool] = []
+    feed, _ = run_feed(fake_feed, on_ready=lambda: ready.append(True))
+    wait_until(lambda: feed.stopped_because is not None)
+    wait_until(lambda: ready == [True])
+    feed.stop()
+    assert ready == [True]

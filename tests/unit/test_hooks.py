@@ -13,6 +13,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -120,6 +121,52 @@ def silent(result: subprocess.CompletedProcess[bytes]) -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
 
 
+# -- the README's configuration -----------------------------------------------------------------
+
+README = Path(__file__).parent.parent.parent / "README.md"
+
+
+def readme_hook_configurations() -> list[dict[str, Any]]:
+    """The JSON configurations of the README's section on CLI agents' hooks."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("### CLI agents", 1)[1].split("\n### ", 1)[0]
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
+
+
+def commands_in(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        own = [value["command"]] if isinstance(value.get("command"), str) else []
+        return own + [c for item in value.values() for c in commands_in(item)]
+    if isinstance(value, list):
+        return [c for item in value for c in commands_in(item)]
+    return []
+
+
+def test_the_readme_s_hook_configurations_run_the_fast_command_and_it_records(
+    tmp_path: Path,
+) -> None:
+    """Claude Code, Codex and VS Code run the configured line through a shell, from the
+    environment's PATH: the package's own script, not the ``jupyter`` launcher (twice as slow),
+    and it records the event."""
+    configurations = readme_hook_configurations()
+    assert len(configurations) == 3  # Claude Code, Codex, VS Code
+    commands = [command for config in configurations for command in commands_in(config)]
+    assert len(commands) == 9 and set(commands) == {"jupyter-recap hook"}
+    store = tmp_path / "store"
+    prompt = {"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "fix it"}
+    done = subprocess.run(
+        commands[0],
+        shell=True,
+        input=json.dumps(prompt).encode(),
+        capture_output=True,
+        cwd=tmp_path,
+        env=offline_env(JUPYTER_RECAP_HOME=str(store)),
+        timeout=60,
+    )
+    silent(done)
+    assert [(event["kind"], event["text"]) for event in spooled(store)] == [("prompt", "fix it")]
+
+
 # -- recorded sessions of each agent -------------------------------------------------------------
 
 
@@ -155,9 +202,11 @@ def test_each_agent_s_session_gives_its_notebook_the_ask_the_edit_and_the_answer
     assert sum(d.edited for d in deliveries) >= 1
 
 
-def test_claude_code_s_notebook_edit_is_one_line_with_the_cell_and_its_new_source(
+def test_claude_code_s_notebook_edit_is_one_line_with_the_cell_and_the_line_that_changed(
     tmp_path: Path,
 ) -> None:
+    """The edit keeps the cell's ``import`` line and adds one under it: the line shown is the
+    added one (the notebook before the edit is in the answer's ``original_file``)."""
     events = events_of(session("claude_code_session.json", tmp_path))
     read, edit, bash = (event for event in events if event.kind == "tool")
     assert (read.tool, read.notebook, read.touch) == ("Read", str(tmp_path / "churn.ipynb"), None)
@@ -180,6 +229,93 @@ def test_claude_code_s_notebook_edit_is_one_line_with_the_cell_and_its_new_sourc
         ("assistant", None),
         ("outcome", None),
     ]
+
+
+def notebook_edit(
+    new: str, response: dict[str, Any], *, cell: object = "c-2", mode: str = "replace"
+) -> str:
+    """The one line a ``NotebookEdit`` of cell ``cell`` writing ``new`` is recorded as."""
+    event = normalise(
+        {
+            "hook_event_name": "PostToolUse",
+            "session_id": "s",
+            "permission_mode": "default",
+            "tool_name": "NotebookEdit",
+            "tool_input": {
+                "notebook_path": "/work/churn.ipynb",
+                "cell_id": cell,
+                "new_source": new,
+                "edit_mode": mode,
+            },
+            "tool_response": response,
+        },
+        at=1.0,
+    )
+    assert event is not None and event.touch == "edit"
+    return event.text.partition(": ")[2]
+
+
+def notebook_file(*sources: str, ids: bool = True) -> str:
+    """A notebook's JSON text, as Claude Code's ``original_file`` holds it."""
+    cells = [
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "source": source.splitlines(keepends=True),
+            **({"id": f"c-{n}"} if ids else {}),
+        }
+        for n, source in enumerate(sources)
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_a_notebook_edit_shows_the_first_line_that_changed_however_the_old_source_is_told() -> None:
+    before = "import pandas as pd\ndf = load()\nsummary = df.mean()"
+    after = "import pandas as pd\ndf = load()\ndf = df.dropna()\nsummary = df.mean()"
+    nb = notebook_file("x = 1", "y = 2", before)
+    # The notebook before the edit, the cell found by its id, or by its index without ids.
+    assert notebook_edit(after, {"original_file": nb}) == "df = df.dropna()"
+    bare = notebook_file("x = 1", "y = 2", before, ids=False)
+    assert notebook_edit(after, {"original_file": bare}, cell="cell-2") == "df = df.dropna()"
+    assert notebook_edit(after, {"original_file": bare}, cell=2) == "df = df.dropna()"
+    # Newer versions answer with the cell's old source itself.
+    assert notebook_edit(after, {"old_source": before}) == "df = df.dropna()"
+    # A line changed in place; lines only taken out.
+    assert notebook_edit(before.replace("load()", "load(2024)"), {"old_source": before}) == (
+        "df = load(2024)"
+    )
+    assert notebook_edit(before, {"old_source": after}) == "removed: df = df.dropna()"
+    # The old source unknown (no answer, a cell not found, a torn file): the first line.
+    assert notebook_edit(after, {}) == "import pandas as pd"
+    assert notebook_edit(after, {"original_file": nb}, cell="c-9") == "import pandas as pd"
+    assert notebook_edit(after, {"original_file": nb[:50]}) == "import pandas as pd"
+    # An inserted cell is all new, whatever cell the answer's notebook has at that id.
+    assert notebook_edit(after, {"original_file": nb}, mode="insert") == "import pandas as pd"
+    # The line is redacted like the rest of the record.
+    leaky = before + f"\nkey = '{SECRET}'"
+    assert SECRET not in notebook_edit(leaky, {"old_source": before})
+    assert notebook_edit(leaky, {"old_source": before}).startswith("key = ")
+
+
+@given(
+    lines=st.lists(
+        st.sampled_from(["import os", "x = 1", "", "df = load()", "# note"]), max_size=8
+    ),
+    at=st.integers(min_value=0, max_value=8),
+    replace=st.booleans(),
+)
+def test_the_line_shown_is_the_one_added_or_changed_wherever_it_is(
+    lines: list[str], at: int, replace: bool
+) -> None:
+    at = min(at, len(lines) - 1 if replace and lines else len(lines))
+    changed = "df = df.dropna() # the agent's line"
+    after = list(lines)
+    if replace and lines:
+        after[at] = changed
+    else:
+        after.insert(at, changed)
+    shown = notebook_edit("\n".join(after), {"old_source": "\n".join(lines)})
+    assert shown == changed
 
 
 def test_an_mcp_server_s_cell_tools_work_on_the_notebook_the_session_chose(

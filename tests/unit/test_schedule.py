@@ -1028,6 +1028,7 @@ def test_status_snapshot() -> None:
         "focused": False,
         "focus_changed_at": 0,
         "turn_running": True,
+        "outside_turn": False,
         "pending": True,
         "in_flight": None,
         "next_deadline": None,

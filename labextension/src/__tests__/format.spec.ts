@@ -175,6 +175,16 @@ describe('elapsed and ago', () => {
       'turn running · 3 min 12 s'
     );
     expect(stateText(row('k', { state: 'finished' }), now)).toBe('finished while you were away');
+    // A CLI agent's turn the server ended for its silence (no Stop hook came): said, not counted.
+    const silent = row('k', {
+      state: 'idle',
+      turn: 'aborted',
+      turn_started: now - 899,
+      turn_ended: now - 779,
+      error: 'no stop received (interrupted?)'
+    });
+    expect(stateText(silent, now)).toBe('no stop received (interrupted?)');
+    expect(stateText(row('k', { state: 'idle', turn: 'aborted' }), now)).toBe('idle');
     expect(eventText({ type: 'long_cell', at: now - 300, seconds: 192, failed: true }, now)).toBe(
       'a cell ran 3 min 12 s and failed 5 min ago'
     );

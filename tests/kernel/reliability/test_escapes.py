@@ -261,7 +261,7 @@ def test_work_state_magics_in_terminal_ipython(
     assert jr.remember("gotcha", dirty("the export", "rounds half to even")) is not None
     shows(magic(terminal, capsys, "remember", dirty("command", "make export")), "make export")
     shows(magic(terminal, capsys, "notes"), "gotcha", "the export", "rounds half to even")
-    shows(magic(terminal, capsys, "recall", "export"), "[gotcha] the export", "[command]")
+    shows(magic(terminal, capsys, "notes", "export"), "[gotcha] the export", "[command]")
     shows(magic(terminal, capsys, "forget", "make export"), "forgot [command]", "make export")
 
 
@@ -307,7 +307,7 @@ def test_magics_in_a_real_kernel(tmp_path: Path, home: Path, fake: FakeLLM) -> N
             "'status': 'in_progress'}])",
             "%todos",
             "%notes",
-            "%recall export",
+            "%notes export",
         ]
         outputs = {cell: shown_text(execute(kc, cell)) for cell in cells}
     for cell, text in outputs.items():
@@ -317,7 +317,7 @@ def test_magics_in_a_real_kernel(tmp_path: Path, home: Path, fake: FakeLLM) -> N
     shows(outputs["%recap sessions"], "fix", "the ledger export")
     shows(outputs["%todos"], "[~] rerun", "the totals")
     shows(outputs["%notes"], "the export", "rounds half to even")
-    shows(outputs["%recall export"], "[gotcha] the export")
+    shows(outputs["%notes export"], "[gotcha] the export")
 
 
 def test_json_output_is_inert_and_exact() -> None:

@@ -19,7 +19,12 @@ from hypothesis import strategies as st
 from strength import examples
 
 import jupyter_recap as jr
-from jupyter_recap.pipeline.context import RECENT_HEADER, build_context, render_entry
+from jupyter_recap.pipeline.context import (
+    ASKED_AGAIN,
+    RECENT_HEADER,
+    build_context,
+    render_entry,
+)
 from jupyter_recap.pipeline.offline import offline_recap
 from jupyter_recap.pipeline.prompt import MAX_RECAP_CHARS
 from jupyter_recap.record.transcript import Entry, Kind, Outcome
@@ -125,13 +130,16 @@ def matchings(
     tried): the shown indexes and the indexes a marker comes before.
 
     Each line is a whole rendered entry, but for the latest prompt, which may be cut to its
-    head. Sessions repeat lines ("Tool call: edit()"), so a line may stand for more than one
+    head, and for an earlier prompt asked again later, which may say so instead of its text.
+    Sessions repeat lines ("Tool call: edit()"), so a line may stand for more than one
     entry; the properties hold when one reading satisfies them.
     """
 
     def fits(line: str, index: int) -> bool:
         if rendered[index] == line:
             return True
+        if line == ASKED_AGAIN and index != latest:
+            return (rendered[index] or "").startswith("User: ")
         if index != latest:
             return False
         head = line[:-1] if line.endswith("…") else line
