@@ -193,6 +193,7 @@ def running_lab(
     chat: bool = False,
     collaboration: bool = False,
     recap: bool = True,
+    server_extensions: Sequence[str] = (),
 ) -> Iterator[LabServer]:
     """Start ``jupyter lab`` (or Notebook 7: ``app="notebook"``) and wait until it answers.
 
@@ -201,11 +202,18 @@ def running_lab(
     jupyter-collaboration are off unless ``chat`` (Jupyter AI's chats, with the test persona
     "Claude" of tests/persona/ as the default persona) or ``collaboration`` (real-time
     collaboration) ask for them. ``recap=False``: a lab as if jupyter_recap were not
-    installed (its server extension and labextension off).
+    installed (its server extension and labextension off). ``server_extensions``: server
+    extensions to turn on besides (an agent's tool server, say).
     """
     root = tmp / "notebooks"
     root.mkdir()
-    isolation_config(tmp / "config", chat=chat, collaboration=collaboration, recap=recap)
+    isolation_config(
+        tmp / "config",
+        chat=chat,
+        collaboration=collaboration,
+        recap=recap,
+        server_extensions=server_extensions,
+    )
     python_path = [str(ROOT), str(TESTS)]
     if chat:
         python_path += [str(PERSONA_DIR), str(_persona_distribution(tmp / "persona-site"))]
@@ -271,10 +279,16 @@ def running_lab(
         stop_server(process, log)
 
 
-def isolation_config(config: Path, chat: bool, collaboration: bool, recap: bool = True) -> None:
+def isolation_config(
+    config: Path,
+    chat: bool,
+    collaboration: bool,
+    recap: bool = True,
+    server_extensions: Sequence[str] = (),
+) -> None:
     """Write the lab's user-level config: Jupyter AI's and collaboration's server and lab
-    extensions off, but for the groups asked for (see the lists at the top); jupyter_recap's
-    own off too unless ``recap``."""
+    extensions off, but for the groups asked for (see the lists at the top) and the named
+    ``server_extensions``; jupyter_recap's own off too unless ``recap``."""
     on_server = (CHAT_SERVER_EXTENSIONS if chat else ()) + (
         COLLABORATION_SERVER_EXTENSIONS if collaboration else ()
     )
@@ -285,6 +299,7 @@ def isolation_config(config: Path, chat: bool, collaboration: bool, recap: bool 
     every_server += OFF_SERVER_EXTENSIONS + MCP_SERVER_EXTENSIONS
     every_lab = CHAT_LAB_EXTENSIONS + COLLABORATION_LAB_EXTENSIONS + MCP_LAB_EXTENSIONS
     enabled = {name: name in on_server for name in every_server}
+    enabled.update(dict.fromkeys(server_extensions, True))
     if not recap:
         enabled["jupyter_recap"] = False
     server: dict[str, Any] = {"ServerApp": {"jpserver_extensions": enabled}}

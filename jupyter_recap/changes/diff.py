@@ -3,17 +3,20 @@
 Cells are matched by id; cells without one (notebooks before nbformat 4.5) by their source,
 each once. A matched cell whose source (or type) differs was edited; one whose execution count
 changed ran (and failed, when an output is now an error); a cell of now with no match was added
-(and ran, when it has an execution count); a cell of then with no match was deleted.
+(and ran, when it has an execution count); a cell of then with no match was deleted. A run whose
+execution count is one of the person's own (their page sent it; its result reached the file
+after they left) is not counted.
 
 The line: ``While you were away: 2 cells added, 1 edited, 1 deleted, 3 ran (1 failed) — by
 Claude via churn.chat``, parts that are zero left out. "2 cells added" links the first added
-cell, "1 edited" the first edited one.
+cell, "1 edited" the first edited one, "1 failed" the first cell whose run failed: where the
+person goes first.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from ..textutil import utf16_len
@@ -27,20 +30,25 @@ WHO_SHOWN = 3
 
 @dataclass(frozen=True)
 class Change:
-    """Counts of what changed, and the ids of the added and edited cells of now."""
+    """Counts of what changed, and the ids of the added, edited and first failed cells of now."""
 
     added: list[str | None] = field(default_factory=list)
     edited: list[str | None] = field(default_factory=list)
     deleted: int = 0
     ran: int = 0
     failed: int = 0
+    failed_cell: str | None = None
+    """The first cell (notebook order) whose run failed, when the file says which."""
 
     def __bool__(self) -> bool:
         return bool(self.added or self.edited or self.deleted or self.ran)
 
 
-def diff(before: Sequence[CellState], now: Sequence[CellState]) -> Change:
-    """What changed from ``before`` (a fingerprint's cells) to ``now`` (with their ids)."""
+def diff(
+    before: Sequence[CellState], now: Sequence[CellState], own_runs: Collection[int] = ()
+) -> Change:
+    """What changed from ``before`` (a fingerprint's cells) to ``now`` (with their ids);
+    ``own_runs``: the execution counts of the person's own runs, which are no news."""
     # Queues: a notebook can hold two cells of one id (a copy edited by hand), matched in order.
     by_id: defaultdict[bytes, list[CellState]] = defaultdict(list)
     by_source: defaultdict[bytes, list[CellState]] = defaultdict(list)
@@ -50,6 +58,7 @@ def diff(before: Sequence[CellState], now: Sequence[CellState]) -> Change:
     added: list[str | None] = []
     edited: list[str | None] = []
     ran = failed = 0
+    failed_cell: str | None = None
     for cell in now:
         queue = by_id[cell.id_hash] if any(cell.id_hash) else None
         if not queue:
@@ -59,28 +68,32 @@ def diff(before: Sequence[CellState], now: Sequence[CellState]) -> Change:
         old = queue.pop(0) if queue else None
         if old is None:
             added.append(cell.cell_id)
-            if cell.count != NO_COUNT:
+            if cell.count != NO_COUNT and cell.count not in own_runs:
                 ran += 1
                 failed += cell.failed
+                if cell.failed and failed_cell is None:
+                    failed_cell = cell.cell_id
             continue
         matched.add(id(old))
         if old.source_hash != cell.source_hash:
             edited.append(cell.cell_id)
-        if cell.count != NO_COUNT and cell.count != old.count:
+        if cell.count not in (NO_COUNT, old.count) and cell.count not in own_runs:
             ran += 1
             failed += cell.failed
+            if cell.failed and failed_cell is None:
+                failed_cell = cell.cell_id
     deleted = sum(1 for cell in before if id(cell) not in matched)
-    return Change(added, edited, deleted, ran, failed)
+    return Change(added, edited, deleted, ran, failed, failed_cell)
 
 
 def change_line(change: Change, by: str | None) -> tuple[str, list[Link]]:
     """The line for ``change`` (``by``: who did it, e.g. ``by Claude via churn.chat`` or
-    ``on disk``), with links to the first added and the first edited cell."""
+    ``on disk``), with links to the first added, the first edited and the first failed cell."""
     counts: list[tuple[int, str, str | None]] = [
         (len(change.added), "added", change.added[0] if change.added else None),
         (len(change.edited), "edited", change.edited[0] if change.edited else None),
         (change.deleted, "deleted", None),
-        (change.ran, f"ran ({change.failed} failed)" if change.failed else "ran", None),
+        (change.ran, "ran", None),
     ]
     parts: list[tuple[str, str | None]] = []
     for count, verb, cell_id in counts:
@@ -90,13 +103,22 @@ def change_line(change: Change, by: str | None) -> tuple[str, list[Link]]:
             parts.append((f"{count} {noun}{verb}", cell_id))
     text = PREFIX
     links: list[Link] = []
-    for index, (part, cell_id) in enumerate(parts):
-        if index:
-            text += ", "
+
+    def add(part: str, cell_id: str | None) -> None:
+        nonlocal text
         if cell_id is not None:
             start = utf16_len(text)
             links.append({"start": start, "end": start + utf16_len(part), "cell_id": cell_id})
         text += part
+
+    for index, (part, cell_id) in enumerate(parts):
+        if index:
+            text += ", "
+        add(part, cell_id)
+    if change.ran and change.failed:
+        text += " ("
+        add(f"{change.failed} failed", change.failed_cell)
+        text += ")"
     if by:
         text += f" — {by}"
     return text, links

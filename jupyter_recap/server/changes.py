@@ -8,6 +8,14 @@ and at once when the server's contents API saves it (the ``contents_service`` ev
 run by a client of the kernel that is not the person's page count as ran (the execution
 watcher hears each cell's input; the page reports its kernel connection's id).
 
+With real-time collaboration the file lags behind what the person sees: their page's edits and
+runs reach it through the collaboration room's saves, a second or more later (a long cell's
+result when it ends). So the snapshot taken when they leave is the room's live document when the
+notebook is open in one (what the page showed), and a file not changed since they left holds no
+news; the runs the person's own pages sent (their execution counts, heard with each cell's
+input) are theirs wherever they turn up in the file. Without this the room's later save of the
+page's own work read as another client's.
+
 A change becomes one line (:func:`..changes.diff.change_line`) naming who did it: the agents
 that reported working on the notebook since the person left (:class:`..changes.touches.Touches`),
 else "another client of the kernel" for cells run by one, "another client of the server" for a
@@ -30,7 +38,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from ..changes.cells import Fingerprint, notebook_cells
+from ..changes.cells import MAX_CELLS, CellState, Fingerprint, notebook_cells
 from ..changes.diff import Change, change_line, diff, who_words
 from ..changes.touches import normal_path
 from ..wire import OutsideActivity, OutsideEntry
@@ -48,6 +56,8 @@ MAX_NOTEBOOK_BYTES = 64 << 20
 MAX_PAGE_SESSIONS = 16
 """Kernel connection ids of the person's pages remembered per kernel."""
 MAX_FOREIGN_RUNS = 256
+MAX_OWN_RUNS = 1024
+"""Execution counts remembered per kernel, each as the person's or another client's."""
 SEEN_WAIT_SECONDS = 5.0
 """Longest a page's ``seen`` waits for its notebook to be read."""
 
@@ -63,6 +73,9 @@ class Tracked:
     looking: bool = False
     stat: tuple[int, int] = (0, 0)
     """(mtime_ns, size) of the file when it was last read."""
+    left_stat: tuple[int, int] = (0, 0)
+    """(mtime_ns, size) of the file when the snapshot was taken: unchanged since, it holds no
+    news (under collaboration it may still lag behind the snapshot, the room's document)."""
     change: Change = dataclasses.field(default_factory=Change)
     saved_by_api: bool = False
     """The contents API saved it since the person left (the page's own saves say ``seen``)."""
@@ -93,6 +106,9 @@ class NotebookChanges:
         """Kernel id → the notebook the page reports it serves (whether or not a row exists)."""
         self._foreign: dict[str, OrderedDict[str, str]] = {}
         """Kernel id → msg id of a cell another client runs → its notebook."""
+        self._runs: dict[str, OrderedDict[int, bool]] = {}
+        """Kernel id → execution count → whether one of the person's pages sent that run (the
+        latest run given the count: a restarted kernel counts from 1 again)."""
         self._poller: Any = None
         self._root = Path(str(recap.serverapp.root_dir)).resolve()
         self.reads = 0
@@ -165,11 +181,25 @@ class NotebookChanges:
 
     # -- what the kernel's IOPub says --------------------------------------------------------
 
-    def cell_input(self, kernel_id: str, session: str, msg_id: str) -> None:
-        """A cell starts in ``kernel_id``; sent by ``session`` (a connection's id)."""
+    def cell_input(
+        self, kernel_id: str, session: str, msg_id: str, count: int | None = None
+    ) -> None:
+        """A cell starts in ``kernel_id``; sent by ``session`` (a connection's id), given the
+        execution count ``count``."""
         pages = self._page_sessions.get(kernel_id)
-        if not pages or session in pages:
-            return  # the person's page, or no page ever said which it is: no guess
+        if not pages:
+            return  # no page ever said which connection is its own: no guess
+        if count is not None:
+            counts = self._runs.setdefault(kernel_id, OrderedDict())
+            counts.pop(count, None)
+            counts[count] = session in pages
+            while len(counts) > MAX_OWN_RUNS:
+                counts.popitem(last=False)
+        if session in pages:
+            tracked = self._kernel_notebook(kernel_id)
+            if tracked is not None and tracked.change.ran and not tracked.looking:
+                self._read_soon(tracked)  # the file may hold this run already: counted again
+            return  # the person's page
         tracked = self._kernel_notebook(kernel_id)
         if tracked is None or tracked.looking or tracked.baseline is None:
             return
@@ -192,6 +222,7 @@ class NotebookChanges:
         self._kernel_paths.pop(kernel_id, None)
         self._page_sessions.pop(kernel_id, None)
         self._foreign.pop(kernel_id, None)
+        self._runs.pop(kernel_id, None)
 
     # -- watching the files ------------------------------------------------------------------
 
@@ -254,7 +285,11 @@ class NotebookChanges:
         tracked.reading = True
 
         async def read() -> None:
+            live = None
             try:
+                if baseline or tracked.baseline is None:
+                    # The room's document first: a save the room makes meanwhile holds no more.
+                    live = await self._room_cells(tracked.path)
                 found = await self.recap.in_pool(lambda: self._read_file(tracked.path))
             except Exception:  # the server stopping, or a file being replaced
                 log.debug("jupyter_recap: reading %s failed", tracked.path, exc_info=True)
@@ -267,10 +302,14 @@ class NotebookChanges:
                     tracked.disk_changed = True
                 tracked.stat = stat
                 if baseline or tracked.baseline is None:
-                    tracked.baseline = Fingerprint(cells)
+                    tracked.baseline = Fingerprint(live if live is not None else cells)
+                    tracked.left_stat = stat
+                    tracked.change = Change()
+                elif stat == tracked.left_stat:
                     tracked.change = Change()
                 else:
-                    tracked.change = diff(tracked.baseline.cells(), cells)
+                    own = self._own_runs(tracked.path)
+                    tracked.change = diff(tracked.baseline.cells(), cells, own)
                 self._update(tracked)
             if tracked.again:
                 tracked.again = False
@@ -294,6 +333,38 @@ class NotebookChanges:
         if not isinstance(data, dict):
             return None
         return (info.st_mtime_ns, info.st_size), notebook_cells(data)
+
+    async def _room_cells(self, path: str) -> list[CellState] | None:
+        """The cells of the notebook's collaboration room as the person's page shows them (None
+        when no room holds it open: real-time collaboration off, or the notebook not open)."""
+        try:
+            settings = self.recap.serverapp.web_app.settings
+            collaboration = settings.get("jupyter_server_ydoc")
+            file_ids = settings.get("file_id_manager")
+            if collaboration is None or file_ids is None:
+                return None
+            file_id = file_ids.get_id(path)  # None when never indexed: no room ever held it
+            if not file_id:
+                return None
+            # jupyter_server_ydoc's id of a notebook's room; ``copy=False``: the live document,
+            # read here without copying its outputs (a copy encodes every image).
+            document = await collaboration.get_document(
+                room_id=f"json:notebook:{file_id}", copy=False
+            )
+            return None if document is None else live_cells(document)
+        except Exception:  # another version of the collaboration packages: the file, as before
+            log.debug("jupyter_recap: the room of %s unreadable", path, exc_info=True)
+            return None
+
+    def _own_runs(self, path: str) -> set[int]:
+        """Execution counts of the runs the person's pages sent to the notebook's kernels."""
+        return {
+            count
+            for kernel_id, kernel_path in self._kernel_paths.items()
+            if kernel_path == path
+            for count, own in self._runs.get(kernel_id, {}).items()
+            if own
+        }
 
     def _file(self, path: str) -> Path:
         file = (self._root / path).resolve()
@@ -333,7 +404,9 @@ class NotebookChanges:
         names = self.recap.touches.who_since(tracked.path, tracked.left_at)
         by = who_words(names)
         if by is None:
-            if tracked.foreign_ran and not (tracked.disk_changed or tracked.saved_by_api):
+            # A file whose changes were all the person's own (a collaboration room saving
+            # their page's work) says nothing of who ran the other client's cells.
+            if tracked.foreign_ran and not tracked.change:
                 by = "by another client of the kernel"
             elif tracked.saved_by_api:
                 by = "by another client of the server"
@@ -375,3 +448,30 @@ class NotebookChanges:
     def _kernel_notebook(self, kernel_id: str) -> Tracked | None:
         path = self._kernel_paths.get(kernel_id)
         return self.notebooks.get(path) if path is not None else None
+
+
+def live_cells(document: Any) -> list[CellState]:
+    """The cells of a collaboration room's notebook (jupyter_ydoc's ``YNotebook``) as the room
+    would save them, reading of each output only its type."""
+    from pycrdt import Map  # there when jupyter_server_ydoc is
+
+    meta = document.ydoc.get("meta", type=Map)
+    # The room saves a notebook of nbformat 4.4 or older without cell ids.
+    with_ids = not (meta.get("nbformat") == 4 and (meta.get("nbformat_minor") or 0) <= 4)
+    cells: list[dict[str, Any]] = []
+    for index, ycell in enumerate(document.ycells):
+        if index >= MAX_CELLS:
+            break
+        count = ycell.get("execution_count")
+        outputs = ycell.get("outputs")
+        cells.append(
+            {
+                "id": ycell.get("id") if with_ids else None,
+                "cell_type": ycell.get("cell_type"),
+                "source": str(ycell.get("source") or ""),
+                # Counts that came through Yjs are floats (3.0).
+                "execution_count": int(count) if isinstance(count, float) else count,
+                "outputs": [{"output_type": o.get("output_type")} for o in outputs or ()],
+            }
+        )
+    return notebook_cells({"cells": cells})

@@ -50,7 +50,7 @@ class ExecutionWatcher:
         *,
         on_cell_end: Callable[[str, CellRun], None] | None = None,
         on_restarter: Callable[[str, str], None] | None = None,
-        on_cell_input: Callable[[str, str, str], None] | None = None,
+        on_cell_input: Callable[[str, str, str, int | None], None] | None = None,
         on_cell_error: Callable[[str, str], None] | None = None,
     ) -> None:
         self._kernel_manager = kernel_manager
@@ -58,8 +58,9 @@ class ExecutionWatcher:
         self._on_cell_end = on_cell_end
         self._on_restarter = on_restarter
         self._on_cell_input = on_cell_input
-        """Called with (kernel id, the sending connection's session id, the request's msg id)
-        as each cell starts: which client ran it."""
+        """Called with (kernel id, the sending connection's session id, the request's msg id,
+        the execution count the kernel gave the cell) as each cell starts: which client ran it,
+        and which count in a saved notebook is that run's."""
         self._on_cell_error = on_cell_error
         """Called with (kernel id, the failed request's msg id)."""
         """Called with (kernel id, ``restart`` or ``dead``) by the kernel's auto-restarter:
@@ -173,10 +174,11 @@ class ExecutionWatcher:
             msg_type = msg["header"]["msg_type"]
             parent = msg.get("parent_header") or {}
             if msg_type == "execute_input":
-                self._cell_input(kernel_id, session.unpack(msg["content"]))
+                content = session.unpack(msg["content"])
+                self._cell_input(kernel_id, content)
                 sender, request = parent.get("session"), parent.get("msg_id")
                 if self._on_cell_input is not None and isinstance(sender, str):
-                    self._on_cell_input(kernel_id, sender, str(request))
+                    self._on_cell_input(kernel_id, sender, str(request), _count(content))
                 return
             if msg_type not in ("status", "error"):
                 return
@@ -211,3 +213,9 @@ class ExecutionWatcher:
             self.persona_cells[kernel_id] = (persona, time.time())
         else:
             self.persona_cells.pop(kernel_id, None)
+
+
+def _count(content: Any) -> int | None:
+    """The execution count of an ``execute_input`` message's content, when it has one."""
+    count = content.get("execution_count") if isinstance(content, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None

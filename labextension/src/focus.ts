@@ -194,7 +194,7 @@ export class FocusReporter implements IDisposable {
    * and from now on in every heartbeat.
    */
   recapped(kernelId: string): void {
-    if (this._disposed || this._recapped.get(kernelId) === true) {
+    if (this._disposed || this._gone || this._recapped.get(kernelId) === true) {
       return;
     }
     this._recapped.set(kernelId, true);
@@ -215,7 +215,7 @@ export class FocusReporter implements IDisposable {
    * kernel or path changed, are reported once as not focused under their old identity.
    */
   update(options: { all?: boolean; keepalive?: boolean } = {}): void {
-    if (this._disposed) {
+    if (this._disposed || this._gone) {
       return;
     }
     this._findChats();
@@ -265,6 +265,15 @@ export class FocusReporter implements IDisposable {
         break;
       case 'pagehide':
         this._leave();
+        // Going away (a reload, a close), or into the back-forward cache: the page is away
+        // until it is shown again. What it would report meanwhile, while it unloads, is not
+        // true of anyone, and the server would count its notebooks as looked at by a page
+        // that is gone until its heartbeat times out.
+        this._gone = true;
+        break;
+      case 'pageshow':
+        this._gone = false;
+        this.update();
         break;
       default:
         this.update();
@@ -551,4 +560,6 @@ export class FocusReporter implements IDisposable {
   private _inFlight = false;
   private readonly _answered = new Signal<this, IFocusAnswer>(this);
   private _disposed = false;
+  /** Between `pagehide` and `pageshow`: the page reports nothing. */
+  private _gone = false;
 }

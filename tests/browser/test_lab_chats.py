@@ -143,6 +143,12 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
     assert line.startswith(
         "While you were away: 1 cell edited, 1 ran (1 failed) — by Claude via churn.chat"
     )
+    # "1 failed" links too: to the cell whose run failed, the one the agent edited here.
+    links = tab.page.eval_on_selector_all(
+        f"{OUTSIDE} a.jp-RecapBanner-link", "as => as.map(a => [a.textContent, a.dataset.cellId])"
+    )
+    assert [text for text, _ in links] == ["1 cell edited", "1 failed"], links
+    assert links[0][1] == links[1][1], links
     # Its cell link selects the cell the agent edited (the last one).
     tab.page.click(f"{OUTSIDE} a.jp-RecapBanner-link")
     active = tab.page.evaluate(

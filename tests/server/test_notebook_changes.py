@@ -242,3 +242,34 @@ def test_no_line_when_nothing_changed_or_the_person_saved_their_own_work(
     finally:
         mine.close()
         theirs.close()
+
+
+def test_the_persons_own_run_reaching_the_file_after_they_left_is_no_news(
+    lab: LabServer,
+) -> None:
+    """With real-time collaboration the room saves the page's work after the person left: a
+    run their page sent is theirs wherever its execution count turns up in the file."""
+    work = Notebook(lab)
+    page = lab.connect(work.kernel_id)
+    try:
+        page.session.session = PAGE
+        work.look(True)
+        work.leave()
+        # The person's cell, queued before they left, ends while they are away.
+        [count] = [
+            m["content"]["execution_count"]
+            for m in execute(page, "y = 2")
+            if m["msg_type"] == "execute_input"
+        ]
+        # One save brings its result and another client's edit (the room saves whatever its
+        # clients changed since its last save).
+        content = lab.api("GET", f"api/contents/{work.path}")["content"]
+        content["cells"][1]["source"] = "rows = [r for r in rows if r > 0]"
+        content["cells"][3]["execution_count"] = count
+        lab.api("PUT", f"api/contents/{work.path}", {"type": "notebook", "content": content})
+        edited = "While you were away: 1 cell edited — by another client of the server"
+        # (The server may read the file before it hears the run start: then it reads it again.)
+        until(lambda: (line := work.outside()) and line["text"] == edited)
+    finally:
+        page.stop_channels()
+        work.close()

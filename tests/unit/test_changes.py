@@ -59,15 +59,37 @@ def test_added_edited_deleted_and_ran_are_counted_by_cell_id() -> None:
         {"cell_type": "markdown", "id": "notes", "source": ["# Notes"], "metadata": {}},
     )  # "clean" deleted
     change = changed(BEFORE, after)
-    assert change == Change(added=["new-1", "new-2"], edited=["load"], deleted=1, ran=3, failed=1)
+    assert change == Change(
+        added=["new-1", "new-2"], edited=["load"], deleted=1, ran=3, failed=1, failed_cell="plot"
+    )
     text, links = change_line(change, "by Claude via churn.chat")
     assert text == (
         "While you were away: 2 cells added, 1 edited, 1 deleted, 3 ran (1 failed)"
         " — by Claude via churn.chat"
     )
-    added, edited = links
+    added, edited, failed = links
     assert text[added["start"] : added["end"]] == "2 cells added" and added["cell_id"] == "new-1"
     assert text[edited["start"] : edited["end"]] == "1 edited" and edited["cell_id"] == "load"
+    # The failed run links where the person goes first: the cell that failed.
+    assert text[failed["start"] : failed["end"]] == "1 failed" and failed["cell_id"] == "plot"
+
+
+def test_the_first_failed_cell_in_notebook_order_is_linked_and_unknown_links_nowhere() -> None:
+    after = notebook(
+        code("load", "df = load()", 4, error=True),
+        code("clean", "df = df.dropna()", 5, error=True),
+        code("plot", "df.plot()", 3),
+        {"cell_type": "markdown", "id": "notes", "source": ["# Notes"], "metadata": {}},
+    )
+    change = changed(BEFORE, after)
+    assert (change.ran, change.failed, change.failed_cell) == (2, 2, "load")
+    text, links = change_line(change, None)
+    assert text == "While you were away: 2 cells ran (2 failed)"
+    [failed] = links
+    assert text[failed["start"] : failed["end"]] == "2 failed" and failed["cell_id"] == "load"
+    # Failures only another kernel client reported (no cell known): said, not linked.
+    text, links = change_line(Change(ran=2, failed=1), None)
+    assert text == "While you were away: 2 cells ran (1 failed)" and links == []
 
 
 def test_a_moved_cell_is_not_a_change_and_a_retyped_one_is_edited() -> None:

@@ -361,6 +361,31 @@ describe('FocusReporter', () => {
     expect(server.takeReports()).toEqual([['a.ipynb', true]]);
   });
 
+  it('says nothing more once the page has gone, however it reads its visibility meanwhile', async () => {
+    shell.currentWidget = a;
+    reporter.track(a.asPanel);
+    await flush();
+    server.takeReports();
+
+    // A reload: the page says it is away, then events still come while it unloads. A page
+    // whose visibility still reads "visible" then (faked, or a browser that does not update
+    // it) would tell the server it is looked at, and the server would believe the gone page
+    // for as long as its heartbeat lasts.
+    window.dispatchEvent(new Event('pagehide'));
+    await flush();
+    document.dispatchEvent(new Event('visibilitychange'));
+    window.dispatchEvent(new Event('focus'));
+    window.dispatchEvent(new Event('blur'));
+    shell.activate(b);
+    reporter.recapped('kernel-a');
+    jest.advanceTimersByTime(30_000);
+    await flush();
+    expect(server.takeReports()).toEqual([]);
+    expect(server.beacon.mock.calls.map(([r]) => [pathOf(r), r.focused])).toEqual([
+      ['a.ipynb', false]
+    ]);
+  });
+
   it('sends the state queued behind a request in flight with keepalive when the page hid', async () => {
     shell.currentWidget = a;
     server.hold = true;
