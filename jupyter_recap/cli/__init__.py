@@ -131,6 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
         "after redaction) and to which model; send nothing",
     )
     parser.add_argument(
+        "--state",
+        action="store_true",
+        help="print the session's state instead of a recap: the task, decisions, constraints, "
+        "open failures (with the cell each happened in), what changed, what waits, next "
+        "(NOTEBOOK, CHAT or ID as for a recap; no model is asked)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help='print {"recap": ..., "model": ..., "reason": ...} instead of text (with an ID, '
@@ -166,13 +173,17 @@ def main(argv: list[str] | None = None) -> int:
             return list_usage(as_json=args.json)
         if args.dry_run and (args.sessions or args.notes):
             raise UsageError("--dry-run goes with a notebook or a session id only")
+        if args.state and (args.sessions or args.notes or args.dry_run or args.model):
+            raise UsageError("--state goes with a notebook, a .chat file or a session id only")
         if args.sessions:
             return list_sessions(args)
         if args.all or args.limit is not None:
             raise UsageError("--all and --limit only go with --sessions")
         if args.notes:
             return list_notes(args.target, as_json=args.json)
-        options = Options(model=args.model, as_json=args.json, dry_run=args.dry_run)
+        options = Options(
+            model=args.model, as_json=args.json, dry_run=args.dry_run, state=args.state
+        )
         if args.target is None and args.session is not None:
             return _recap_session(_given_session(args.session), options)
         if args.target is None:
@@ -245,6 +256,8 @@ class Options(NamedTuple):
     model: str | None = None
     as_json: bool = False
     dry_run: bool = False
+    state: bool = False
+    """Print the session's state (``--state``) instead of a recap."""
 
 
 def _recap_notebook(path: str, options: Options, *, session: str | None = None) -> int:
@@ -295,7 +308,7 @@ def _recap_chat(path: str, options: Options) -> int:
         return _no_recap(f"no agent persona took part in {path}", options.as_json)
     transcript, framing, extra = chat_story(view)
     # Offline unless asked: reading where a chat's agent stands costs nothing, sends nothing.
-    chosen = Options(options.model or "offline", options.as_json, options.dry_run)
+    chosen = options._replace(model=options.model or "offline")
     return _recap(transcript, Recap(), framing, chosen, extra=extra)
 
 
@@ -326,6 +339,8 @@ def _recap(
     from .common import EXIT_OK, print_json, say
 
     model, as_json = options.model, options.as_json
+    if options.state:
+        return _print_state(transcript, as_json, extra)
     _check_model(model, settings, transcript.active_model)
     if options.dry_run:
         return _dry_run(transcript, settings, framing, options, extra)
@@ -346,6 +361,19 @@ def _recap(
         print_json({**extra, "recap": recap.text, "model": recap.model, "reason": result.reason})
     else:
         say(f"{recap.text}\n— {recap.model}")  # both model output: made inert
+    return EXIT_OK
+
+
+def _print_state(transcript: Transcript, as_json: bool, extra: Mapping[str, object]) -> int:
+    """Print the session's state (``--state``): no model, nothing sent."""
+    from ..record.state import fold, render_state
+    from .common import EXIT_OK, print_json, say
+
+    text = render_state(fold(transcript.entries), os.environ)
+    if as_json:
+        print_json({**extra, "state": text})
+    else:
+        say(text)  # the transcript is anyone's text: printed inert
     return EXIT_OK
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 USAGE = (
     "usage: %recap [--model M] [--dry-run] | status | on | off | save | sessions [--all]"
-    " | resume ID | compact-memory [--model M]"
+    " | resume ID | compact-memory [--model M] | state"
 )
 
 
@@ -52,6 +52,8 @@ class RecapMagics(Magics):
         %recap save         write this session's record now
         %recap sessions     the last 15 sessions of this notebook (--all: of every notebook)
         %recap resume ID    continue a stored session (any unique id prefix) and recap it
+        %recap state        this session's state: task, decisions, constraints, open failures,
+                            what changed, what waits, next
         %recap compact-memory [--model M]
                             have a model merge the project notes nobody has recalled yet
                             (only past 60 notes with at least two never recalled)
@@ -89,6 +91,8 @@ class RecapMagics(Magics):
             print(f"recap: automatic recaps {words[0]}")
         elif words == ["save"]:
             self._save()
+        elif words == ["state"]:
+            self._state()
         elif words in (["sessions"], ["sessions", "--all"]):
             self._sessions(all_notebooks=len(words) == 2)
         elif len(words) == 2 and words[0] == "resume":
@@ -124,6 +128,12 @@ class RecapMagics(Magics):
             print("recap: dry run: nothing to recap yet (no agent activity was recorded)")
         else:
             print(preview.render())
+
+    def _state(self) -> None:
+        from ..record.state import fold, render_state  # here: only %recap state needs it
+
+        # The session's text is anyone's: printed inert (render_state redacts it).
+        print(printable(render_state(fold(self.host.transcript.entries))))
 
     def _save(self) -> None:
         writer = self.host.writer

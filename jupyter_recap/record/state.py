@@ -1,0 +1,659 @@
+"""A session's state, folded entry by entry: what a person coming back must learn.
+
+The transcript is the story in order; the state is what it adds up to. :class:`StateFolder`
+reads each entry once, whatever recorded it (agent cells, SDK capture, chats, CLI hooks), in
+bounded time, and keeps:
+
+- **asks**: the first, each correction of it, the latest. A short "yes" is no new task: it
+  accepts what the agent proposed just before, which becomes a **decision** (as do decisions
+  the person states: "let's use DuckDB");
+- **constraints** the person set ("never …", "keep … unchanged", "under 200 EUR");
+- **failures** keyed by what failed: a tool and the thing it worked on, a cell, an agent turn.
+  What failed and its error line come from the entry's structure (the tool's name, its call's
+  arguments, the error's type), never from splitting a text. A failure is closed only by a
+  later success of the same key, or by the person saying it is fixed or to ignore it; a
+  correction of the ask supersedes the failures of the round it corrects;
+- **artifacts**: the files and cells the agent's tools changed, with counts;
+- **waiting**: a tool call waiting for the person's approval, a turn still running, and a
+  question the agent asked that nobody answered yet;
+- **next**: the step the agent said comes next, until a later ask replaces it or a tool that
+  does it succeeds.
+
+Every list is capped (the ``MAX_*`` constants) and every text cut, so a state costs the same in
+any session. Texts are kept as recorded and redacted when rendered (:func:`render_state`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal, TypeVar
+
+from ..redact import Redactor
+from ..textutil import error_line, first_line, shorten
+from . import phrases
+from .transcript import Entry, first_code_line
+
+#: Corrections of the task remembered (the newest).
+MAX_CORRECTIONS = 4
+#: Decisions remembered (the newest).
+MAX_DECISIONS = 8
+#: Constraints remembered: the first ones set, and the newest ones after them.
+MAX_CONSTRAINTS = 12
+#: Open failures tracked; past this the oldest is forgotten (the least likely to matter).
+MAX_FAILURES = 64
+#: Failures superseded by a corrected ask, remembered (the newest).
+MAX_SUPERSEDED = 4
+#: Changed files and cells tracked (the most recently changed).
+MAX_ARTIFACTS = 32
+#: Tools and cells whose latest target or ``In[n]`` is remembered, for keys and labels.
+MAX_NAMES = 256
+
+#: Characters kept of an ask, a decision, a constraint, a next step, an error line.
+ASK_CHARS = 240
+DECISION_CHARS = 240
+CONSTRAINT_CHARS = 200
+STEP_CHARS = 180
+ERROR_CHARS = 200
+TARGET_CHARS = 80
+WAITING_CHARS = 200
+
+#: How many of each list :func:`render_state` shows.
+SHOWN_FAILURES = 6
+SHOWN_ARTIFACTS = 8
+SHOWN_DECISIONS = 5
+SHOWN_CONSTRAINTS = 8
+
+#: The arguments that say what a tool works on, most telling first. A call's key is its tool
+#: and the first of these it has.
+TARGET_KEYS = (
+    "path",
+    "file_path",
+    "filename",
+    "file",
+    "notebook_path",
+    "notebook",
+    "table",
+    "table_name",
+    "order_id",
+    "ticket_id",
+    "id",
+    "url",
+    "cell_id",
+    "cell",
+    "cell_index",
+    "index",
+    "query",
+    "sql",
+)
+#: Arguments that hold code or a query: fixing one is a retry of the same thing, so it names
+#: no target of its own; a query names the table it writes or reads.
+_CODE_KEYS = frozenset({"query", "sql"})
+_CELL_KEYS = frozenset({"cell_id", "cell", "cell_index", "index"})
+#: The longest arguments text read for a target (a JSON object past this is not parsed).
+_ARGS_CHARS = 4000
+
+FailureKind = Literal["tool", "cell", "turn"]
+_Key = tuple[FailureKind, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Something the person asked: ``number`` counts the prompts from 1."""
+
+    text: str
+    number: int
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """A decision: a proposal the person accepted (``accepted_by`` their words), or one they
+    stated themselves (``accepted_by`` None)."""
+
+    text: str
+    accepted_by: str | None
+    ask: int
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Something that failed and that nothing since fixed."""
+
+    kind: FailureKind
+    key: tuple[str, str]
+    """What failed: (tool, target) with ``target`` "" when the call names none; (cell id, else
+    its first code line, ""); for a turn (``cell:<id>`` of its agent cell, else ``ask:<prompt>``,
+    "") — a rerun of the cell, or a "try again", is the same turn."""
+    label: str
+    """For people: ``run_sql (billing_v2.invoices)``, ``In[7]``, ``the agent turn``."""
+    error: str
+    """The line that says what went wrong (``IntegrityError: …``), uncut by any ": "."""
+    cell_id: str | None
+    count: int | None
+    """The ``In[n]`` of the cell it happened in, when known."""
+    ask: int
+    times: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Artifact:
+    """A file or cell the agent's tools changed."""
+
+    target: str
+    kind: Literal["file", "cell"]
+    changes: int
+    tool: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionState:
+    """A snapshot of a session's state (see the module docstring)."""
+
+    entries: int = 0
+    first_ask: Ask | None = None
+    corrections: tuple[Ask, ...] = ()
+    latest_ask: Ask | None = None
+    decisions: tuple[Decision, ...] = ()
+    constraints: tuple[str, ...] = ()
+    open_failures: tuple[Failure, ...] = ()
+    """Oldest first."""
+    superseded: tuple[Failure, ...] = ()
+    artifacts: tuple[Artifact, ...] = ()
+    """Most recently changed last."""
+    approval: str | None = None
+    """What a tool call waits for the person to approve."""
+    running: Ask | None = None
+    """The ask whose turn has not ended."""
+    question: str | None = None
+    """What the agent proposed or asked that the person has not answered yet."""
+    next_step: str | None = None
+
+    @property
+    def task(self) -> Ask | None:
+        """The task as it stands: the latest correction, else the first ask."""
+        return self.corrections[-1] if self.corrections else self.first_ask
+
+    @property
+    def empty(self) -> bool:
+        return self.first_ask is None and not self.open_failures and self.approval is None
+
+
+@dataclass(slots=True)
+class _Open:
+    failure: Failure
+    round: int
+    """The prompt count when it (last) failed: a correction supersedes its own round only."""
+
+
+@dataclass(slots=True)
+class StateFolder:
+    """Folds entries into a :class:`SessionState`, one at a time (:meth:`add`), in bounded time
+    per entry; :attr:`state` is a snapshot."""
+
+    entries: int = 0
+    asks: int = 0
+    first_ask: Ask | None = None
+    corrections: deque[Ask] = field(default_factory=lambda: deque(maxlen=MAX_CORRECTIONS))
+    latest_ask: Ask | None = None
+    decisions: deque[Decision] = field(default_factory=lambda: deque(maxlen=MAX_DECISIONS))
+    early_rules: list[str] = field(default_factory=list)
+    late_rules: deque[str] = field(default_factory=lambda: deque(maxlen=MAX_CONSTRAINTS // 2))
+    rule_keys: set[str] = field(default_factory=set)
+    failures: dict[_Key, _Open] = field(default_factory=dict)
+    superseded: deque[Failure] = field(default_factory=lambda: deque(maxlen=MAX_SUPERSEDED))
+    artifacts: dict[tuple[str, str], Artifact] = field(default_factory=dict)
+    targets: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Each tool's latest call: (argument name, target) (empty when it names none)."""
+    counts: dict[str, int] = field(default_factory=dict)
+    """Each cell's latest ``In[n]``."""
+    proposal: str | None = None
+    approval: str | None = None
+    running: Ask | None = None
+    turn_key: str = ""
+    """What the running turn is: its cell id, else its ask (a rerun has the same)."""
+    retried_turn: _Key | None = None
+    next_step: str | None = None
+
+    def add(self, entry: Entry) -> None:
+        """Fold one entry in."""
+        self.entries += 1
+        kind = entry.kind
+        if kind == "tool_call":
+            self._tool_call(entry)
+        elif kind == "tool_result":
+            self._tool_result(entry)
+        elif kind == "assistant":
+            self._reply(entry)
+        elif kind == "user":
+            self._prompt(entry)
+        elif kind == "code":
+            self._code(entry)
+        elif kind == "outcome":
+            self._outcome(entry)
+        elif kind == "event":
+            self._event(entry)
+
+    def extend(self, entries: Iterable[Entry]) -> StateFolder:
+        for entry in entries:
+            self.add(entry)
+        return self
+
+    @property
+    def state(self) -> SessionState:
+        rules = [*self.early_rules, *self.late_rules]
+        return SessionState(
+            entries=self.entries,
+            first_ask=self.first_ask,
+            corrections=tuple(self.corrections),
+            latest_ask=self.latest_ask,
+            decisions=tuple(self.decisions),
+            constraints=tuple(rules),
+            open_failures=tuple(self._placed(item.failure) for item in self.failures.values()),
+            superseded=tuple(self.superseded),
+            artifacts=tuple(self.artifacts.values()),
+            approval=self.approval,
+            running=self.running if self.approval is None else None,
+            question=self.proposal,
+            next_step=self.next_step,
+        )
+
+    def _placed(self, failure: Failure) -> Failure:
+        """``failure`` with the ``In[n]`` its cell got after it failed (an agent cell's count
+        comes with the turn's outcome, after its tools ran)."""
+        if failure.count is not None or failure.cell_id is None:
+            return failure
+        count = self.counts.get(failure.cell_id)
+        return failure if count is None else replace(failure, count=count)
+
+    # -- the person ---------------------------------------------------------------------------
+
+    def _prompt(self, entry: Entry) -> None:
+        text = entry.text.strip()
+        self.approval = None
+        proposal, self.proposal = self.proposal, None
+        self.retried_turn = None
+        if phrases.is_acceptance(text):
+            # "Agreed, do it." is no new task: it makes what the agent proposed a decision.
+            if proposal is not None:
+                self.decisions.append(
+                    Decision(_piece(proposal, DECISION_CHARS), _piece(text, 60), self.asks)
+                )
+            self._turn_started(entry, self.latest_ask)
+            return
+        if phrases.is_retry(text):
+            # "Try again": the same ask, and the turn that errored runs again.
+            self.retried_turn = self._latest_turn_failure()
+            self._turn_started(entry, self.latest_ask)
+            return
+        self.asks += 1
+        ask = Ask(_piece(text, ASK_CHARS), self.asks)
+        self.latest_ask = ask
+        self.next_step = None  # a new ask replaces the step the agent had in mind
+        if self.first_ask is None:
+            self.first_ask = ask
+        elif phrases.corrects(text):
+            self.corrections.append(ask)
+            self._supersede(self.asks - 1)
+        if phrases.says_fixed(text):
+            self._person_closes(text)
+        for rule in phrases.rules(text):
+            self._constraint(rule)
+        decided = phrases.stated_decision(text)
+        if decided is not None:
+            self.decisions.append(Decision(_piece(decided, DECISION_CHARS), None, self.asks))
+        self._turn_started(entry, ask)
+
+    def _turn_started(self, entry: Entry, ask: Ask | None) -> None:
+        self.running = ask
+        if entry.cell_id:
+            self.turn_key = "cell:" + entry.cell_id
+        elif self.retried_turn is None:
+            self.turn_key = "ask:" + " ".join(entry.text.casefold().split())[:120]
+
+    def _constraint(self, rule: str) -> None:
+        key = " ".join(re.sub(r"[^\w\s]", " ", rule.casefold()).split())
+        if not key or key in self.rule_keys:
+            return
+        self.rule_keys.add(key)
+        text = _piece(rule, CONSTRAINT_CHARS)
+        if len(self.early_rules) < MAX_CONSTRAINTS - MAX_CONSTRAINTS // 2:
+            self.early_rules.append(text)
+            return
+        if len(self.late_rules) == self.late_rules.maxlen:
+            dropped = self.late_rules[0]
+            self.rule_keys.discard(" ".join(re.sub(r"[^\w\s]", " ", dropped.casefold()).split()))
+        self.late_rules.append(text)
+
+    def _supersede(self, round_: int) -> None:
+        """A corrected ask: the failures of the round it corrects no longer count."""
+        for key in [k for k, item in self.failures.items() if item.round >= round_]:
+            self.superseded.append(self.failures.pop(key).failure)
+
+    def _person_closes(self, text: str) -> None:
+        """ "It's fixed" / "ignore that": the failures the prompt names, else the newest."""
+        if not self.failures:
+            return
+        said = text.casefold()
+        named = [
+            key
+            for key, item in self.failures.items()
+            if any(
+                part and part.casefold() in said
+                for part in (*item.failure.key, _in(item.failure.count))
+            )
+        ]
+        for key in named or [next(reversed(self.failures))]:
+            del self.failures[key]
+
+    def _latest_turn_failure(self) -> _Key | None:
+        for key in reversed(self.failures):
+            if key[0] == "turn":
+                return key
+        return None
+
+    # -- the agent ---------------------------------------------------------------------------
+
+    def _reply(self, entry: Entry) -> None:
+        text = entry.text
+        step = phrases.next_step(text)
+        if step is not None:
+            self.next_step = _piece(step, STEP_CHARS)
+        proposed = phrases.proposal(text)
+        if proposed is not None:
+            self.proposal = proposed
+
+    def _tool_call(self, entry: Entry) -> None:
+        name = entry.name or "tool"
+        _remember(self.targets, name, target_of(entry.text))
+
+    def _tool_result(self, entry: Entry) -> None:
+        name = entry.name or "tool"
+        argument, target = self.targets.get(name, ("", ""))
+        self.approval = None
+        key: _Key = ("tool", name, target)
+        if entry.error:
+            label = f"{name} ({target})" if target else name
+            self._failed(key, label, entry, error_text(entry.error))
+            return
+        self.failures.pop(key, None)
+        if argument and target and _changes(name):
+            kind: Literal["file", "cell"] = "cell" if argument in _CELL_KEYS else "file"
+            self._changed((kind, target), name)
+        if self.next_step is not None and _does(name, self.next_step):
+            self.next_step = None
+
+    def _code(self, entry: Entry) -> None:
+        cell = entry.cell_id or first_code_line(entry.text)
+        if entry.cell_id and entry.count is not None:
+            _remember(self.counts, entry.cell_id, entry.count)
+        key: _Key = ("cell", cell, "")
+        if entry.error:
+            label = _in(entry.count) or shorten(first_code_line(entry.text), 60) or "a cell"
+            self._failed(key, label, entry, error_text(entry.error))
+        else:
+            self.failures.pop(key, None)
+
+    def _outcome(self, entry: Entry) -> None:
+        if entry.cell_id and entry.count is not None:
+            _remember(self.counts, entry.cell_id, entry.count)
+        ask, self.running = self.running, None
+        self.approval = None
+        key: _Key = self.retried_turn or ("turn", self.turn_key, "")
+        if entry.outcome == "errored":
+            label = f"the agent turn for {shorten(ask.text, 60)!r}" if ask else "an agent turn"
+            self._failed(key, label, entry, error_text(entry.error or "errored"))
+        elif entry.outcome == "ok":
+            self.failures.pop(key, None)
+            self.failures.pop(("turn", self.turn_key, ""), None)
+        self.retried_turn = None
+
+    def _event(self, entry: Entry) -> None:
+        waiting = _approval().search(entry.text)
+        if waiting is not None:
+            self.approval = _piece(waiting.group("what"), WAITING_CHARS)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+
+    def _failed(self, key: _Key, label: str, entry: Entry, error: str) -> None:
+        earlier = self.failures.pop(key, None)
+        cell = entry.cell_id
+        count = entry.count if entry.count is not None else self.counts.get(cell or "")
+        failure = Failure(
+            kind=key[0],
+            key=(key[1], key[2]),
+            label=_piece(label, TARGET_CHARS + 40),
+            error=_piece(error, ERROR_CHARS),
+            cell_id=cell,
+            count=count,
+            ask=self.asks,
+            times=earlier.failure.times + 1 if earlier is not None else 1,
+        )
+        self.failures[key] = _Open(failure, self.asks)
+        if len(self.failures) > MAX_FAILURES:
+            del self.failures[next(iter(self.failures))]
+
+    def _changed(self, key: tuple[Literal["file", "cell"], str], tool: str) -> None:
+        before = self.artifacts.pop(key, None)
+        changes = before.changes + 1 if before is not None else 1
+        self.artifacts[key] = Artifact(key[1], key[0], changes, tool)
+        if len(self.artifacts) > MAX_ARTIFACTS:
+            del self.artifacts[next(iter(self.artifacts))]
+
+
+_V = TypeVar("_V")
+
+
+def _remember(table: dict[str, _V], key: str, value: _V) -> None:
+    """Set ``table[key]`` as its newest entry, forgetting the oldest past :data:`MAX_NAMES`."""
+    table.pop(key, None)
+    table[key] = value
+    if len(table) > MAX_NAMES:
+        del table[next(iter(table))]
+
+
+def fold(entries: Iterable[Entry]) -> SessionState:
+    """The state of a session whose entries are ``entries`` (oldest first)."""
+    return StateFolder().extend(entries).state
+
+
+# -- reading an entry's structure --------------------------------------------------------------
+
+
+@functools.cache
+def _argument() -> re.Pattern[str]:
+    keys = "|".join(TARGET_KEYS)
+    return re.compile(
+        rf"""(?:^|[\s,{{(])["']?(?P<key>{keys})["']?\s*[=:]\s*"""
+        r"""(?:'(?P<single>(?:[^'\\]|\\.){0,400})'|"(?P<double>(?:[^"\\]|\\.){0,400})\""""
+        r"""|(?P<bare>[^,\s)}]{1,200}))"""
+    )
+
+
+@functools.cache
+def _sql_target() -> re.Pattern[str]:
+    return re.compile(
+        r"(?i)\b(?:into|update|table|view|from)\s+(?:if\s+(?:not\s+)?exists\s+)?"
+        r"[\"`]?([\w.]+)"
+    )
+
+
+def target_of(arguments: str) -> tuple[str, str]:
+    """(argument name, target) of a tool call's arguments: the first of :data:`TARGET_KEYS` it
+    has (``order_id='A-1001', amount=398`` → ``("order_id", "A-1001")``), as recorded (``k=v``
+    pairs or a JSON object); a query's target is the table it names. ``("", "")`` if none."""
+    head = arguments[:_ARGS_CHARS]
+    found: dict[str, str] = {}
+    if head.startswith("{") and len(arguments) <= _ARGS_CHARS:
+        try:
+            data = json.loads(head)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            found = {
+                k: str(v) for k, v in data.items() if k in TARGET_KEYS and isinstance(v, str | int)
+            }
+    if not found:
+        for match in _argument().finditer(head):
+            value = match.group("single") or match.group("double") or match.group("bare") or ""
+            found.setdefault(match.group("key"), value)
+    for key in TARGET_KEYS:
+        value = found.get(key)
+        if value is None or not value.strip():
+            continue
+        if key in _CODE_KEYS:
+            table = _sql_target().search(value)
+            return key, table.group(1)[:TARGET_CHARS] if table else ""
+        return key, shorten(value, TARGET_CHARS)
+    return "", ""
+
+
+@functools.cache
+def _exception() -> re.Pattern[str]:
+    return re.compile(
+        r"(?<![\w.])(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault"
+        r"|Violation|Timeout)\b(?=:|\s*$|\s*\()"
+    )
+
+
+def error_text(error: str) -> str:
+    """The line of a recorded error that says what went wrong, from the exception it names.
+
+    smolagents words a tool failure as "Error executing tool 'issue_refund' with arguments
+    {'order_id': 'A-1001', …}: RuntimeError: refund service unavailable": the exception is the
+    first one named outside the brackets and quotes of the arguments, and the line runs from
+    it. Without a named exception, the line that says error (:func:`error_line`)."""
+    line = error_line(error) or first_line(error)
+    depth = 0
+    quote = ""
+    starts: set[int] = set()
+    for match in _exception().finditer(line):
+        starts.add(match.start())
+    if not starts:
+        return line
+    for index, char in enumerate(line):
+        if index in starts and depth == 0 and not quote:
+            return line[index:]
+        if quote:
+            if char == quote and line[index - 1 : index] != "\\":
+                quote = ""
+        elif char in "'\"" and depth > 0:
+            quote = char
+        elif char in "{[(":
+            depth += 1
+        elif char in "}])" and depth > 0:
+            depth -= 1
+    return line
+
+
+@functools.cache
+def _changing_tool() -> re.Pattern[str]:
+    return re.compile(
+        r"(?i)(?:^|[_\-.\s]|(?<=[a-z])(?=[A-Z]))(?:write|edit|create|save|insert|update|replace"
+        r"|patch|append|delete|remove|rename|move|modify|overwrite|notebook_edit|run_cell"
+        r"|execute_cell|add_cell|apply)|^(?:Write|Edit|MultiEdit|NotebookEdit)$"
+    )
+
+
+def _changes(tool: str) -> bool:
+    """Whether a tool of this name changes what it works on (``write_file``, ``edit_cell``)."""
+    return _changing_tool().search(tool) is not None
+
+
+def _does(tool: str, step: str) -> bool:
+    """Whether a successful ``tool`` does ``step`` ("close_ticket" does "close the ticket")."""
+    words = [w for w in re.split(r"[_\-.\s]+", tool.casefold()) if len(w) > 2]
+    said = step.casefold()
+    return len(words) >= 2 and all(w in said for w in words)
+
+
+@functools.cache
+def _approval() -> re.Pattern[str]:
+    return re.compile(
+        r"(?:is\s+waiting\s+for\s+your\s+approval|asked\s+for\s+your\s+approval)\s*:\s*"
+        r"(?P<what>.+?)(?:\s+\(a\s+%%ai\s+cell\s+has\s+no\s+way\s+to\s+give\s+it\))?$"
+    )
+
+
+def _piece(text: str, limit: int) -> str:
+    """``text`` on one line, cut to about ``limit`` characters at a space: a secret holds no
+    space, so no piece of one is left for redaction (at rendering) to miss."""
+    flat = " ".join(text[: 4 * limit].split())
+    if len(flat) <= limit:
+        return flat
+    space = flat.rfind(" ", 0, limit)
+    return (flat[:space] if space > limit // 3 else flat[:limit].rsplit(None, 1)[0]) + " …"
+
+
+def _in(count: int | None) -> str:
+    return f"In[{count}]" if count is not None else ""
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def render_state(state: SessionState, env: Mapping[str, str] | None = None) -> str:
+    """The state as plain text for a person: the task, decisions, constraints, open failures
+    (with the cell each happened in), what changed, what waits, next. Redacted."""
+    clean = Redactor(env)
+
+    def say(text: str, limit: int) -> str:
+        return shorten(clean(text), limit)
+
+    if state.empty:
+        return "No agent session recorded yet: no prompt, no failure, nothing waiting."
+    lines: list[str] = []
+    task = state.task
+    if task is not None:
+        lines.append(f"Task: {say(task.text, ASK_CHARS)}")
+        if state.corrections and state.first_ask is not None:
+            lines.append(f"  (changed; first asked: {say(state.first_ask.text, ASK_CHARS)})")
+    latest = state.latest_ask
+    if latest is not None and task is not None and latest.number != task.number:
+        lines.append(f"Latest ask: {say(latest.text, ASK_CHARS)}")
+    if state.decisions:
+        lines.append("Decisions:")
+        for decision in state.decisions[-SHOWN_DECISIONS:]:
+            how = (
+                f" (accepted: {say(decision.accepted_by, 60)!r})"
+                if decision.accepted_by
+                else " (the person's)"
+            )
+            lines.append(f"- {say(decision.text, DECISION_CHARS)}{how}")
+    if state.constraints:
+        lines.append("Constraints:")
+        lines.extend(f"- {say(rule, CONSTRAINT_CHARS)}" for rule in state.constraints)
+    failures = state.open_failures[-SHOWN_FAILURES:]
+    if failures:
+        lines.append("Open failures:")
+        for failure in failures:
+            where = _in(failure.count)
+            place = f" in {where}" if where and where != failure.label else ""
+            again = f" (failed {failure.times} times)" if failure.times > 1 else ""
+            lines.append(
+                f"- {say(failure.label, TARGET_CHARS + 40)}{place}: "
+                f"{say(failure.error, ERROR_CHARS)}{again}"
+            )
+        hidden = len(state.open_failures) - len(failures)
+        if hidden:
+            lines.append(f"  (+{hidden} older)")
+    if state.artifacts:
+        changed = sorted(state.artifacts[-SHOWN_ARTIFACTS:], key=lambda a: -a.changes)
+        parts = [
+            f"{'cell ' if a.kind == 'cell' else ''}{say(a.target, TARGET_CHARS)}"
+            f" ({a.changes} {'change' if a.changes == 1 else 'changes'})"
+            for a in changed
+        ]
+        lines.append("Changed: " + ", ".join(parts))
+    if state.approval:
+        lines.append(f"Waiting for your approval: {say(state.approval, WAITING_CHARS)}")
+    if state.running is not None:
+        lines.append(f"Still running: the turn for {say(state.running.text, 80)!r}")
+    if state.question:
+        lines.append(f"Waiting for your answer: {say(state.question, WAITING_CHARS)}")
+    if state.next_step:
+        lines.append(f"Next: {say(state.next_step, STEP_CHARS)}")
+    return "\n".join(lines)
