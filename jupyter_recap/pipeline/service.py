@@ -26,6 +26,7 @@ from ..record.transcript import Transcript, current
 from ..redact import Redactor
 from ..stores.framing import NO_FRAMING, Framing
 from .context import build_context, fingerprint
+from .grounding import ungrounded
 from .offline import offline_recap
 from .prices import call_cost, estimate_tokens
 from .prompt import SYSTEM_PROMPT, extract_recap, user_message
@@ -435,6 +436,19 @@ def _draft(
         fallback = _offline(transcript, framing, trigger, digest, len(context), unusable)
         if fallback.recap is None:
             return RecapResult(None, unusable, tried, digest, len(context))
+        return fallback
+    invented = ungrounded(text, context)
+    if invented:
+        # A name the session does not hold (a file, a number, an error, a cell): the person
+        # would go looking for something that is not there. The offline recap instead, saying
+        # why; the rejected text stays in the debug log.
+        redact = Redactor(env)
+        why = f"{ref.id}'s recap named {redact(invented[0])}, which the session does not hold"
+        log.warning("recap (%s): %s; written offline", trigger, why)
+        log.debug("recap (%s): rejected model recap: %s", trigger, redact(text))
+        fallback = _offline(transcript, framing, trigger, digest, len(context), why)
+        if fallback.recap is None:
+            return RecapResult(None, why, tried, digest, len(context))
         return fallback
     hosted = not is_local(ref, env)
     recap = WrittenRecap(

@@ -427,12 +427,16 @@ export class BannerMount implements IDisposable {
   private async _reveal(): Promise<void> {
     const notebook = this._panel.content;
     const scroller: HTMLElement = notebook.outerNode ?? notebook.node;
+    let scrolledTo: number | null = null;
     for (let pass = 0; pass < REVEAL_PASSES; pass++) {
       // Let the layout settle first (a tab just shown, cells rendered by the last pass).
       await nextFrame();
       const root = this._shownRoot();
       if (this._disposed || root === null || Date.now() - this._typedAt < TYPING_MS) {
         return;
+      }
+      if (scrolledTo !== null && Math.abs(scroller.scrollTop - scrolledTo) > 1) {
+        return; // the person scrolled since the last pass: never scroll against them
       }
       if (!root.isConnected) {
         // Full windowing: the active cell is not in the DOM while far from view.
@@ -441,6 +445,7 @@ export class BannerMount implements IDisposable {
         } catch {
           // Superseded by another scroll: the next pass measures again.
         }
+        scrolledTo = scroller.scrollTop;
         continue;
       }
       const view = scroller.getBoundingClientRect();
@@ -454,6 +459,7 @@ export class BannerMount implements IDisposable {
         return;
       }
       scroller.scrollTop += box.top - view.top - REVEAL_MARGIN_PX;
+      scrolledTo = scroller.scrollTop;
     }
   }
 

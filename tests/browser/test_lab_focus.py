@@ -152,7 +152,7 @@ def test_turn_ending_while_away_is_recapped_after_the_debounce(
     browser: Browser, lab: LabServer
 ) -> None:
     name = "loader.ipynb"
-    recap = "You are making the CSV loader tolerate BOMs. Next: rerun test_loader.py."
+    recap = "You are making the CSV loader skip BOMs. Next: rerun the loader.py tests."
     with FakeLLM(text=f"<recap>{recap}</recap>") as fake:
         cells = [LOAD, "%%agent\nMake load_csv in loader.py skip a UTF-8 BOM"]
         lab.write_notebook(name, cells)

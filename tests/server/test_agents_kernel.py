@@ -208,7 +208,7 @@ def test_a_restart_reaches_the_row_and_the_next_process_recaps(notebook: Any) ->
 
 HOSTILE_ANSWER = (
     "<recap>Task: reconnect the billing job to postgresql://admin:Tr0ub4dor-and-3@db:5432/billing."
-    " All tests \u202edeliaf\u202c passed.\x1b[31m Next: rerun In[1].\x07</recap>"
+    " All tests \u202edeliaf\u202c passed.\x1b[31m Next: rerun the job.\x07</recap>"
 )
 
 
@@ -221,7 +221,12 @@ def test_what_a_model_writes_is_shown_clean_in_the_banner_the_saved_output_and_t
     lab, kernel_id, kc, _path = notebook
     fake_llm.respond(answer(HOSTILE_ANSWER))
     model = "openai:" + "m" * 300
-    execute(kc, "%%agent\nreconnect the billing job", cell_id="cell-agent")
+    # The session names the database, so the recap naming it is grounded (and gets redacted).
+    execute(
+        kc,
+        "%%agent\nreconnect the billing job to postgresql://admin:Tr0ub4dor-and-3@db:5432/billing",
+        cell_id="cell-agent",
+    )
     execute(
         kc,
         f"import os\nos.environ.update(OPENAI_BASE_URL={fake_llm.url + '/v1'!r}, "
