@@ -60,6 +60,7 @@ BENCHES = [
     Bench("bench_capture.py"),
     Bench("bench_sessions.py"),
     Bench("bench_state.py"),
+    Bench("bench_fold.py", quick=("--quick",)),
     Bench("bench_usage.py"),
     Bench("bench_server.py", quick=("--seconds", "2")),
     Bench("bench_browser.py"),
