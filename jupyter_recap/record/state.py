@@ -26,7 +26,6 @@ any session. Texts are kept as recorded and redacted when rendered (:func:`rende
 from __future__ import annotations
 
 import functools
-import json
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping
@@ -34,8 +33,9 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 from ..redact import Redactor
-from ..textutil import error_line, first_line, shorten
+from ..textutil import shorten
 from . import phrases
+from .toolcalls import CELL_KEYS, TARGET_CHARS, does_step, error_text, is_changing, target_of
 from .transcript import Entry, first_code_line
 
 #: Corrections of the task remembered (the newest).
@@ -59,7 +59,6 @@ DECISION_CHARS = 240
 CONSTRAINT_CHARS = 200
 STEP_CHARS = 180
 ERROR_CHARS = 200
-TARGET_CHARS = 80
 WAITING_CHARS = 200
 
 #: How many of each list :func:`render_state` shows.
@@ -67,35 +66,6 @@ SHOWN_FAILURES = 6
 SHOWN_ARTIFACTS = 8
 SHOWN_DECISIONS = 5
 SHOWN_CONSTRAINTS = 8
-
-#: The arguments that say what a tool works on, most telling first. A call's key is its tool
-#: and the first of these it has.
-TARGET_KEYS = (
-    "path",
-    "file_path",
-    "filename",
-    "file",
-    "notebook_path",
-    "notebook",
-    "table",
-    "table_name",
-    "order_id",
-    "ticket_id",
-    "id",
-    "url",
-    "cell_id",
-    "cell",
-    "cell_index",
-    "index",
-    "query",
-    "sql",
-)
-#: Arguments that hold code or a query: fixing one is a retry of the same thing, so it names
-#: no target of its own; a query names the table it writes or reads.
-_CODE_KEYS = frozenset({"query", "sql"})
-_CELL_KEYS = frozenset({"cell_id", "cell", "cell_index", "index"})
-#: The longest arguments text read for a target (a JSON object past this is not parsed).
-_ARGS_CHARS = 4000
 
 FailureKind = Literal["tool", "cell", "turn"]
 _Key = tuple[FailureKind, str, str]
@@ -380,10 +350,10 @@ class StateFolder:
             self._failed(key, label, entry, error_text(entry.error))
             return
         self.failures.pop(key, None)
-        if argument and target and _changes(name):
-            kind: Literal["file", "cell"] = "cell" if argument in _CELL_KEYS else "file"
+        if argument and target and is_changing(name):
+            kind: Literal["file", "cell"] = "cell" if argument in CELL_KEYS else "file"
             self._changed((kind, target), name)
-        if self.next_step is not None and _does(name, self.next_step):
+        if self.next_step is not None and does_step(name, self.next_step):
             self.next_step = None
 
     def _code(self, entry: Entry) -> None:
@@ -461,113 +431,6 @@ def fold(entries: Iterable[Entry]) -> SessionState:
 
 
 # -- reading an entry's structure --------------------------------------------------------------
-
-
-@functools.cache
-def _argument() -> re.Pattern[str]:
-    keys = "|".join(TARGET_KEYS)
-    return re.compile(
-        rf"""(?:^|[\s,{{(])["']?(?P<key>{keys})["']?\s*[=:]\s*"""
-        r"""(?:'(?P<single>(?:[^'\\]|\\.){0,400})'|"(?P<double>(?:[^"\\]|\\.){0,400})\""""
-        r"""|(?P<bare>[^,\s)}]{1,200}))"""
-    )
-
-
-@functools.cache
-def _sql_target() -> re.Pattern[str]:
-    return re.compile(
-        r"(?i)\b(?:into|update|table|view|from)\s+(?:if\s+(?:not\s+)?exists\s+)?"
-        r"[\"`]?([\w.]+)"
-    )
-
-
-def target_of(arguments: str) -> tuple[str, str]:
-    """(argument name, target) of a tool call's arguments: the first of :data:`TARGET_KEYS` it
-    has (``order_id='A-1001', amount=398`` → ``("order_id", "A-1001")``), as recorded (``k=v``
-    pairs or a JSON object); a query's target is the table it names. ``("", "")`` if none."""
-    head = arguments[:_ARGS_CHARS]
-    found: dict[str, str] = {}
-    if head.startswith("{") and len(arguments) <= _ARGS_CHARS:
-        try:
-            data = json.loads(head)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            found = {
-                k: str(v) for k, v in data.items() if k in TARGET_KEYS and isinstance(v, str | int)
-            }
-    if not found:
-        for match in _argument().finditer(head):
-            value = match.group("single") or match.group("double") or match.group("bare") or ""
-            found.setdefault(match.group("key"), value)
-    for key in TARGET_KEYS:
-        value = found.get(key)
-        if value is None or not value.strip():
-            continue
-        if key in _CODE_KEYS:
-            table = _sql_target().search(value)
-            return key, table.group(1)[:TARGET_CHARS] if table else ""
-        return key, shorten(value, TARGET_CHARS)
-    return "", ""
-
-
-@functools.cache
-def _exception() -> re.Pattern[str]:
-    return re.compile(
-        r"(?<![\w.])(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fault"
-        r"|Violation|Timeout)\b(?=:|\s*$|\s*\()"
-    )
-
-
-def error_text(error: str) -> str:
-    """The line of a recorded error that says what went wrong, from the exception it names.
-
-    smolagents words a tool failure as "Error executing tool 'issue_refund' with arguments
-    {'order_id': 'A-1001', …}: RuntimeError: refund service unavailable": the exception is the
-    first one named outside the brackets and quotes of the arguments, and the line runs from
-    it. Without a named exception, the line that says error (:func:`error_line`)."""
-    line = error_line(error) or first_line(error)
-    depth = 0
-    quote = ""
-    starts: set[int] = set()
-    for match in _exception().finditer(line):
-        starts.add(match.start())
-    if not starts:
-        return line
-    for index, char in enumerate(line):
-        if index in starts and depth == 0 and not quote:
-            return line[index:]
-        if quote:
-            if char == quote and line[index - 1 : index] != "\\":
-                quote = ""
-        elif char in "'\"" and depth > 0:
-            quote = char
-        elif char in "{[(":
-            depth += 1
-        elif char in "}])" and depth > 0:
-            depth -= 1
-    return line
-
-
-@functools.cache
-def _changing_tool() -> re.Pattern[str]:
-    return re.compile(
-        r"(?i)(?:^|[_\-.\s]|(?<=[a-z])(?=[A-Z]))(?:write|edit|create|save|insert|update|replace"
-        r"|patch|append|delete|remove|rename|move|modify|overwrite|notebook_edit|run_cell"
-        r"|execute_cell|add_cell|apply)|^(?:Write|Edit|MultiEdit|NotebookEdit)$"
-    )
-
-
-def _changes(tool: str) -> bool:
-    """Whether a tool of this name changes what it works on (``write_file``, ``edit_cell``)."""
-    return _changing_tool().search(tool) is not None
-
-
-def _does(tool: str, step: str) -> bool:
-    """Whether a successful ``tool`` does ``step`` ("close_ticket" does "close the ticket")."""
-    words = [w for w in re.split(r"[_\-.\s]+", tool.casefold()) if len(w) > 2]
-    said = step.casefold()
-    return len(words) >= 2 and all(w in said for w in words)
 
 
 @functools.cache

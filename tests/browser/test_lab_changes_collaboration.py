@@ -61,8 +61,22 @@ def until(check: Callable[[], Any], seconds: float = 30, what: str = "") -> Any:
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what or check}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what or check}: {value!r}"
         time.sleep(0.1)
+
+
+def until_line(lab: LabServer, name: str, expected: str, seconds: float = 30) -> None:
+    """Wait until the notebook's while-away line reads ``expected`` (the last one seen, if not)."""
+    seen: list[str | None] = []
+
+    def check() -> bool:
+        seen.append(line_of(lab, name))
+        return seen[-1] == expected
+
+    try:
+        until(check, seconds, expected)
+    except AssertionError as error:
+        raise AssertionError(f"{error}; the line read {seen[-1]!r}") from None
 
 
 def line_of(lab: LabServer, name: str) -> str | None:
@@ -153,20 +167,22 @@ def test_the_persons_own_edit_and_run_saved_by_the_room_are_no_news(
     finally:
         other.stop_channels()
     ran = "While you were away: 1 cell ran — by another client of the kernel"
-    until(lambda: line_of(lab, name) == ran, what=ran)
+    until_line(lab, name, ran)
     come_back(tab, name)
     tab.page.wait_for_selector(OUTSIDE, state="visible", timeout=30_000)
     assert tab.page.inner_text(OUTSIDE).startswith(ran)
     events = until(lambda: record_events(tab, name), what="the line in the record")
     assert [e for e in events if AWAY in e] == [ran]
 
-    # And a save through the contents API is another client of the server's.
+    # And a save through the contents API is another client of the server's (a moment after
+    # the person left: the snapshot of what they saw is taken off the request's path).
     leave(tab)
+    time.sleep(1)
     model = lab.api("GET", f"api/contents/{name}")
     model["content"]["cells"][3]["source"] = "z = 30"
     lab.api("PUT", f"api/contents/{name}", {"type": "notebook", "content": model["content"]})
     edited = "While you were away: 1 cell edited — by another client of the server"
-    until(lambda: line_of(lab, name) == edited, what=edited)
+    until_line(lab, name, edited)
     assert tab.errors == []
     tab.page.close()
 
@@ -191,7 +207,7 @@ def test_jupyter_server_mcp_edits_after_a_reload_name_the_client(
 
     claude_code_edits(lab, name)
     line = "While you were away: 1 cell added, 1 edited — by Claude Code"
-    until(lambda: line_of(lab, name) == line, what=line)
+    until_line(lab, name, line)
     assert cells_of(lab, name)[1][0] == "x = 2"
     come_back(tab, name)
     tab.page.wait_for_selector(OUTSIDE, state="visible", timeout=30_000)

@@ -332,19 +332,20 @@ def test_ready_comes_once_after_the_first_answer_is_taken_in(fake_feed: FakeFeed
     restart = {"seq": 1, "type": "kernel", "what": "restarted", "at": 1500.0}
     fake_feed.answers = [(200, state(1, [restart], True)), (200, state(1, [], True)), (0, {})]
     seen: list[Any] = []
-    focus: list[Any] = []  # the feed's focus calls, as they stood when ready came
-    feed, calls = run_feed(
-        fake_feed,
+    feed = FocusFeed(
+        ServerInfo(fake_feed.url, {}, "environment"),
+        KERNEL,
+        on_focus=lambda focused, at: seen.append(("focus", focused)),
+        on_input=lambda: seen.append(("input",)),
         on_kernel=lambda what, at: seen.append(("kernel", what)),
-        on_ready=lambda: seen.append(("ready", list(focus))),
+        on_ready=lambda: seen.append(("ready",)),
+        key=KEY,
     )
-    focus = calls
+    feed.start()
     wait_until(lambda: len(fake_feed.requests) >= 3)
     feed.stop()
-    # The restart and the focus were handed over first; ready came once, however many polls.
-    assert [kind for kind, _ in seen] == ["kernel", "ready"], seen
-    assert seen[0] == ("kernel", "restarted")
-    assert [call[:2] for call in seen[1][1]] == [("focus", True)]
+    # The focus and the restart were handed over first; ready came once, however many polls.
+    assert seen == [("focus", True), ("kernel", "restarted"), ("ready",)], seen
 
 
 def test_ready_comes_when_the_feed_stops_before_any_answer(fake_feed: FakeFeed) -> None:

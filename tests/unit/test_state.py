@@ -19,11 +19,10 @@ from jupyter_recap.record.state import (
     MAX_CONSTRAINTS,
     MAX_FAILURES,
     StateFolder,
-    error_text,
     fold,
     render_state,
-    target_of,
 )
+from jupyter_recap.record.toolcalls import error_text, target_of
 from jupyter_recap.record.transcript import Entry, Transcript
 
 ROOT = Path(__file__).parents[2]
