@@ -46,7 +46,7 @@ from jupyter_recap.stores.hookspool import append
 from jupyter_recap.stores.workstate import WorkState
 
 SILENCE = 120.0
-ROOT = "/work/analysis"
+ROOT = "/home/me/analysis"
 NOTEBOOK = f"{ROOT}/churn.ipynb"
 SESSION = "7d3c1a52-90b4-4e1f-a8f2-3c5d9e0b6a11"
 

@@ -242,7 +242,7 @@ def notebook_edit(
             "permission_mode": "default",
             "tool_name": "NotebookEdit",
             "tool_input": {
-                "notebook_path": "/work/churn.ipynb",
+                "notebook_path": "/home/me/churn.ipynb",
                 "cell_id": cell,
                 "new_source": new,
                 "edit_mode": mode,
