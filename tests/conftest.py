@@ -3,6 +3,7 @@ test tiers (one folder each, one marker each) and the Hypothesis profiles."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import pkgutil
@@ -229,3 +230,16 @@ def shell() -> Iterator[object]:
     transcript.set_current(None)
     workstate.set_current_state(None)
     InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def own_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A fresh event loop, current for the test: the intake's timer is made on the current
+    loop, and one an earlier test closed would refuse it ("Event loop is closed")."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield loop
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

@@ -4,7 +4,7 @@ with one line saying why, and the debug log keeps the rejected text."""
 
 from __future__ import annotations
 
-import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -69,20 +69,19 @@ def test_a_grounded_recap_is_shown_as_the_model_wrote_it(fake_llm: FakeLLM, tmp_
 def test_an_invented_name_gives_the_offline_recap_and_says_which(
     fake_llm: FakeLLM,
     tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
     invented: str,
     named: str,
     trigger: str,
 ) -> None:
     fake_llm.respond(answer(f"<recap>{invented}</recap>"))
     t = session()
-    with caplog.at_level(logging.DEBUG, logger="jupyter_recap"):
-        result = draft(fake_llm, tmp_path, t, trigger)
+    result = draft(fake_llm, tmp_path, t, trigger)
     assert result.recap is not None
     assert result.recap.model == "offline"
     assert result.recap.text == offline_recap(t)
     assert result.recap.note == f"{MODEL}'s recap named {named}, which the session does not hold"
-    assert invented in caplog.text  # the rejected text is kept where a developer looks
+    # The rejected text is kept where a developer looks: the debug log (never the notebook).
+    assert invented in Path(os.environ["JUPYTER_RECAP_LOG"]).read_text(encoding="utf-8")
     assert len(fake_llm.requests) == 1
 
 

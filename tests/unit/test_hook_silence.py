@@ -11,7 +11,6 @@ automatic recaps only while the agent is heard from, and is never "running" past
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -340,17 +339,6 @@ class Server:
 
     def notebook_touched(self, *args: Any, **kwargs: Any) -> None:
         """The change line's attribution (not what this test is about)."""
-
-
-@pytest.fixture
-def own_loop() -> Iterator[asyncio.AbstractEventLoop]:
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        yield loop
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
 
 
 @pytest.mark.usefixtures("own_loop")

@@ -9,7 +9,6 @@ run exits 0 and prints nothing, and the spool holds only bounded, redacted event
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -909,19 +908,6 @@ class FakeRecap:
         self, path: str, who: str, at: float | None = None, *, edited: int = 0, ran: int = 0
     ) -> None:
         self.touched.append((path, who, at or 0.0, edited, ran))
-
-
-@pytest.fixture
-def own_loop() -> Iterator[asyncio.AbstractEventLoop]:
-    """A fresh event loop, current for the test: the intake's timer is made on the current
-    loop, and one an earlier test closed would refuse it ("Event loop is closed")."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    try:
-        yield loop
-    finally:
-        asyncio.set_event_loop(None)
-        loop.close()
 
 
 @pytest.mark.usefixtures("own_loop")
