@@ -333,14 +333,16 @@ export class BannerMount implements IDisposable {
     } else if (this._shownText === null) {
       this._appearances++;
       this._shownText = drafting ? '' : text;
-      if (this._appearances === 1 && !drafting) {
-        this._toStopCell(root);
-      }
     } else if (!drafting && text !== this._shownText) {
       if (this._shownText !== '') {
         this._appearances++; // another recap replaced the one shown
       }
       this._shownText = text;
+    }
+    // The view adds its cell links a frame after it shows (once attached to the page): the
+    // first recap of this page keeps trying until its stop line has one.
+    if (root !== null && !drafting && this._stopMovePending) {
+      this._stopMovePending = !this._toStopCell(root);
     }
     this._maybeReveal();
     this._viewChanged.emit();
@@ -374,20 +376,21 @@ export class BannerMount implements IDisposable {
    * person has not chosen one: make the cell where the session stopped (the banner's stop line)
    * the active one, so the banner sits where the work is. Keyboard focus stays where it is.
    */
-  private _toStopCell(root: HTMLElement): void {
+  private _toStopCell(root: HTMLElement): boolean {
     const notebook = this._panel.content;
     if (this._chose || notebook.activeCellIndex !== 0) {
-      return;
+      return true; // the person's choice, or one made before: never move it
     }
     const link = root.querySelector<HTMLElement>('.jp-RecapBanner-stop [data-cell-id]');
     const cellId = link?.dataset.cellId;
     if (!cellId) {
-      return;
+      return false; // not linked yet (or no stop line): look again when the view changes
     }
     const index = notebook.widgets.findIndex(cell => cell.model.id === cellId);
     if (index > 0) {
       notebook.activeCellIndex = index;
     }
+    return true;
   }
 
   private _checkReturn(): void {
@@ -647,6 +650,8 @@ export class BannerMount implements IDisposable {
   /** Returns to the notebook, and appearances of a recap in the view, counted. */
   private _returns = 0;
   private _appearances = 0;
+  /** The first recap of this page has not yet made its stop cell the active one. */
+  private _stopMovePending = true;
   /** The text of the recap on show ('' while drafting), null while the view shows nothing. */
   private _shownText: string | null = null;
   /** `returns:appearances` the banner was last scrolled into view for. */

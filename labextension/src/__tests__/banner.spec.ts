@@ -412,6 +412,46 @@ describe('BannerMount: the banner is scrolled into view when the person comes ba
     expect(changes).toHaveBeenCalledTimes(1);
   });
 
+  it('makes the stop cell active once the view links it, a frame after it shows', async () => {
+    const cells = ['c0', 'c1', 'c2', 'c3'].map(id => ({ model: { id } }));
+    Object.assign(notebook.content, { activeCellIndex: 0, widgets: cells });
+    await showRecap('Matched 212 of 215 invoices.');
+    // The stop line before the view is attached: plain text, no link yet.
+    const stop = document.createElement('div');
+    stop.className = 'jp-RecapBanner-stop';
+    stop.textContent = 'Stopped at In[3]';
+    root.appendChild(stop);
+    await jest.advanceTimersByTimeAsync(100);
+    expect(notebook.content).toHaveProperty('activeCellIndex', 0);
+    // Attached: the view renders the link, and the cell it names becomes the active one.
+    const link = document.createElement('a');
+    link.dataset.cellId = 'c2';
+    stop.replaceChildren('Stopped at ', link);
+    await jest.advanceTimersByTimeAsync(100);
+    expect(notebook.content).toHaveProperty('activeCellIndex', 2);
+    // Once only: a later recap leaves the cell the person is on alone.
+    Object.assign(notebook.content, { activeCellIndex: 0 });
+    await showRecap('Second recap.');
+    root.appendChild(stop);
+    await jest.advanceTimersByTimeAsync(100);
+    expect(notebook.content).toHaveProperty('activeCellIndex', 0);
+  });
+
+  it('leaves the active cell alone once the person chose one', async () => {
+    const cells = ['c0', 'c1', 'c2'].map(id => ({ model: { id } }));
+    Object.assign(notebook.content, { activeCellIndex: 0, widgets: cells });
+    notebook.content.node.dispatchEvent(new Event('pointerdown'));
+    await showRecap('Matched 212 of 215 invoices.');
+    const stop = document.createElement('div');
+    stop.className = 'jp-RecapBanner-stop';
+    const link = document.createElement('a');
+    link.dataset.cellId = 'c2';
+    stop.append('Stopped at ', link);
+    root.appendChild(stop);
+    await jest.advanceTimersByTimeAsync(100);
+    expect(notebook.content).toHaveProperty('activeCellIndex', 0);
+  });
+
   it('does not scroll a notebook whose tab is not shown', async () => {
     notebook.isVisible = false;
     await leave();
