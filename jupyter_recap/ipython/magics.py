@@ -130,10 +130,10 @@ class RecapMagics(Magics):
             print(preview.render())
 
     def _state(self) -> None:
-        from ..record.state import fold, render_state  # here: only %recap state needs it
+        from ..record.state import render_state  # here: only %recap state needs it
 
         # The session's text is anyone's: printed inert (render_state redacts it).
-        print(printable(render_state(fold(self.host.transcript.entries))))
+        print(printable(render_state(self.host.transcript.state)))
 
     def _save(self) -> None:
         writer = self.host.writer

@@ -14,7 +14,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple, TypeGuard, get_args
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeGuard, get_args
+
+if TYPE_CHECKING:
+    from .state import SessionState
 
 Kind = Literal[
     "user",
@@ -157,6 +160,11 @@ class Transcript:
         self._failing: dict[str, int] = {}
         self._retyped: dict[str, str] = {}  # failing cells without an id: their first line
         self._calls: dict[str, str] = {}  # each tool's latest arguments
+        # The session's state, folded as entries arrive: reading it never walks the entries.
+        # (Imported here: the state module reads this module's Entry.)
+        from .state import StateFolder
+
+        self._folder = StateFolder()
         # (kinds or None for all, listener), and the listeners of each kind worked out from
         # them: both replaced on change, so append looks up one tuple, without copying.
         self._listeners: tuple[tuple[frozenset[str] | None, Listener], ...] = ()
@@ -203,6 +211,7 @@ class Transcript:
         """Append and keep the indexes current; the caller holds the lock."""
         index = len(self._entries)
         self._entries.append(entry)
+        self._folder.add(entry)
         if entry.kind not in SILENT_KINDS:
             self._revision += 1
         if entry.kind == "user":
@@ -394,6 +403,13 @@ class Transcript:
             )
 
     @property
+    def state(self) -> SessionState:
+        """The session's state as it stands (see :mod:`.state`), in time independent of the
+        session's length."""
+        with self._lock:
+            return self._folder.state
+
+    @property
     def revision(self) -> int:
         """Grows with every entry a recap can see (and on restore or clear): equal revisions,
         equal context, so a context built once is reused until the next change."""
@@ -418,6 +434,7 @@ class Transcript:
         self._failing.clear()
         self._retyped.clear()
         self._calls.clear()
+        self._folder = type(self._folder)()
         self.active_model = None
 
     def to_list(self) -> list[dict[str, Any]]:

@@ -83,6 +83,23 @@ def test_incremental_folding_equals_folding_at_once(seed: int, data: st.DataObje
     assert render_state(folder.state, env={}) == render_state(fold(entries), env={})
 
 
+@settings(max_examples=strength.examples(50))
+@given(SEEDS, st.data())
+def test_a_transcript_keeps_its_state_live(seed: int, data: st.DataObject) -> None:
+    """The state a recap reads is the transcript's own, folded as entries were appended:
+    the same as folding them all, through a restore (a resumed session) and a clear."""
+    entries = generate(seed).entries
+    cut = data.draw(st.integers(min_value=0, max_value=len(entries)), label="cut")
+    transcript = Transcript()
+    for entry in entries[:cut]:
+        transcript.append(entry)
+    assert transcript.state == fold(entries[:cut])
+    transcript.restore(entries)
+    assert transcript.state == fold(entries)
+    transcript.clear()
+    assert transcript.state.empty and transcript.state.entries == 0
+
+
 def test_the_generator_covers_its_pools() -> None:
     """The pools the issue asks for are there and used: 6+ acceptances in several languages,
     4+ corrections, constraints in English and German, approvals and both errored-turn ends."""
