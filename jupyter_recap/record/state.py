@@ -35,8 +35,8 @@ from typing import Literal, TypeVar
 from ..redact import Redactor
 from ..textutil import shorten
 from . import phrases
+from .entry import Entry, first_code_line
 from .toolcalls import CELL_KEYS, TARGET_CHARS, does_step, error_text, is_changing, target_of
-from .transcript import Entry, first_code_line
 
 #: Corrections of the task remembered (the newest).
 MAX_CORRECTIONS = 4

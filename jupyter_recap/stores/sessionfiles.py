@@ -33,7 +33,7 @@ from typing import Any, TypeGuard
 
 from ..debuglog import get_logger
 from ..errors import StoreError, StoreWriteError
-from ..record.transcript import is_finite_number, is_optional_text
+from ..record.entry import is_finite_number, is_optional_text
 from ..textutil import SHOWN_CHARS, shorten
 from . import privatefs
 from .privatefs import IgnoredFile
