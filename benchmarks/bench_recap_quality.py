@@ -24,6 +24,15 @@ of facts with a phrasing found in the text, case and whitespace ignored) and by 
   each in full, no cap;
 - *last 30 dialog*: the last 30 prompts and replies only, in full, no cap.
 
+A second table measures 50 generated sessions (``tests/sessiongen.py``, seeds 0–49: a decision
+accepted in two words, rules set early, a failure left behind rounds back, one fixed by a retry,
+a changed ask, an errored turn, an approval waiting, at random depths among random tool traffic),
+the session state's builder and engine beside the ones they replaced (``legacy/``, measured in
+the same run): context recall (with the last 30 dialog messages and head+tail at the context's
+size as floors for every session), the offline recap *right* — it names the task as it stands,
+every open failure, and the waiting approval, else the proposed next step, and no failure that
+was fixed or superseded — and failures reported open after they were fixed.
+
 The targets: context mean recall ≥ 0.98 with no session under 0.90, at ≤ 12,000 characters,
 no session below its room-filled recall or its head+tail recall, and at most 60 % of the
 room-filled mean characters; offline mean recall ≥ 0.85. The sessions tagged ``mid-session``
@@ -45,9 +54,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks"), str(ROOT / "tests")]
 
+from legacy import context_v3, offline_v3  # noqa: E402
 from recap_corpus import SESSIONS, Fact, Session, found, full_text, recall  # noqa: E402
+from sessiongen import generate, recap_wrongs  # noqa: E402
 
 from jupyter_recap.pipeline import context as context_module  # noqa: E402
 from jupyter_recap.pipeline.context import build_context  # noqa: E402
@@ -61,6 +72,9 @@ PEER_ENTRIES = 30
 CONTEXT_MEAN_TARGET = 0.98
 CONTEXT_MIN_TARGET = 0.90
 OFFLINE_MEAN_TARGET = 0.85
+GENERATED_SEEDS = range(50)
+GENERATED_CONTEXT_TARGET = 0.98
+GENERATED_RIGHT_TARGET = 0.95
 ECONOMY_TARGET = 0.60
 SNIPPET_CHARS = MAX_RECAP_CHARS // 3  # three snippets in the offline recap's cap
 MID_SESSION = "mid-session"
@@ -318,6 +332,126 @@ def print_table(rows: Sequence[Row], verbose: bool) -> None:
             print(f"  offline recap: {r.recap or '(none)'}")
 
 
+@dataclass(frozen=True)
+class GeneratedRow:
+    """The figures of one generated session, new and old."""
+
+    seed: int
+    context: float
+    old_context: float
+    context_chars: int
+    old_context_chars: int
+    last30_dialog: float
+    head_tail: float
+    offline_wrong: list[str]
+    old_offline_wrong: list[str]
+    offline: float
+    old_offline: float
+    fixed_reported_open: bool
+    old_fixed_reported_open: bool
+    recap: str
+
+
+def generated_row(seed: int) -> GeneratedRow:
+    generated = generate(seed)
+    transcript = generated.transcript()
+    facts = generated.facts
+    new_context = build_context(transcript, max_chars=CONTEXT_CHARS)
+    old_context = context_v3.build_context(transcript, max_chars=CONTEXT_CHARS)
+    new_recap = offline_recap(transcript) or ""
+    old_recap = offline_v3.offline_recap(transcript) or ""
+    dialog = [e for e in generated.entries if e.kind in ("user", "assistant")]
+    raw = full_text(generated.entries)
+    open_keys = {failure.key for failure in transcript.state.open_failures}
+    new_wrong, old_wrong = recap_wrongs(new_recap, generated), recap_wrongs(old_recap, generated)
+    return GeneratedRow(
+        seed=seed,
+        context=recall(new_context, facts),
+        old_context=recall(old_context, facts),
+        context_chars=len(new_context),
+        old_context_chars=len(old_context),
+        last30_dialog=recall(full_text(dialog[-PEER_ENTRIES:]), facts),
+        head_tail=recall(head_tail(raw, len(new_context)), facts),
+        offline_wrong=new_wrong,
+        old_offline_wrong=old_wrong,
+        offline=recall(new_recap, facts),
+        old_offline=recall(old_recap, facts),
+        # Open in the state, or named by the recap.
+        fixed_reported_open=any(key in open_keys for key in generated.truth.fixed)
+        or any(w.startswith("!") for w in new_wrong),
+        old_fixed_reported_open=any(w.startswith("!") for w in old_wrong),
+        recap=new_recap,
+    )
+
+
+def generated_figures(seeds: Sequence[int] = GENERATED_SEEDS) -> dict[str, object]:
+    """The generated sessions' figures, new beside old (see the module docstring)."""
+    rows = [generated_row(seed) for seed in seeds]
+
+    def mean(values: Iterator[float]) -> float:
+        return statistics.fmean(values)
+
+    below = [r.seed for r in rows if r.context < max(r.last30_dialog, r.head_tail)]
+    right = sum(not r.offline_wrong for r in rows) / len(rows)
+    fixed_open = sum(r.fixed_reported_open for r in rows)
+    context_recall = mean(r.context for r in rows)
+    figures: dict[str, object] = {
+        "sessions": len(rows),
+        "context_recall": context_recall,
+        "old_context_recall": mean(r.old_context for r in rows),
+        "context_min": min(r.context for r in rows),
+        "context_chars": mean(r.context_chars for r in rows),
+        "old_context_chars": mean(r.old_context_chars for r in rows),
+        "last30_dialog_recall": mean(r.last30_dialog for r in rows),
+        "head_tail_recall": mean(r.head_tail for r in rows),
+        "context_below_a_floor": below,
+        "offline_right": right,
+        "old_offline_right": sum(not r.old_offline_wrong for r in rows) / len(rows),
+        "offline_recall": mean(r.offline for r in rows),
+        "old_offline_recall": mean(r.old_offline for r in rows),
+        "fixed_reported_open": fixed_open,
+        "old_fixed_reported_open": sum(r.old_fixed_reported_open for r in rows),
+    }
+    figures["targets"] = {
+        f"generated: context mean recall >= {GENERATED_CONTEXT_TARGET}": context_recall
+        >= GENERATED_CONTEXT_TARGET,
+        "generated: context never below the last 30 dialog messages or head+tail": not below,
+        f"generated: offline recap right in >= {GENERATED_RIGHT_TARGET:.0%}": right
+        >= GENERATED_RIGHT_TARGET,
+        "generated: 0 failures reported open after they were fixed": fixed_open == 0,
+    }
+    figures["rows"] = [asdict(r) for r in rows]
+    return figures
+
+
+def print_generated(figures: dict[str, object], verbose: bool) -> None:
+    print(f"\n{figures['sessions']} generated sessions (tests/sessiongen.py), new | old:")
+    pairs = (
+        ("context recall", "context_recall", "old_context_recall", ".3f"),
+        ("context chars", "context_chars", "old_context_chars", ",.0f"),
+        ("offline recap right", "offline_right", "old_offline_right", ".0%"),
+        ("offline recall", "offline_recall", "old_offline_recall", ".2f"),
+        ("fixed failures reported open", "fixed_reported_open", "old_fixed_reported_open", "d"),
+    )
+    for label, new, old, spec in pairs:
+        print(f"  {label:30} {format(figures[new], spec):>8} | {format(figures[old], spec)}")
+    print(
+        f"  lowest context recall {figures['context_min']:.2f}; last 30 dialog "
+        f"{figures['last30_dialog_recall']:.2f}; head+tail at the context's size "
+        f"{figures['head_tail_recall']:.2f}"
+    )
+    targets = figures["targets"]
+    assert isinstance(targets, dict)
+    for name, ok in targets.items():
+        print(f"{'PASS' if ok else 'MISS'}  {name}")
+    if verbose:
+        rows = figures["rows"]
+        assert isinstance(rows, list)
+        for row in rows:
+            if row["offline_wrong"]:
+                print(f"  seed {row['seed']}: {row['offline_wrong']} :: {row['recap']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
@@ -325,10 +459,14 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["JUPYTER_RECAP_LOG"] = "0"
     rows = run()
+    generated = generated_figures()
     if args.json:
-        print(json.dumps({"sessions": [asdict(r) for r in rows], **summary(rows)}, indent=1))
+        generated.pop("rows")
+        result = {"sessions": [asdict(r) for r in rows], **summary(rows)}
+        print(json.dumps({**result, "generated": generated}, indent=1))
     else:
         print_table(rows, args.verbose)
+        print_generated(generated, args.verbose)
 
 
 if __name__ == "__main__":

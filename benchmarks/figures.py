@@ -154,6 +154,46 @@ def rows_from_quality(data: dict[str, Any], script: str) -> list[Row]:
             rows.append(Row(f"recap quality, {what}", f"{value:.2f}", "", None, script))
     for target, met in data.get("targets", {}).items():
         rows.append(Row("recap quality: target", "", target, bool(met), script))
+    generated = data.get("generated")
+    if isinstance(generated, dict):
+        rows += rows_from_generated(generated, script)
+    return rows
+
+
+# The generated sessions' figures shown as "new | old" pairs: (label, new field, old field).
+GENERATED_PAIRS = (
+    ("context recall", "context_recall", "old_context_recall", "{:.3f}"),
+    ("context characters", "context_chars", "old_context_chars", "{:,.0f}"),
+    ("offline recap right", "offline_right", "old_offline_right", "{:.0%}"),
+    ("offline recall", "offline_recall", "old_offline_recall", "{:.2f}"),
+    (
+        "failures reported open after they were fixed",
+        "fixed_reported_open",
+        "old_fixed_reported_open",
+        "{:d}",
+    ),
+)
+
+
+def rows_from_generated(data: dict[str, Any], script: str) -> list[Row]:
+    """The generated sessions' figures: each with the session state's builder and engine
+    beside the ones they replaced (measured in the same run), then the targets."""
+    sessions = data.get("sessions", 0)
+    rows = []
+    for label, new, old, spec in GENERATED_PAIRS:
+        if new in data and old in data:
+            value = f"{spec.format(data[new])} (before: {spec.format(data[old])})"
+            rows.append(
+                Row(
+                    f"recap quality, {sessions} generated sessions: {label}",
+                    value,
+                    "",
+                    None,
+                    script,
+                )
+            )
+    for target, met in data.get("targets", {}).items():
+        rows.append(Row("recap quality: target", "", target, bool(met), script))
     return rows
 
 

@@ -21,6 +21,7 @@ phrasings), for the recap-quality benchmark.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 
 from jupyter_recap.record.transcript import Entry, Transcript
@@ -483,3 +484,32 @@ def session(seed: int) -> tuple[Transcript, list[Fact]]:
     key facts (tuples of acceptable phrasings) a recap of it must carry."""
     generated = generate(seed)
     return generated.transcript(), generated.facts
+
+
+_FIXED = {domain.fixed_key: error_class(domain.fixed[2]) for domain in DOMAINS}
+_SUPERSEDED = {domain.superseded_key: error_class(domain.superseded[2]) for domain in DOMAINS}
+
+
+def _says(text: str, phrase: str) -> bool:
+    return " ".join(phrase.casefold().split()) in " ".join(text.casefold().split())
+
+
+def recap_wrongs(text: str, generated: GeneratedSession) -> list[str]:
+    """What a recap of a generated session gets wrong: each thing it must name and does not
+    (the task as it stands, every open failure, the waiting approval, else the next step), and
+    each failure it names that was fixed or superseded (marked "!"). Empty: the recap is right.
+    A failure is named by its exception's name as a word ("TimeoutError" is not named by
+    "APITimeoutError")."""
+    truth = generated.truth
+    needs = [truth.task_fact, error_class(DOMAIN_LEFT[truth.open_failures[0]])]
+    if truth.turn_error:
+        needs.append(truth.turn_error)
+    needs.append(truth.approval or truth.next_fact)
+    missing = [need for need in needs if not _says(text, need)]
+    gone = (_FIXED[truth.fixed[0]], _SUPERSEDED[truth.superseded[0]], truth.retried_turn_error)
+    named = [
+        "!" + error
+        for error in gone
+        if error and re.search(rf"(?<!\w){re.escape(error)}(?!\w)", text)
+    ]
+    return missing + named

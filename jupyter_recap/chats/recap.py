@@ -52,7 +52,7 @@ def approval_text(step: ToolStep) -> str:
 def add_tool_step(
     transcript: Transcript,
     title: str,
-    summary: str,
+    arguments: str,
     status: str,
     output: str,
     error: str | None,
@@ -60,7 +60,7 @@ def add_tool_step(
     cell_id: str | None = None,
 ) -> None:
     """A persona's tool call, and its result once it has one (a failed call with its error)."""
-    transcript.tool_call(title, summary, cell_id=cell_id)
+    transcript.tool_call(title, arguments, cell_id=cell_id)
     if status == "failed":
         transcript.tool_result(title, output, error=error or "failed", cell_id=cell_id)
     elif status == "completed":
@@ -78,7 +78,9 @@ def _add_turn(transcript: Transcript, turn: ChatTurn, *, ended: bool) -> None:
         if isinstance(item, str):
             transcript.assistant(item)
             continue
-        add_tool_step(transcript, item.title, item.summary, item.status, item.output, item.error)
+        # The call's arguments as it made them: what it worked on is read from them.
+        arguments = item.input or item.summary
+        add_tool_step(transcript, item.title, arguments, item.status, item.output, item.error)
     if not ended:
         return
     replies = turn.replies

@@ -1,12 +1,15 @@
 """The text a model sees for one recap: two tiers, capped, secrets removed.
 
-*Task framing* is cheap orientation: the session's first prompt, the latest summary, the earlier
-prompts (the person's own words: the constraints and decisions a later "do the same" relies on),
-the task list and memory notes. *Recent detail* is the latest prompt, the failures no later
-run fixed, and then the newest lines: everything since the latest prompt and, only when that prompt
-points back ("it failed, see above", "continue"), the end of the turn it means, so the follow-up
-comes with the failure it points at while a prompt that says what to do costs no earlier steps.
-Only the indexes and the tail are touched, so the cost does not grow with the length of the session.
+*Task framing* is cheap orientation: the session's first prompt, the latest summary, then the
+session's state as the transcript folded it (:mod:`..record.state`): the decisions with what
+accepted them, the rules the person set, the failures nothing fixed since (from any round), what
+the agent changed, what waits and the step it proposed; then the earlier prompts (the person's
+own words, which a later "do the same" relies on), the task list and memory notes. *Recent
+detail* is the latest prompt and then the newest lines: everything since the latest prompt and,
+only when that prompt points back ("it failed, see above", "continue"), the end of the turn it
+means, so the follow-up comes with the failure it points at while a prompt that says what to do
+costs no earlier steps. Only the state, the indexes and the tail are touched, so the cost does not
+grow with the length of the session.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
+from ..record.state import state_lines
 from ..record.transcript import LATEST_PROMPTS, SILENT_KINDS, Entry, Snapshot, Transcript
 from ..redact import Redactor, strip_reasoning
 from ..textutil import error_line, first_line, refers_back, shorten
@@ -134,7 +138,10 @@ def build_context(
         # cap goes to the framing, so a long one never crowds out the latest prompt.
         limit = max_chars // 2
         adjacent = snap.prompt_count == len(snap.prompts)
-        framing = _framing(entries, snap.prompts, snap.summary, extras, clean, limit, adjacent)
+        facts = state_lines(transcript.state, env, prompts_framed=True)
+        framing = _framing(
+            entries, snap.prompts, snap.summary, extras, clean, limit, adjacent, facts=facts
+        )
         used = len(framing) + 2 if framing else 0  # the framing and the blank line after it
         budget = max_chars - used - len(RECENT_HEADER)  # each line costs its length + "\n"
         reach = _reach(entries, snap.prompts)
@@ -144,7 +151,7 @@ def build_context(
             # older prompt the first framing had no room for may come back: the recent detail
             # was sized for the first one, so a longer framing is not taken.)
             fewer = _framing(
-                entries, snap.prompts, snap.summary, extras, clean, limit, adjacent, shown
+                entries, snap.prompts, snap.summary, extras, clean, limit, adjacent, shown, facts
             )
             framing = fewer if len(fewer) <= len(framing) else framing
     if not recent and not framing:
@@ -164,6 +171,7 @@ def _framing(
     limit: int,
     adjacent: bool,
     shown: AbstractSet[int] = frozenset(),
+    facts: Sequence[str] = (),
 ) -> str:
     """The task framing in at most ``limit`` characters ("" when there is none), leaving out
     the earlier prompts in ``shown`` (the recent detail has them; the original task stays, as
@@ -202,6 +210,7 @@ def _framing(
 
     def render() -> str:
         lines = [line for line in (first, summary) if line]
+        lines += facts
         if earlier:
             lines += ["Earlier prompts:", *earlier]
         lines += notes
@@ -357,8 +366,8 @@ def _recent(
 ) -> tuple[list[str], set[int]]:
     """The recent detail in at most ``budget`` characters, and the indexes it shows.
 
-    The latest prompt always has a line (its head, when not even that fits). Failures that no
-    later run fixed are kept next, in a quarter of the room at most. The rest is the newest
+    The latest prompt always has a line (its head, when not even that fits); failures that no
+    later run fixed are the framing's (the state keeps them from any round). The rest is the newest
     lines, walking back from the end while they fit whole, down to ``reach`` (see
     :func:`_reach`); lines of turns before the latest prompt share
     :data:`EARLIER_TURNS_CHARS`. Lines stay in the order they happened; a marker stands
@@ -377,17 +386,6 @@ def _recent(
                 line = shorten(line, max(room - 1, 1))
             pinned[last] = line
             budget -= len(line) + 1 + gap
-    share = budget // 4
-    for index in reversed(snap.unresolved):
-        if index in pinned:
-            continue
-        failure = _failure_lines(entries, index, clean)
-        cost = sum(len(line) + 1 + gap for line in failure.values())
-        if cost > share:
-            continue
-        pinned.update(failure)
-        share -= cost
-        budget -= cost
     walked: list[int] = []
     shown: dict[int, str] = {}
     index = snap.size - 1
@@ -442,20 +440,6 @@ def _recent(
 def _any_visible(entries: list[Entry], start: int, stop: int) -> bool:
     """Whether any of ``entries[start:stop]`` has a line (stops at the first; no copy)."""
     return any(_visible(entries[i]) for i in range(start, stop))
-
-
-def _failure_lines(entries: list[Entry], index: int, clean: Redactor) -> dict[int, str]:
-    """The line of an unresolved failure, with the call of a failed tool when it is close."""
-    lines: dict[int, str] = {}
-    entry = entries[index]
-    if entry.kind == "tool_result":
-        for back in range(index - 1, max(index - 4, -1), -1):
-            call = entries[back]
-            if call.kind == "tool_call" and call.name == entry.name:
-                lines[back] = render_entry(call, clean) or ""
-                break
-    lines[index] = render_entry(entry, clean) or ""
-    return {i: line for i, line in lines.items() if line}
 
 
 def fingerprint(context: str) -> str:

@@ -30,6 +30,8 @@ class Glue:
     cell_failed: str
     tool_failed: str
     turn_errored: str
+    earlier_turn_errored: str
+    """An agent turn of an earlier round that errored and was never rerun."""
     turn_aborted: str
     aborted_after: str
     """An interrupted turn, and what the agent said before it."""
@@ -54,6 +56,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} failed with {error}",
         tool_failed="The tool {name} failed: {error}",
         turn_errored="The last agent turn errored: {error}",
+        earlier_turn_errored="The agent turn for {ask} errored: {error}",
         turn_aborted="The last agent turn was interrupted before it finished",
         aborted_after="The last agent turn was interrupted; before that: {}",
         next="Next: {}",
@@ -70,6 +73,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} schlug fehl mit {error}",
         tool_failed="Das Werkzeug {name} schlug fehl: {error}",
         turn_errored="Der letzte Agenten-Durchlauf endete mit einem Fehler: {error}",
+        earlier_turn_errored="Der Agenten-Durchlauf für {ask} endete mit einem Fehler: {error}",
         turn_aborted="Der letzte Agenten-Durchlauf wurde unterbrochen, bevor er fertig war",
         aborted_after="Der letzte Agenten-Durchlauf wurde unterbrochen; davor: {}",
         next="Als Nächstes: {}",
@@ -86,6 +90,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} a échoué avec {error}",
         tool_failed="L'outil {name} a échoué : {error}",
         turn_errored="Le dernier tour de l'agent a échoué : {error}",
+        earlier_turn_errored="Le tour de l'agent pour {ask} a échoué : {error}",
         turn_aborted="Le dernier tour de l'agent a été interrompu avant la fin",
         aborted_after="Le dernier tour de l'agent a été interrompu ; avant : {}",
         next="Ensuite : {}",
@@ -102,6 +107,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} falló con {error}",
         tool_failed="La herramienta {name} falló: {error}",
         turn_errored="El último turno del agente terminó con un error: {error}",
+        earlier_turn_errored="El turno del agente para {ask} terminó con un error: {error}",
         turn_aborted="El último turno del agente se interrumpió antes de terminar",
         aborted_after="El último turno del agente se interrumpió; antes: {}",
         next="Siguiente: {}",
@@ -118,6 +124,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} falhou com {error}",
         tool_failed="A ferramenta {name} falhou: {error}",
         turn_errored="O último turno do agente terminou com erro: {error}",
+        earlier_turn_errored="O turno do agente para {ask} terminou com erro: {error}",
         turn_aborted="O último turno do agente foi interrompido antes de terminar",
         aborted_after="O último turno do agente foi interrompido; antes: {}",
         next="Próximo passo: {}",
@@ -134,6 +141,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} è fallita con {error}",
         tool_failed="Lo strumento {name} è fallito: {error}",
         turn_errored="L'ultimo turno dell'agente è terminato con un errore: {error}",
+        earlier_turn_errored="Il turno dell'agente per {ask} è terminato con un errore: {error}",
         turn_aborted="L'ultimo turno dell'agente è stato interrotto prima della fine",
         aborted_after="L'ultimo turno dell'agente è stato interrotto; prima: {}",
         next="Prossimo passo: {}",
@@ -150,6 +158,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} mislukte met {error}",
         tool_failed="De tool {name} mislukte: {error}",
         turn_errored="De laatste agentbeurt eindigde met een fout: {error}",
+        earlier_turn_errored="De agentbeurt voor {ask} eindigde met een fout: {error}",
         turn_aborted="De laatste agentbeurt werd onderbroken voordat hij klaar was",
         aborted_after="De laatste agentbeurt werd onderbroken; daarvoor: {}",
         next="Volgende stap: {}",
@@ -166,6 +175,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} 出错：{error}",
         tool_failed="工具 {name} 出错：{error}",
         turn_errored="上一轮代理运行出错：{error}",
+        earlier_turn_errored="代理为{ask}的运行出错：{error}",
         turn_aborted="上一轮代理运行在完成前被中断",
         aborted_after="上一轮代理运行被中断；此前：{}",
         next="下一步：{}",
@@ -184,6 +194,7 @@ GLUE: dict[str, Glue] = {
         cell_failed="{cell} が失敗しました：{error}",
         tool_failed="ツール {name} が失敗しました：{error}",
         turn_errored="前回のエージェントの実行がエラーで終了しました：{error}",
+        earlier_turn_errored="{ask}のエージェント実行がエラーで終了しました：{error}",
         turn_aborted="前回のエージェントの実行は完了前に中断されました",
         aborted_after="前回のエージェントの実行は中断されました。その前：{}",
         next="次：{}",
@@ -205,6 +216,7 @@ NO_GLUE = Glue(
     cell_failed="{cell} ✗ {error}",
     tool_failed="{name} ✗ {error}",
     turn_errored="✗ {error}",
+    earlier_turn_errored="✗ {ask}: {error}",
     turn_aborted="",
     aborted_after="{}",
     next="→ {}",

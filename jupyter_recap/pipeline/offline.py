@@ -1,18 +1,21 @@
-"""The offline engine: a deterministic recap built from the transcript alone, no network.
+"""The offline engine: a deterministic recap written from the session's state, no network.
 
 It is what everyone without an API key reads first, so it says, in at most three sentences and in
 the conversation's language (:mod:`.language`):
 
-1. the task as the person asked it: the sentence of the first prompt that asks (not the preamble
-   describing the data), or the goal of the latest summary; a later prompt that corrects it
-   ("Wait, … Refund only one monitor (199 EUR).") is the task from then on;
-2. where things stand, in the latest round (the latest prompt and what followed): a failure
-   nothing fixed since (a cell, an errored turn, a tool failure no reply names); else an
-   interruption and what the agent said before it; else what the agent said about the failure
-   or its latest reply; else the new ask itself;
-3. what to do next: the step the agent proposed after that failure, else fixing it; with no
-   failure, the step the quoted reply names, else the task list's open task.
+1. the task: the goal of the first prompt (the sentence that states or asks it, not the preamble
+   describing the data), the latest correction of it, or the goal of a newer summary; with the
+   first rule the person set when there is room;
+2. where things stand: an open failure of any round — the state keeps each failure until a later
+   success of the same thing closes it, so a failure left behind several rounds ago is still
+   said, before a reply that glosses over it; a reply that names that failure is quoted instead,
+   as it says more; with no open failure, an interruption, else the agent's latest reply, else
+   the new ask;
+3. what comes next: a waiting approval (nothing else can happen first), else the step the agent
+   proposed, else fixing the open failure, else the task list's open task.
 
+Everything comes from :class:`~jupyter_recap.record.state.SessionState`, which the transcript
+folds as entries arrive: the engine reads no entries, whatever the length of the session.
 Everything else gives way to the next step when the three do not fit the recap's cap.
 """
 
@@ -21,46 +24,25 @@ from __future__ import annotations
 import itertools
 import re
 
-from ..record.transcript import Entry, Transcript
+from ..record import phrases
+from ..record.state import Failure, SessionState
+from ..record.transcript import Transcript
 from ..redact import Redactor, strip_reasoning
-from ..textutil import error_line, first_line, refers_back, sentences, shorten
+from ..textutil import error_line, sentences, shorten
 from .language import Glue, conversation_language, glue_for
 from .prompt import MAX_RECAP_CHARS, tidy
 
-_STEP_LABELS = (
-    r"next(?:\s+steps?)?|todo|then|n[äa]chster\s+schritt|als\s+n[äa]chstes|ensuite"
-    r"|prochaine\s+[ée]tape|siguiente(?:\s+paso)?|pr[óo]ximo\s+passo|prossimo\s+passo"
-    r"|volgende\s+stap|下一步|次に|次は|次"
-)
-_NEXT = re.compile(
-    rf"(?im)(?:^|[\s(])(?:{_STEP_LABELS})\s*[:\-–—：]\s*(?P<step>[^\n]+)"
-    r"|(?:下一步|次に|次は)[，、,:：\s]*(?P<cjk>[^\n]+)"
-)
-# A reply that proposes what to do, in the languages of the glue table: the step follows.
-_PROPOSAL = re.compile(
-    r"(?i)(?:^|(?<=[\s,;:(]))(?:next,?\s+(?:I|we|you)\s+(?:will|should|need to)"
-    r"|I\s+(?:would\s+|'d\s+)?(?:suggest|recommend)(?:\s+that\s+you)?|you\s+should\s+now"
-    r"|I\s+(?:would|'d)\s+(?:need|have)\s+to|(?:we|you)\s+(?:need|have)\s+to|the\s+fix\s+is\s+to"
-    r"|ich\s+(?:müsste|muss|sollte|schlage\s+vor,?)|wir\s+(?:müssen|sollten)"
-    r"|il\s+faut|il\s+faudrait|je\s+(?:dois|devrais|propose\s+de|vais)"
-    r"|hay\s+que|habría\s+que|tengo\s+que|propongo|debería"
-    r"|é\s+preciso|preciso|proponho|deveria"
-    r"|bisogna|dovrei|devo|propongo\s+di"
-    r"|ik\s+(?:moet|zou|stel\s+voor)|we\s+moeten)"
-    r"\s+(?P<step>[^\n]+)"
-)
-# A CJK proposal is the sentence around one of these words. (Split into sentences first: one
-# pattern around the words, tried from every position, took quadratic time on a long line.)
-_CJK_PROPOSAL = re.compile(r"需要|应该|建议|必要があります|する必要|すべき|しましょう")
-_CJK_SENTENCE_ENDS = re.compile(r"[。！？\n]")
 _GOAL = re.compile(
     r"(?i)^\s*(?:goal|task|objective|ziel|aufgabe|objectif|objetivo|obiettivo|doel)"
     r"\s*[:\-–—：]\s*"
 )
-_WINDOW = 200
 TASK_CHARS = 200
 ASK_CHARS = 120
 STEP_CHARS = 180
+#: Characters of the person's rule joined to the task.
+RULE_CHARS = 90
+#: Other open failures named beside the one the recap states (the newest).
+OTHER_FAILURES = 2
 
 # What opens a request, in the languages of the glue table: a sentence starting so asks.
 _ASKS = re.compile(
@@ -86,6 +68,19 @@ _IMPERATIVE = re.compile(
     r"why|how|what|which|where|warum|wieso|wie|was|pourquoi|comment|quel|por qué|cómo|qué|"
     r"por que|porque|como|perché|come|waarom|hoe|wat)\b"
 )
+# A sentence that states the goal ("We're migrating our billing tables to …", "I want to …"):
+# the task itself, ahead of a question about how to go about it.
+_GOAL_STATEMENT = re.compile(
+    r"(?i)^(?:we'?re|we\s+are|i'?m|i\s+am)\s+(?:\w+\s+)?\w+ing\b"
+    r"|^(?:we|i)\s+(?:want|need|would\s+like|'d\s+like|plan|have)\s+to\b"
+    r"|^(?:our|my|the)\s+(?:goal|aim|plan)\s+is\b"
+    r"|^(?:wir|ich)\s+(?:wollen|möchten|müssen|will|möchte|muss|migrieren|bauen)\b"
+    r"|^(?:nous|je)\s+(?:voulons|devons|migrons|veux|voudrais|dois)\b"
+    r"|^(?:queremos|necesitamos|estamos\s+\w+ndo|quiero|necesito)\b"
+    r"|^(?:queremos|precisamos|estamos\s+\w+ndo|quero|preciso)\b"
+    r"|^(?:vogliamo|dobbiamo|stiamo\s+\w+ndo|voglio|devo)\b"
+    r"|^(?:we\s+willen|we\s+moeten|ik\s+wil|ik\s+moet)\b"
+)
 _CJK_ASK = re.compile(r"请|帮我|能否|为什么|怎么|ください|下さい|お願い|なぜ|どうして|してほしい")
 _PREAMBLE = re.compile(
     r"(?i)^(?:i have|i've got|i got|here is|here's|there is|there are|we have|my |the file|"
@@ -95,23 +90,6 @@ _PREAMBLE = re.compile(
 )
 # Amounts, counts and ids: digits, currency signs and codes.
 _SPECIFIC = re.compile(r"\d|[€$£¥]|\b(?:EUR|USD|GBP|CHF|JPY|CNY)\b")
-# A follow-up that corrects the task says so, in the languages of the glue table ...
-_CORRECTS = re.compile(
-    r"(?i)(?:^|(?<=[\s,.;:!?¿¡(]))(?:wait|actually|instead|rather|scratch that|never mind"
-    r"|change of plans?|i meant|correction|not\s+\w+\s*,?\s+but|warte|eigentlich|stattdessen"
-    r"|lieber|doch nicht|vergiss|ich meinte|attends|en fait|plutôt|au lieu de|oublie"
-    r"|je voulais dire|espera|en realidad|en vez de|en lugar de|olvida|quise decir"
-    r"|na verdade|em vez de|ao invés de|esquece|quis dizer|aspetta|in realtà|invece"
-    r"|piuttosto|lascia perdere|intendevo|wacht|eigenlijk|in plaats van|laat maar"
-    r"|ik bedoelde)(?=[\s,.;:!?]|$)"
-    r"|^(?:no|nein|non|não|nee)\s*[,.!]"
-    r"|等等|其实|改成|改为|算了|不对|待って|やっぱり|代わりに|ではなく"
-)
-# ... or narrows it ("only", with an amount or a count).
-_NARROWS = re.compile(
-    r"(?i)(?:^|(?<=[\s,.;:!?¿¡(]))(?:only|just|nur|seulement|uniquement|solo|sólo|só|apenas"
-    r"|soltanto|alleen)(?=[\s,.;:!?]|$)|只|だけ"
-)
 # What an error message says specifically: a quoted key or path, an identifier, a code.
 _QUOTED = re.compile(r"'([^'\n]{2,80})'|\"([^\"\n]{2,80})\"")
 _ERROR_TOKEN = re.compile(r"\b\d{3,}\b|\b\w*[_./]\w[\w./-]*|\b[A-Z][a-z]+[A-Z]\w*")
@@ -125,8 +103,16 @@ _GENERIC = frozenset(
         *("fault", "exit", "interrupt", "invalid", "unknown", "internal", "bad"),
     }
 )
-_READ_CHARS = 600
 _POLITE = re.compile(r"(?i)\b(?:please|bitte|por favor|per favore|s'il vous plaît|alsjeblieft)\b")
+# A sentence that says something failed, in the languages of the glue table.
+_FAILS = re.compile(
+    r"(?i)\b(?:fail\w*|error\w*|broke\w*|crash\w*|missing|denied|cannot|can't|unable"
+    r"|not\s+found|fehl\w*|schlägt|kaputt|échou\w*|erreur\w*|manqu\w*|impossible"
+    r"|falló|fallan?|fallo|falha\w*|erro\w*|non\s+riesc\w*|mislukt|fout\w*|kapot)\b"
+    r"|失败|错误|出错|エラー|失敗"
+)
+#: Sentences of a reply read for its gist.
+GIST_SENTENCES = 4
 _SENTENCE_CASE = re.compile(r"^[a-zà-öø-ÿ]+(?=[\s,;:]|$)")
 
 
@@ -150,7 +136,9 @@ def asked(text: str) -> str:
             score += 2
         if _POLITE.search(sentence):
             score += 1
-        if _PREAMBLE.match(sentence):
+        if _GOAL_STATEMENT.match(sentence):
+            score += 4  # the goal, ahead of a question about how to reach it
+        elif _PREAMBLE.match(sentence):
             score -= 3
         if _SPECIFIC.search(sentence):
             # An amount, an id or a count is what a correction changes ("only 199 EUR").
@@ -167,69 +155,6 @@ def asked(text: str) -> str:
 def sentence_case(text: str) -> str:
     """Capitalise a leading lowercase word; an identifier (``df.merge``, ``orders_v2``) stays."""
     return text[:1].upper() + text[1:] if _SENTENCE_CASE.match(text) else text
-
-
-def _latest(entries: list[Entry], kinds: set[str]) -> tuple[int, Entry] | None:
-    for index in range(len(entries) - 1, -1, -1):
-        if entries[index].kind in kinds:
-            return index, entries[index]
-    return None
-
-
-def _next_step(reply: Entry, clean: Redactor) -> str | None:
-    """The step a reply names or proposes, if any (from its redacted text: a piece cut out of
-    a secret could no longer be recognised as one)."""
-    text = clean(strip_reasoning(reply.text))
-    matches = list(_NEXT.finditer(text)) or list(_PROPOSAL.finditer(text))
-    if not matches:
-        cjk = [part for part in _CJK_SENTENCE_ENDS.split(text) if _CJK_PROPOSAL.search(part)]
-        return shorten(cjk[-1].strip(), STEP_CHARS) if cjk else None
-    step = sentences(
-        (matches[-1].group("step") or matches[-1].group("cjk") or "").strip(), lines_end=True
-    )
-    if not step:
-        return None
-    return shorten(step[0], STEP_CHARS).rstrip(".。") or None
-
-
-def _redirects(prompt: str) -> bool:
-    """Whether a follow-up replaces the task instead of adding to it or pointing back.
-
-    "Wait, only one chair came back. Refund only one monitor (199 EUR)." corrects the task:
-    from then on it is the task. "Add a test for the dedupe step" adds a step to the task,
-    and "do the same for B" points back at it: both leave the task as it was. A correction
-    says so ("wait", "actually", "instead", "I meant"), or narrows the task to an amount or
-    a count ("only 2 of them").
-    """
-    if refers_back(prompt):
-        return False
-    head = prompt[:_READ_CHARS]
-    return _CORRECTS.search(head) is not None or (
-        _NARROWS.search(head) is not None and _SPECIFIC.search(head) is not None
-    )
-
-
-def _task(
-    entries: list[Entry], prompts: tuple[int, ...], summary: int | None, clean: Redactor
-) -> tuple[str, int | None]:
-    """The task as it stands, and the index of the prompt that set it (None: a summary).
-
-    The latest summary's goal, else the first prompt's ask; a later prompt that corrects
-    or redirects it replaces it (only prompts after the summary: it already distilled the
-    ones before).
-    """
-    task, source = "", None
-    if summary is not None:
-        goal = sentences(_GOAL.sub("", clean(entries[summary].text)), lines_end=True)
-        task = sentence_case(shorten(goal[0], TASK_CHARS)) if goal else ""
-    elif prompts:
-        source = prompts[0]
-        task = _anchored(asked(clean(entries[source].text)), clean(entries[source].text))
-    for index in prompts[1:]:
-        if (summary is None or index > summary) and _redirects(entries[index].text):
-            source = index
-            task = _anchored(asked(clean(entries[index].text)), clean(entries[index].text))
-    return task, source
 
 
 def _named(text: str, name: str | None, error: str) -> bool:
@@ -264,175 +189,25 @@ def _named(text: str, name: str | None, error: str) -> bool:
     return any(f"{a} {b}" in said for a, b in itertools.pairwise(words) if len(a + b) >= 8)
 
 
-def offline_recap(
-    transcript: Transcript,
-    *,
-    open_task: str | None = None,
-    progress: tuple[int, int] | None = None,
-    waiting: str | None = None,
+def _written(
+    glue: Glue, task: str, state: str, nxt: str, last: str = "", rule: str = ""
 ) -> str | None:
-    """A 1–3 sentence recap of ``transcript``, or None when there is nothing to say.
-
-    ``open_task`` is the task list's next open task and ``progress`` its ``(done, total)``.
-    ``waiting`` is a tool call the agent waits for the person to approve: nothing else can
-    happen before that, so it is the last sentence instead of a next step.
-    """
-    clean = Redactor()
-    with transcript.locked() as entries:
-        snap = transcript.snapshot()
-        # Only the tail matters for how things ended; the framing comes from the indexes. A
-        # failure that matters is at most one turn old: a new ask leaves older ones behind.
-        prompts = snap.prompts
-        start = max(0, snap.size - _WINDOW)
-        if prompts:
-            start = min(start, prompts[-2] if len(prompts) > 1 else prompts[-1])
-        tail = entries[start:]
-        task, source = _task(entries, prompts, snap.summary, clean)
-        latest = entries[prompts[-1]] if prompts else None
-        said = [entries[i].text for i in prompts]
-        last = prompts[-1] - start if prompts else 0
-    if not task and latest is None and not any(e.kind == "code" for e in tail):
-        return None
-    replies = [i for i, entry in enumerate(tail) if entry.kind == "assistant"]
-    # The language the person writes in; the replies only when the prompts cannot tell.
-    glue = glue_for(
-        conversation_language(said, [tail[i].text for i in replies[-2:]]) if said else "en"
-    )
-    # The latest round: the latest prompt and all after it (cells alone: the whole tail).
-    answers = [i for i in replies if i >= last]
-    ask = asked(clean(latest.text)) if latest is not None else ""
-    new_ask = bool(ask) and prompts[-1] != source and ask != task and not _short(ask)
-    ended = _latest(tail, {"outcome"})
-    if ended is not None and ended[0] < last and new_ask:
-        ended = None  # an errored turn before a new ask is the older news
-    failed, told = _standing(tail, start, last, snap.unresolved, answers, ended, clean)
-
-    state, nxt = "", ""
-    if failed is not None:
-        state, fix = _state(tail[failed], glue, clean)
-        nxt = _step_after(tail, answers, failed, clean) or fix
-    else:
-        quoted = told if told is not None else (answers[-1] if answers else None)
-        if quoted is None and replies and (latest is None or _short(ask)):
-            quoted = replies[-1]  # a bare "and now?": what the agent said last still stands
-        later = [i for i in replies if quoted is not None and i >= quoted]
-        step = _step_after(tail, later, -1, clean)
-        if (
-            ended is not None
-            and ended[1].outcome == "aborted"
-            and ended[0] >= last
-            and (not answers or ended[0] > answers[-1])
-        ):
-            # Interrupted: what the agent said about its latest failure (else last) still
-            # says where the work stood, and its step is still the next one.
-            before = _before_interruption(tail, start, snap.unresolved, replies)
-            gist = _gist(tail[before], None, clean) if before is not None else ""
-            state = glue.aborted_after.format(gist) if gist else glue.turn_aborted
-            step = step or (
-                _step_after(tail, [i for i in replies if i >= before], -1, clean)
-                if before is not None
-                else None
-            )
-        elif quoted is not None and (gist := _gist(tail[quoted], step, clean)):
-            state = glue.reply.format(gist)
-        elif new_ask:
-            # The round holds the ask alone: it is what happened since.
-            state = glue.latest_ask.format(shorten(ask, ASK_CHARS))
-        elif not task and (code := _latest(tail, {"code"})) is not None:
-            state = glue.last_cell.format(shorten(first_line(clean(code[1].text)), 100))
-        if step:
-            nxt = step
-        elif open_task:
-            nxt = shorten(clean(open_task), STEP_CHARS)
-            if progress is not None:
-                nxt += " " + glue.progress.format(done=progress[0], total=progress[1])
-    if waiting:
-        asks = glue.waiting.format(shorten(waiting, STEP_CHARS))
-        return _written(glue, task, state, "", last=asks)
-    return _written(glue, task, state, nxt)
-
-
-def _standing(
-    tail: list[Entry],
-    start: int,
-    last: int,
-    unresolved: tuple[int, ...],
-    answers: list[int],
-    ended: tuple[int, Entry] | None,
-    clean: Redactor,
-) -> tuple[int | None, int | None]:
-    """The failure the recap states, and the reply that names the latest tool failure, as
-    indexes in ``tail`` (which starts at ``start`` of the transcript; the latest round starts
-    at ``last`` in it and ``answers`` are its replies).
-
-    A cell failure no later run fixed is the person's own: stated. An errored turn with no
-    reply after it: stated. A tool failure of the latest round that no later call of the
-    same tool (same arguments) fixed: stated, unless a reply after it names it (the tool,
-    the exception, what the error says). A reply that goes on as if nothing failed ("I
-    looked up the order.") must not hide it. Tool failures of earlier rounds were that
-    round's news; the context still carries them.
-    """
-    stated: list[int] = []
-    told: int | None = None
-    for index in unresolved:
-        local = index - start
-        if local < 0:
-            continue
-        entry = tail[local]
-        if entry.kind != "tool_result":
-            stated.append(local)
-            continue
-        if local < last:
-            continue
-        naming = next(
-            (
-                i
-                for i in answers
-                if i > local
-                and _named(_gist(tail[i], None, clean), entry.name, clean(entry.error or ""))
-            ),
-            None,
-        )
-        if naming is None:
-            stated.append(local)
-        else:
-            told = naming if told is None else max(told, naming)
-    errored = ended is not None and ended[1].outcome == "errored"
-    if ended is not None and errored and (not answers or ended[0] > answers[-1]):
-        stated.append(ended[0])
-    return max(stated, default=None), told
-
-
-def _before_interruption(
-    tail: list[Entry], start: int, unresolved: tuple[int, ...], replies: list[int]
-) -> int | None:
-    """The reply to quote for an interrupted round: the first after the latest tool failure
-    a reply followed, else the latest (indexes in ``tail``, which starts at ``start``)."""
-    if not replies:
-        return None
-    failures = [i - start for i in unresolved if 0 <= i - start < replies[-1]]
-    failures = [i for i in failures if tail[i].kind == "tool_result"]
-    if failures:
-        return next(i for i in replies if i > max(failures))
-    return replies[-1]
-
-
-def _step_after(tail: list[Entry], replies: list[int], after: int, clean: Redactor) -> str | None:
-    """The step the newest of ``replies`` later than ``after`` names, if any names one."""
-    chosen = (i for i in reversed(replies) if i > after)
-    return next(filter(None, (_next_step(tail[i], clean) for i in chosen)), None)
-
-
-def _written(glue: Glue, task: str, state: str, nxt: str, last: str = "") -> str | None:
-    """The recap's sentences in ``glue``, within the cap: the task gives way first, then the
-    state, so that the next step (the sentence people act on) stays whole. ``last`` is a
-    closing sentence given whole, in place of the next step."""
+    """The recap's sentences in ``glue``, within the cap: the rule goes first, then the task
+    gives way, then the state, so that the next step (the sentence people act on) stays whole.
+    ``last`` is a closing sentence given whole, in place of the next step. ``rule`` is a rule
+    the person set, joined to the task when it fits."""
+    head = glue.task.format(task) if task else ""
     parts = [
-        glue.task.format(task) if task else "",
+        head,
         state,
         last or (glue.next.format(sentence_case(nxt)) if nxt else ""),
     ]
     parts = [_ended(sentence_case(part), glue) for part in parts if part]
+    if head and rule:
+        ruled = _ended(sentence_case(f"{head.rstrip('.。 ')} — {rule}"), glue)
+        longer = [ruled, *parts[1:]]
+        if len(glue.space.join(longer)) <= MAX_RECAP_CHARS:
+            parts = longer
     over = len(glue.space.join(parts)) - MAX_RECAP_CHARS
     for position, floor in ((0, 90), (1 if len(parts) > 2 else -1, 70)):
         if over <= 0 or position < 0 or position >= len(parts) - 1:
@@ -470,32 +245,20 @@ def _anchored(task: str, prompt: str) -> str:
     return f"{task.rstrip('.。 ')} ({named.group(0)})"
 
 
-def _gist(reply: Entry, step: str | None, clean: Redactor) -> str:
-    """The first sentence of a reply that is not its proposed step: what it found or did."""
-    for sentence in sentences(clean(strip_reasoning(reply.text)), lines_end=True)[:3]:
+def _gist(reply: str, step: str | None, clean: Redactor) -> str:
+    """The sentence of a reply that says where things stand: the first that says something
+    failed (what a person coming back must learn, wherever the reply put it), else the first
+    that is not its proposed step."""
+    first = ""
+    for sentence in sentences(clean(strip_reasoning(reply)), lines_end=True)[:GIST_SENTENCES]:
         if step and step[:30] in sentence:
             continue
-        if len(sentence) >= 12:
+        if len(sentence) < 12:
+            continue
+        if _FAILS.search(sentence):
             return shorten(sentence, ASK_CHARS)
-    return ""
-
-
-def _state(entry: Entry, glue: Glue, clean: Redactor) -> tuple[str, str]:
-    """The sentence saying what failed (a cell, a tool, an errored turn), and the next step
-    that fixes it."""
-    if entry.kind == "outcome":
-        error = shorten(_first_sentence(error_line(clean(entry.error or ""))) or "an error", 120)
-        return glue.turn_errored.format(error=error), glue.retry_turn
-    error = shorten(_first_sentence(error_line(clean(entry.error or ""))), 100)
-    if entry.kind == "tool_result":
-        return glue.tool_failed.format(name=entry.name or "?", error=error), glue.retry_turn
-    head = first_line(clean(entry.text))
-    if entry.count is None:  # no In[n] to name it by: its first line does
-        label = cell = shorten(head, 60)
-    else:
-        label = f"In[{entry.count}]"
-        cell = f"{label} ({shorten(head, 60)})"
-    return glue.cell_failed.format(cell=label, error=error), glue.fix_cell.format(cell=cell)
+        first = first or shorten(sentence, ASK_CHARS)
+    return first
 
 
 def _first_sentence(error: str) -> str:
@@ -513,3 +276,204 @@ def _ended(sentence: str, glue: Glue) -> str:
     if sentence.endswith((".", "?", "!", "…", "。", "？", "！")):
         return sentence
     return sentence + glue.stop
+
+
+def offline_recap(
+    transcript: Transcript,
+    *,
+    open_task: str | None = None,
+    progress: tuple[int, int] | None = None,
+    waiting: str | None = None,
+) -> str | None:
+    """A 1–3 sentence recap of ``transcript``, or None when there is nothing to say.
+
+    ``open_task`` is the task list's next open task and ``progress`` its ``(done, total)``.
+    ``waiting`` is a tool call the agent waits for the person to approve (else the state's own
+    approval counts): nothing else can happen before that, so it is the last sentence instead
+    of a next step.
+    """
+    return recap_of_state(transcript.state, open_task=open_task, progress=progress, waiting=waiting)
+
+
+def recap_of_state(
+    state: SessionState,
+    *,
+    open_task: str | None = None,
+    progress: tuple[int, int] | None = None,
+    waiting: str | None = None,
+) -> str | None:
+    """The offline recap of a session in ``state`` (see the module docstring)."""
+    if not (state.first_ask or state.summary or state.last_cell or state.open_failures):
+        return None
+    clean = Redactor()
+    said = [ask.text for ask in (state.first_ask, *state.corrections, state.latest_ask) if ask]
+    # The language the person writes in; the reply only when the prompts cannot tell.
+    glue = glue_for(conversation_language(said, [state.reply or ""]) if said else "en")
+    task = _task(state, clean)
+    rule = shorten(clean(state.constraints[0]), RULE_CHARS) if state.constraints else ""
+    failure = _news(state)
+    step = state.next_step
+    stand, fix = "", ""
+    if failure is not None:
+        said_of_it = state.told or ""
+        gist = _gist(said_of_it, step, clean) if said_of_it else ""
+        error = clean(failure.error)
+        if failure.kind != "cell" and gist and _named(gist, failure.key[0], error):
+            # The agent explains it: more than the error says; the exception's name joins it
+            # when the explanation does not say it. (A cell's failure is the person's own:
+            # always said as it is.)
+            aborted = state.ended == "aborted" and state.ended_after_reply
+            stand = (glue.aborted_after if aborted else glue.reply).format(gist)
+            exception = error.split(":", 1)[0].rsplit(".", 1)[-1]
+            if exception and exception.casefold() not in gist.casefold():
+                stand = f"{stand.rstrip('.。 ')} ({shorten(_first_sentence(error), 80)})"
+        else:
+            stand = _failed(failure, state, glue, clean)
+            fix = _fix(failure, glue, clean)
+        # (A turn that errored because its tool failed says the same error: once is enough.)
+        stated = _exception_of(failure, clean)
+        others = [
+            f for f in _open_news(state) if f is not failure and _exception_of(f, clean) != stated
+        ]
+        if others:
+            # Every failure still open is named, however briefly: none reads as fixed.
+            brief = ", ".join(_brief(f, clean) for f in others[-OTHER_FAILURES:])
+            more = len(others) - OTHER_FAILURES
+            stand = f"{stand.rstrip('.。 ')} (+ {brief}{f', +{more}' if more > 0 else ''})"
+    elif state.ended == "aborted" and state.ended_after_reply:
+        current = state.reply_current or _points_back(state, clean)
+        gist = _gist(state.reply, step, clean) if state.reply and current else ""
+        stand = glue.aborted_after.format(gist) if gist else glue.turn_aborted
+    elif state.reply_current and state.reply and (gist := _gist(state.reply, step, clean)):
+        stand = glue.reply.format(gist)
+    elif (ask := _new_ask(state, clean)) is not None:
+        stand = glue.latest_ask.format(shorten(ask, ASK_CHARS))
+    elif state.reply and _points_back(state, clean) and (gist := _gist(state.reply, step, clean)):
+        stand = glue.reply.format(gist)  # a bare "and now?": what the agent said still stands
+    elif not task and state.last_cell:
+        stand = glue.last_cell.format(shorten(clean(state.last_cell), 100))
+    nxt = shorten(clean(step), STEP_CHARS).rstrip(".。") if step else fix
+    if not nxt and open_task:
+        nxt = shorten(clean(open_task), STEP_CHARS)
+        if progress is not None:
+            nxt += " " + glue.progress.format(done=progress[0], total=progress[1])
+    approval = waiting or state.approval
+    if approval:
+        asks = glue.waiting.format(shorten(clean(approval), STEP_CHARS))
+        return _written(glue, task, stand, "", last=asks, rule=rule)
+    return _written(glue, task, stand, nxt, rule=rule)
+
+
+def _task(state: SessionState, clean: Redactor) -> str:
+    """The task as it stands: the goal of a summary newer than any correction, else the
+    corrected ask, else the first one."""
+    corrected = state.corrections[-1].number if state.corrections else 0
+    if state.summary is not None and state.summary_ask >= corrected:
+        goal = sentences(_GOAL.sub("", clean(state.summary)), lines_end=True)
+        if goal:
+            return sentence_case(shorten(goal[0], TASK_CHARS))
+    ask = state.task
+    if ask is None:
+        return ""
+    prompt = clean(ask.text)
+    if not state.corrections:
+        return _anchored(asked(prompt), prompt)
+    # The sentence that changes the task says what it is now; the goal first asked follows
+    # it (and gives way first when the recap is over its cap).
+    changed = phrases.correcting_sentence(prompt)
+    task = _anchored(asked(changed if changed is not None else prompt), prompt)
+    if state.first_ask is not None:
+        first = clean(state.first_ask.text)
+        aim = asked(first)
+        if aim and aim.casefold() not in task.casefold():
+            task = f"{task.rstrip('.。 ')} — {aim[:1].lower() + aim[1:]}"
+    return task
+
+
+def _open_news(state: SessionState) -> list[Failure]:
+    """The open failures that are news, oldest first: those of the latest round, and those
+    of earlier ones that name a thing (code known only by its first line was left for other
+    work)."""
+    latest = state.latest_ask.number if state.latest_ask is not None else 0
+    return [f for f in state.open_failures if f.named or f.ask >= latest]
+
+
+def _news(state: SessionState) -> Failure | None:
+    """The open failure to say: the newest that is news; for a turn that errored with the
+    error of one of its tools, that tool's failure (it says what failed on what)."""
+    news = _open_news(state)
+    if not news:
+        return None
+    newest = news[-1]
+    if newest.kind == "turn":
+        error = _exception_name(newest.error)
+        for failure in reversed(news[:-1]):
+            if failure.ask == newest.ask and _exception_name(failure.error) == error:
+                return failure
+    return newest
+
+
+def _exception_of(failure: Failure, clean: Redactor) -> str:
+    """The name of the exception ``failure`` ended with ("" when its error names none)."""
+    return _exception_name(clean(failure.error))
+
+
+def _exception_name(error: str) -> str:
+    return error.split(":", 1)[0].rsplit(".", 1)[-1].strip()
+
+
+def _brief(failure: Failure, clean: Redactor) -> str:
+    """A failure in a few words: what failed and the exception's name."""
+    exception = _exception_of(failure, clean)
+    if failure.kind == "turn":
+        what = f"In[{failure.count}]" if failure.count is not None else "agent turn"
+    else:
+        what = shorten(clean(failure.label), 60)
+    return f"{what}: {shorten(exception, 40)}" if exception else what
+
+
+def _points_back(state: SessionState, clean: Redactor) -> bool:
+    """Whether the latest prompt only points back ("and now?", "continue"): asks nothing new."""
+    latest = state.latest_ask
+    return latest is None or _short(asked(clean(latest.text)))
+
+
+def _new_ask(state: SessionState, clean: Redactor) -> str | None:
+    """The latest ask when it is news: not the task itself, nor a bare "and now?"."""
+    latest, task = state.latest_ask, state.task
+    if latest is None or task is None or latest.number == task.number:
+        return None
+    ask = asked(clean(latest.text))
+    return ask if ask and not _short(ask) else None
+
+
+def _failed(failure: Failure, state: SessionState, glue: Glue, clean: Redactor) -> str:
+    """The sentence saying what failed and how."""
+    error = _first_sentence(error_line(clean(failure.error))) or "an error"
+    if failure.kind == "turn":
+        latest = state.latest_ask is not None and failure.ask == state.latest_ask.number
+        if latest or state.latest_ask is None:
+            return glue.turn_errored.format(error=shorten(error, 120))
+        asked_for = _turn_ask(failure, clean)
+        return glue.earlier_turn_errored.format(ask=asked_for, error=shorten(error, 100))
+    if failure.kind == "tool":
+        return glue.tool_failed.format(name=clean(failure.label), error=shorten(error, 100))
+    return glue.cell_failed.format(cell=clean(failure.label), error=shorten(error, 100))
+
+
+def _turn_ask(failure: Failure, clean: Redactor) -> str:
+    """How a turn's failure names the turn: its ``In[n]``, else its ask, quoted."""
+    if failure.count is not None:
+        return f"In[{failure.count}]"
+    label = failure.label.removeprefix("the agent turn for ")
+    return shorten(clean(label), 60)
+
+
+def _fix(failure: Failure, glue: Glue, clean: Redactor) -> str:
+    """The step that fixes ``failure``."""
+    if failure.kind == "cell":
+        head = clean(failure.code)
+        label = clean(failure.label)
+        cell = f"{label} ({shorten(head, 60)})" if head and head != label else label
+        return glue.fix_cell.format(cell=cell)
+    return glue.retry_turn

@@ -189,6 +189,35 @@ def _specific() -> re.Pattern[str]:
     return re.compile(r"\d|[€$£¥]|\b(?:EUR|USD|GBP|CHF|JPY|CNY)\b")
 
 
+def correcting_sentence(prompt: str) -> str | None:
+    """The sentence of a correcting prompt that says what changes ("Groups with open invoices
+    go to a review list instead of the automatic merge."), without the word that opens it
+    ("Wait,", "Correction:"): the marked sentence that names an amount or a count, else the
+    first marked one, else the one after a mark that says nothing more ("Scratch that.")."""
+    said = sentences(prompt[:600], lines_end=True)
+    marked: list[str] = []
+    for index, sentence in enumerate(said):
+        narrows = _narrows().search(sentence) is not None
+        specific = _specific().search(sentence) is not None
+        if _corrects().search(sentence) is None and not (narrows and specific):
+            continue
+        if _words(sentence) <= 3 and index + 1 < len(said):
+            sentence = said[index + 1]
+        if specific:
+            return _unmarked(sentence)
+        marked.append(sentence)
+    return _unmarked(marked[0]) if marked else None
+
+
+def _unmarked(sentence: str) -> str:
+    """``sentence`` without a correction's opening word ("Wait, skip B" → "skip B")."""
+    match = _corrects().match(sentence)
+    if match is None:
+        return sentence
+    rest = sentence[match.end() :].lstrip(" ,.:;!-—")
+    return rest if len(rest.split()) >= 2 else sentence
+
+
 def corrects(prompt: str) -> bool:
     """Whether a follow-up replaces the task ("Wait, only one monitor came back: refund 199
     EUR") rather than adding a step to it or pointing back at it ("do the same for B")."""
@@ -222,8 +251,12 @@ def _rules() -> re.Pattern[str]:
         r"(?i)(?:^|(?<=[\s,;:(]))(?:"
         r"never|must(?:n't|\s+not|\s+never|\s+stay|\s+remain|\s+be)?|do\s+not|don'?t"
         r"|keep\s+.{1,60}?\s+(?:unchanged|as\s+(?:is|it\s+is)|intact|untouched)"
+        r"|(?:up\s+to|bis\s+zu|jusqu'à|hasta)\s+[€$£]?\d"
         r"|leave\s+.{1,60}?\s+(?:alone|untouched|unchanged)|no\s+more\s+than|at\s+most"
-        r"|(?:under|below|max(?:imum)?|budget(?:\s+of|\s+is)?)\s*[€$£]?\s*\d+"
+        r"|(?:max(?:imum)?|budget(?:\s+of|\s+is)?)\s*[€$£]?\s*\d+"
+        # "under 200 EUR" is a budget; "just below 0.9" is a threshold someone asks about.
+        r"|(?:under|below)\s*[€$£]?\s*\d[\d,.]*\s*(?:[€$£%]|eur|usd|gbp|chf|k\b|ms\b|s\b"
+        r"|seconds?|minutes?|hours?|mb|gb|rows|calls|requests|tokens|dollars|euros)"
         r"|niemals|nie|darf\s+nicht|dürfen\s+nicht|muss|müssen|unverändert|in\s+ruhe\s+lassen"
         r"|höchstens|maximal|unter\s+[€$]?\s*\d+|nicht\s+mehr\s+als|lösche?\s+keine"
         r"|nicht\s+(?:ändern|anfassen|löschen|überschreiben|verändern|verwenden|benutzen)"
@@ -232,7 +265,7 @@ def _rules() -> re.Pattern[str]:
         r"|nunca|no\s+(?:toques|modifiques|borres|cambies|escribas|uses)|debe|deben"
         r"|sin\s+cambios|como\s+máximo|menos\s+de\s+\d+"
         r"|não\s+(?:toque|mexa|altere|apague|escreva|use)|devem?|inalterad[ao]s?"
-        r"|no\s+máximo|mai|non\s+(?:toccare|modificare|cancellare|scrivere|usare)|devono"
+        r"|no\s+máximo|non\s+\w+\s+mai|non\s+(?:toccare|modificare|cancellare|scrivere|usare)|devono"
         r"|invariat[aoie]|al\s+massimo|meno\s+di\s+\d+|nooit|moet|ongewijzigd|hooguit|maximaal"
         r"|niet\s+(?:aanraken|wijzigen|verwijderen|schrijven|gebruiken)|minder\s+dan\s+\d+"
         r")(?!\w)"
@@ -321,13 +354,39 @@ def _next() -> re.Pattern[str]:
     )
 
 
+@functools.cache
+def _plans() -> re.Pattern[str]:
+    """A reply that says what has to be done, without a label: the step follows."""
+    return re.compile(
+        r"(?i)(?:^|(?<=[\s,;:(]))(?:next,?\s+(?:I|we|you)\s+(?:will|should|need to)"
+        r"|I\s+(?:would\s+|'d\s+)?(?:suggest|recommend)(?:\s+that\s+you)?|you\s+should\s+now"
+        r"|I\s+(?:would|'d)\s+(?:need|have)\s+to|(?:we|you)\s+(?:need|have)\s+to"
+        r"|the\s+fix\s+is\s+to|ich\s+(?:müsste|muss|sollte|schlage\s+vor,?)|wir\s+(?:müssen|sollten)"
+        r"|il\s+faut|il\s+faudrait|je\s+(?:dois|devrais|propose\s+de|vais)"
+        r"|hay\s+que|habría\s+que|tengo\s+que|propongo|debería"
+        r"|é\s+preciso|preciso|proponho|deveria"
+        r"|bisogna|dovrei|devo|propongo\s+di"
+        r"|ik\s+(?:moet|zou|stel\s+voor)|we\s+moeten)"
+        r"\s+(?P<step>[^\n]+)"
+    )
+
+
+@functools.cache
+def _cjk_plans() -> re.Pattern[str]:
+    # The sentence around one of these words (split into sentences first: one pattern around
+    # the words, tried from every position, takes quadratic time on a long line).
+    return re.compile(r"需要|应该|建议|必要があります|する必要|すべき|しましょう")
+
+
 def next_step(reply: str) -> str | None:
     """The step a reply says comes next ("Next: close the ticket.", "I'll now rebuild the
-    views", "Als Nächstes: …"), as its first sentence; None if it names none."""
-    matches = list(_next().finditer(reply))
+    views", "Als Nächstes: …"), else the one it says has to be done ("we need to rebuild the
+    views", "il faut …"), as its first sentence; None if it names none."""
+    matches = list(_next().finditer(reply)) or list(_plans().finditer(reply))
     if not matches:
-        return None
-    match = matches[-1]
-    said = sentences(match.group("step") or match.group("verb") or match.group("cjk") or "")
+        cjk = [part for part in re.split(r"[。！？\n]", reply) if _cjk_plans().search(part)]
+        return cjk[-1].strip() or None if cjk else None
+    groups = matches[-1].groupdict()
+    said = sentences(groups.get("step") or groups.get("verb") or groups.get("cjk") or "")
     step = said[0].rstrip(".。") if said else ""
     return step or None

@@ -28,15 +28,24 @@ from __future__ import annotations
 import functools
 import re
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
-from ..redact import Redactor
-from ..textutil import shorten
+from ..redact import Redactor, redact_shapes
+from ..textutil import refers_back, shorten
 from . import phrases
 from .entry import Entry, first_code_line
-from .toolcalls import CELL_KEYS, TARGET_CHARS, does_step, error_text, is_changing, target_of
+from .toolcalls import (
+    CELL_KEYS,
+    TARGET_CHARS,
+    does_step,
+    error_text,
+    is_changing,
+    names_a_thing,
+    names_code_only,
+    target_of,
+)
 
 #: Corrections of the task remembered (the newest).
 MAX_CORRECTIONS = 4
@@ -53,8 +62,14 @@ MAX_ARTIFACTS = 32
 #: Tools and cells whose latest target or ``In[n]`` is remembered, for keys and labels.
 MAX_NAMES = 256
 
-#: Characters kept of an ask, a decision, a constraint, a next step, an error line.
-ASK_CHARS = 240
+#: Characters kept of an ask (the sentence that asks may come after a preamble), and shown.
+ASK_CHARS = 600
+SHOWN_ASK_CHARS = 240
+#: Characters kept of the latest reply, the latest summary and the latest cell's first line.
+REPLY_CHARS = 600
+SUMMARY_CHARS = 600
+CELL_CHARS = 120
+#: Characters kept of a decision, a constraint, a next step, an error line.
 DECISION_CHARS = 240
 CONSTRAINT_CHARS = 200
 STEP_CHARS = 180
@@ -107,6 +122,11 @@ class Failure:
     """The ``In[n]`` of the cell it happened in, when known."""
     ask: int
     times: int = 1
+    code: str = ""
+    """A failed cell's first code line (what a person recognises it by)."""
+    named: bool = True
+    """Whether the key names a thing (a file, a table, an id, a cell, a turn), not code known
+    only by its first line: once later rounds went on, only a named failure is news."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +161,22 @@ class SessionState:
     question: str | None = None
     """What the agent proposed or asked that the person has not answered yet."""
     next_step: str | None = None
+    summary: str | None = None
+    """The latest compaction summary: the task as distilled up to then."""
+    summary_ask: int = 0
+    """How many asks came before it (a correction after it changes the task again)."""
+    reply: str | None = None
+    """The agent's latest reply (its head, lines kept)."""
+    reply_current: bool = False
+    """Whether that reply came after the latest prompt (else a new ask has none yet)."""
+    told: str | None = None
+    """The first reply after the newest failure: what the agent made of it."""
+    ended: Literal["ok", "errored", "aborted"] | None = None
+    """How the latest agent turn ended (None while none has)."""
+    ended_after_reply: bool = False
+    """Whether that end came after the latest reply (an interruption it did not see)."""
+    last_cell: str | None = None
+    """The first code line of the latest cell run (sessions of cells alone)."""
 
     @property
     def task(self) -> Ask | None:
@@ -157,6 +193,9 @@ class _Open:
     failure: Failure
     round: int
     """The prompt count when it (last) failed: a correction supersedes its own round only."""
+    turn: int
+    """The turn it failed in: code known only by its first line is fixed by the same tool
+    succeeding later in that turn (the agent corrected the code and ran it again)."""
 
 
 @dataclass(slots=True)
@@ -187,6 +226,19 @@ class StateFolder:
     """What the running turn is: its cell id, else its ask (a rerun has the same)."""
     retried_turn: _Key | None = None
     next_step: str | None = None
+    summary: str | None = None
+    summary_ask: int = 0
+    reply: str | None = None
+    reply_current: bool = False
+    told: str | None = None
+    awaiting_told: bool = False
+    ended: Literal["ok", "errored", "aborted"] | None = None
+    ended_after_reply: bool = False
+    last_cell: str | None = None
+    turns: int = 0
+    """Prompts so far, retries and acceptances too: each starts a turn."""
+    retyped: dict[_Key, str] = field(default_factory=dict)
+    """Failed cells without an id, by their first code line: typed again, fixed."""
 
     def add(self, entry: Entry) -> None:
         """Fold one entry in."""
@@ -206,6 +258,9 @@ class StateFolder:
             self._outcome(entry)
         elif kind == "event":
             self._event(entry)
+        elif kind == "summary":
+            self.summary = _head(entry.text, SUMMARY_CHARS)
+            self.summary_ask = self.asks
 
     def extend(self, entries: Iterable[Entry]) -> StateFolder:
         for entry in entries:
@@ -229,6 +284,14 @@ class StateFolder:
             running=self.running if self.approval is None else None,
             question=self.proposal,
             next_step=self.next_step,
+            summary=self.summary,
+            summary_ask=self.summary_ask,
+            reply=self.reply,
+            reply_current=self.reply_current,
+            told=self.told,
+            ended=self.ended,
+            ended_after_reply=self.ended_after_reply,
+            last_cell=self.last_cell,
         )
 
     def _placed(self, failure: Failure) -> Failure:
@@ -243,10 +306,13 @@ class StateFolder:
 
     def _prompt(self, entry: Entry) -> None:
         text = entry.text.strip()
+        self.turns += 1
+        self.reply_current = False
+        self.ended = None  # the turn it starts has not ended
         self.approval = None
         proposal, self.proposal = self.proposal, None
         self.retried_turn = None
-        if phrases.is_acceptance(text):
+        if self.latest_ask is not None and phrases.is_acceptance(text):
             # "Agreed, do it." is no new task: it makes what the agent proposed a decision.
             if proposal is not None:
                 self.decisions.append(
@@ -254,7 +320,7 @@ class StateFolder:
                 )
             self._turn_started(entry, self.latest_ask)
             return
-        if phrases.is_retry(text):
+        if self.latest_ask is not None and phrases.is_retry(text):
             # "Try again": the same ask, and the turn that errored runs again.
             self.retried_turn = self._latest_turn_failure()
             self._turn_started(entry, self.latest_ask)
@@ -262,7 +328,9 @@ class StateFolder:
         self.asks += 1
         ask = Ask(_piece(text, ASK_CHARS), self.asks)
         self.latest_ask = ask
-        self.next_step = None  # a new ask replaces the step the agent had in mind
+        if not refers_back(text):
+            self.next_step = None  # a new ask replaces the step the agent had in mind ...
+        # ... "continue", "go on, see above" asks for it
         if self.first_ask is None:
             self.first_ask = ask
         elif phrases.corrects(text):
@@ -329,6 +397,11 @@ class StateFolder:
 
     def _reply(self, entry: Entry) -> None:
         text = entry.text
+        self.reply = _head(text, REPLY_CHARS)
+        self.reply_current = True
+        self.ended_after_reply = False
+        if self.awaiting_told:
+            self.told, self.awaiting_told = self.reply, False
         step = phrases.next_step(text)
         if step is not None:
             self.next_step = _piece(step, STEP_CHARS)
@@ -346,11 +419,13 @@ class StateFolder:
         self.approval = None
         key: _Key = ("tool", name, target)
         if entry.error:
-            label = f"{name} ({target})" if target else name
-            self._failed(key, label, entry, error_text(entry.error))
+            named = bool(target) and not names_code_only(argument, target)
+            label = f"{name} ({target})" if named else name
+            self._failed(key, label, entry, error_text(redact_shapes(entry.error)), named=named)
             return
         self.failures.pop(key, None)
-        if argument and target and is_changing(name):
+        self._retried_here(name)
+        if names_a_thing(argument) and target and is_changing(name):
             kind: Literal["file", "cell"] = "cell" if argument in CELL_KEYS else "file"
             self._changed((kind, target), name)
         if self.next_step is not None and does_step(name, self.next_step):
@@ -358,24 +433,38 @@ class StateFolder:
 
     def _code(self, entry: Entry) -> None:
         cell = entry.cell_id or first_code_line(entry.text)
+        self.last_cell = first_code_line(entry.text)[:CELL_CHARS] or None
         if entry.cell_id and entry.count is not None:
             _remember(self.counts, entry.cell_id, entry.count)
         key: _Key = ("cell", cell, "")
         if entry.error:
             label = _in(entry.count) or shorten(first_code_line(entry.text), 60) or "a cell"
-            self._failed(key, label, entry, error_text(entry.error))
+            code = first_code_line(entry.text)[:CELL_CHARS]
+            self._failed(key, label, entry, error_text(redact_shapes(entry.error)), code=code)
+            if entry.cell_id is None and cell:
+                _remember(self.retyped, key, cell)
         else:
             self.failures.pop(key, None)
+            if self.retyped and entry.cell_id is None:
+                # Without cell ids (terminal IPython) a fixed cell is typed again as a new
+                # one: a later cell that ran cleanly holding the failed one's line fixed it.
+                for failed, line in list(self.retyped.items()):
+                    if line in entry.text:
+                        del self.retyped[failed]
+                        self.failures.pop(failed, None)
 
     def _outcome(self, entry: Entry) -> None:
         if entry.cell_id and entry.count is not None:
             _remember(self.counts, entry.cell_id, entry.count)
         ask, self.running = self.running, None
         self.approval = None
+        if entry.outcome is not None:
+            self.ended = entry.outcome
+            self.ended_after_reply = True
         key: _Key = self.retried_turn or ("turn", self.turn_key, "")
         if entry.outcome == "errored":
             label = f"the agent turn for {shorten(ask.text, 60)!r}" if ask else "an agent turn"
-            self._failed(key, label, entry, error_text(entry.error or "errored"))
+            self._failed(key, label, entry, error_text(redact_shapes(entry.error or "errored")))
         elif entry.outcome == "ok":
             self.failures.pop(key, None)
             self.failures.pop(("turn", self.turn_key, ""), None)
@@ -388,7 +477,28 @@ class StateFolder:
 
     # -- bookkeeping -------------------------------------------------------------------------
 
-    def _failed(self, key: _Key, label: str, entry: Entry, error: str) -> None:
+    def _retried_here(self, tool: str) -> None:
+        """``tool`` succeeded: its failures of this turn known only by their code are fixed."""
+        for key in [
+            key
+            for key, item in self.failures.items()
+            if key[0] == "tool"
+            and key[1] == tool
+            and not item.failure.named
+            and item.turn == self.turns
+        ]:
+            del self.failures[key]
+
+    def _failed(
+        self,
+        key: _Key,
+        label: str,
+        entry: Entry,
+        error: str,
+        *,
+        named: bool = True,
+        code: str = "",
+    ) -> None:
         earlier = self.failures.pop(key, None)
         cell = entry.cell_id
         count = entry.count if entry.count is not None else self.counts.get(cell or "")
@@ -401,8 +511,15 @@ class StateFolder:
             count=count,
             ask=self.asks,
             times=earlier.failure.times + 1 if earlier is not None else 1,
+            named=named,
+            code=code,
         )
-        self.failures[key] = _Open(failure, self.asks)
+        self.failures[key] = _Open(failure, self.asks, self.turns)
+        self.told, self.awaiting_told = None, True
+        if key[0] == "tool":
+            # The step proposed before the agent's tool failed is stale. (A cell is the
+            # person's; an errored turn ends after the replies that reacted to its failures.)
+            self.next_step = None
         if len(self.failures) > MAX_FAILURES:
             del self.failures[next(iter(self.failures))]
 
@@ -414,10 +531,11 @@ class StateFolder:
             del self.artifacts[next(iter(self.artifacts))]
 
 
+_K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-def _remember(table: dict[str, _V], key: str, value: _V) -> None:
+def _remember(table: dict[_K, _V], key: _K, value: _V) -> None:
     """Set ``table[key]`` as its newest entry, forgetting the oldest past :data:`MAX_NAMES`."""
     table.pop(key, None)
     table[key] = value
@@ -451,6 +569,16 @@ def _piece(text: str, limit: int) -> str:
     return (flat[:space] if space > limit // 3 else flat[:limit].rsplit(None, 1)[0]) + " …"
 
 
+def _head(text: str, limit: int) -> str:
+    """The head of ``text``, its lines kept, cut at a space like :func:`_piece` (a secret
+    holds no space: redaction at rendering sees it whole or not at all)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    return (cut[:space] if space > limit // 3 else "") + " …"
+
+
 def _in(count: int | None) -> str:
     return f"In[{count}]" if count is not None else ""
 
@@ -461,22 +589,46 @@ def _in(count: int | None) -> str:
 def render_state(state: SessionState, env: Mapping[str, str] | None = None) -> str:
     """The state as plain text for a person: the task, decisions, constraints, open failures
     (with the cell each happened in), what changed, what waits, next. Redacted."""
+    if state.empty:
+        return "No agent session recorded yet: no prompt, no failure, nothing waiting."
     clean = Redactor(env)
 
     def say(text: str, limit: int) -> str:
         return shorten(clean(text), limit)
 
-    if state.empty:
-        return "No agent session recorded yet: no prompt, no failure, nothing waiting."
     lines: list[str] = []
     task = state.task
     if task is not None:
-        lines.append(f"Task: {say(task.text, ASK_CHARS)}")
+        lines.append(f"Task: {say(task.text, SHOWN_ASK_CHARS)}")
         if state.corrections and state.first_ask is not None:
-            lines.append(f"  (changed; first asked: {say(state.first_ask.text, ASK_CHARS)})")
+            lines.append(f"  (changed; first asked: {say(state.first_ask.text, SHOWN_ASK_CHARS)})")
     latest = state.latest_ask
     if latest is not None and task is not None and latest.number != task.number:
-        lines.append(f"Latest ask: {say(latest.text, ASK_CHARS)}")
+        lines.append(f"Latest ask: {say(latest.text, SHOWN_ASK_CHARS)}")
+    lines += state_lines(state, env, clean=clean)
+    if state.running is not None:
+        lines.append(f"Still running: the turn for {say(state.running.text, 80)!r}")
+    return "\n".join(lines)
+
+
+def state_lines(
+    state: SessionState,
+    env: Mapping[str, str] | None = None,
+    *,
+    clean: Redactor | None = None,
+    prompts_framed: bool = False,
+) -> list[str]:
+    """The state past its task, as lines (redacted): decisions with what accepted them,
+    constraints, open failures, what changed, what waits, the next step. A model's context
+    frames the task itself (the first prompt, the prompts since) and says beside each prompt
+    how its turns went wrong: with ``prompts_framed`` an open failure of a turn is not quoted
+    with its prompt again."""
+    clean = clean or Redactor(env)
+
+    def say(text: str, limit: int) -> str:
+        return shorten(clean(text), limit)
+
+    lines: list[str] = []
     if state.decisions:
         lines.append("Decisions:")
         for decision in state.decisions[-SHOWN_DECISIONS:]:
@@ -494,29 +646,40 @@ def render_state(state: SessionState, env: Mapping[str, str] | None = None) -> s
         lines.append("Open failures:")
         for failure in failures:
             where = _in(failure.count)
-            place = f" in {where}" if where and where != failure.label else ""
+            label = failure.label
+            if prompts_framed and failure.kind == "turn":
+                label = "an agent turn"
+            place = f" in {where}" if where and where != label else ""
             again = f" (failed {failure.times} times)" if failure.times > 1 else ""
             lines.append(
-                f"- {say(failure.label, TARGET_CHARS + 40)}{place}: "
+                f"- {say(label, TARGET_CHARS + 40)}{place}: "
                 f"{say(failure.error, ERROR_CHARS)}{again}"
             )
         hidden = len(state.open_failures) - len(failures)
         if hidden:
             lines.append(f"  (+{hidden} older)")
     if state.artifacts:
-        changed = sorted(state.artifacts[-SHOWN_ARTIFACTS:], key=lambda a: -a.changes)
-        parts = [
-            f"{'cell ' if a.kind == 'cell' else ''}{say(a.target, TARGET_CHARS)}"
-            f" ({a.changes} {'change' if a.changes == 1 else 'changes'})"
-            for a in changed
-        ]
-        lines.append("Changed: " + ", ".join(parts))
+        lines.append("Changed: " + ", ".join(changed_parts(state.artifacts, say)))
     if state.approval:
         lines.append(f"Waiting for your approval: {say(state.approval, WAITING_CHARS)}")
-    if state.running is not None:
-        lines.append(f"Still running: the turn for {say(state.running.text, 80)!r}")
     if state.question:
         lines.append(f"Waiting for your answer: {say(state.question, WAITING_CHARS)}")
     if state.next_step:
         lines.append(f"Next: {say(state.next_step, STEP_CHARS)}")
-    return "\n".join(lines)
+    return lines
+
+
+def changed_parts(
+    artifacts: Sequence[Artifact],
+    say: Callable[[str, int], str],
+    shown: int = SHOWN_ARTIFACTS,
+    chars: int = TARGET_CHARS,
+) -> list[str]:
+    """The ``shown`` most recently changed artifacts, the most changed first, each as
+    ``path (3 changes)`` or ``cell c7 (1 change)``; ``say`` makes a text safe and cuts it."""
+    changed = sorted(artifacts[-shown:], key=lambda a: -a.changes)
+    return [
+        f"{'cell ' if a.kind == 'cell' else ''}{say(a.target, chars)}"
+        f" ({a.changes} {'change' if a.changes == 1 else 'changes'})"
+        for a in changed
+    ]

@@ -39,10 +39,19 @@ TARGET_KEYS = (
     "index",
     "query",
     "sql",
+    "code",
+    "source",
+    "command",
+    "cmd",
 )
-#: Arguments that hold code or a query: fixing one is a retry of the same thing, so it names
-#: no target of its own; a query names the table it writes or reads.
-_CODE_KEYS = frozenset({"query", "sql"})
+#: Arguments that hold a query: it names the table it writes or reads.
+_QUERY_KEYS = frozenset({"query", "sql"})
+#: Arguments that hold code or a command: it names the file it works on, else its first line
+#: does (a rerun of the same code is the same thing; code fixed before it ran again usually
+#: keeps its first line, and always the file it writes).
+_SOURCE_KEYS = frozenset({"code", "source", "command", "cmd"})
+#: Arguments whose target is something a tool can change (a file, a table, a cell).
+_THING_KEYS = frozenset(TARGET_KEYS) - _QUERY_KEYS - _SOURCE_KEYS
 CELL_KEYS = frozenset({"cell_id", "cell", "cell_index", "index"})
 #: The longest arguments text read for a target (a JSON object past this is not parsed).
 _ARGS_CHARS = 4000
@@ -82,18 +91,74 @@ def target_of(arguments: str) -> tuple[str, str]:
                 k: str(v) for k, v in data.items() if k in TARGET_KEYS and isinstance(v, str | int)
             }
     if not found:
+        inside = _quoted_spans(head)
         for match in _argument().finditer(head):
+            if _within(inside, match.start("key")):
+                continue  # ``index=[…]`` inside a code argument is no argument of the call
             value = match.group("single") or match.group("double") or match.group("bare") or ""
             found.setdefault(match.group("key"), value)
-    for key in TARGET_KEYS:
+    # A cell of a notebook is more precisely what a call works on than the notebook.
+    keys = (*sorted(CELL_KEYS & found.keys(), key=TARGET_KEYS.index), *TARGET_KEYS)
+    for key in keys:
         value = found.get(key)
         if value is None or not value.strip():
             continue
-        if key in _CODE_KEYS:
+        if key in _QUERY_KEYS:
             table = _sql_target().search(value)
             return key, table.group(1)[:TARGET_CHARS] if table else ""
+        if key in _SOURCE_KEYS:
+            return key, _source_target(value)
         return key, shorten(value, TARGET_CHARS)
     return "", ""
+
+
+def is_path(target: str) -> bool:
+    """Whether a target read from code is a file it names (not its first line)."""
+    return _path_in_code().fullmatch(f"'{target}'") is not None
+
+
+def names_code_only(argument: str, target: str) -> bool:
+    """Whether a target read from ``argument`` is code known only by its first line (not a
+    file it names, a table, an id)."""
+    return argument in _SOURCE_KEYS and not is_path(target)
+
+
+def names_a_thing(argument: str) -> bool:
+    """Whether a target read from ``argument`` is a thing a tool changes (a file, a table, a
+    cell), not a query or code."""
+    return argument in _THING_KEYS
+
+
+@functools.cache
+def _path_in_code() -> re.Pattern[str]:
+    return re.compile(r"""['"](?P<path>[^'"\s]*[\w-]\.[A-Za-z][\w]{0,7})['"]""")
+
+
+def _source_target(code: str) -> str:
+    """What code works on: the first file it names in quotes, else its first line."""
+    code = code.strip("'\" ").replace("\\n", "\n")
+    path = _path_in_code().search(code[:_ARGS_CHARS])
+    if path is not None:
+        return shorten(path.group("path"), TARGET_CHARS)
+    for line in code.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return shorten(line, TARGET_CHARS)
+    return ""
+
+
+@functools.cache
+def _quoted() -> re.Pattern[str]:
+    return re.compile(r"""'(?:[^'\\]|\\.)*(?:'|$)|"(?:[^"\\]|\\.)*(?:"|$)""")
+
+
+def _quoted_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text``'s quoted strings are (start, end), for arguments ``k='…'`` as recorded."""
+    return [match.span() for match in _quoted().finditer(text)]
+
+
+def _within(spans: list[tuple[int, int]], index: int) -> bool:
+    return any(start < index < end for start, end in spans)
 
 
 @functools.cache
@@ -104,6 +169,11 @@ def _exception() -> re.Pattern[str]:
     )
 
 
+@functools.cache
+def _qualified_exception() -> re.Pattern[str]:
+    return re.compile(r"(?m)^[ \t]*(?P<line>(?:[a-z_]\w*\.)+[A-Z]\w*:[^\n]*)")
+
+
 def error_text(error: str) -> str:
     """The line of a recorded error that says what went wrong, from the exception it names.
 
@@ -112,6 +182,12 @@ def error_text(error: str) -> str:
     first one named outside the brackets and quotes of the arguments, and the line runs from
     it. Without a named exception, the line that says error (:func:`error_line`)."""
     line = error_line(error) or first_line(error)
+    if _exception().search(line) is None:
+        # A driver's exception named by its module ("psycopg.errors.UndefinedTable: …"), with
+        # the query it ran after it.
+        qualified = _qualified_exception().search(error)
+        if qualified is not None:
+            line = qualified.group("line")
     depth = 0
     quote = ""
     starts: set[int] = set()

@@ -201,7 +201,12 @@ def _entries(persona: str, step: ToolStep, state: str) -> list[OutsideEntry]:
         (shorten(step.error, LINE_CHARS) if step.error else "failed") if state == "failed" else None
     )
     return [
-        {"kind": "tool_call", "text": step.summary, "name": step.title, "error": None},
+        {
+            "kind": "tool_call",
+            "text": step.input or step.summary,
+            "name": step.title,
+            "error": None,
+        },
         {
             "kind": "tool_result",
             "text": shorten(step.output, _OUTPUT_CHARS),

@@ -138,7 +138,7 @@ def test_the_offline_recap_names_the_ask_the_failure_and_the_approval() -> None:
     text = offline_recap(chat_transcript(view), waiting=approval_text(waiting))
     assert text is not None
     assert "Retrain the churn model in churn.ipynb" in text  # the ask, without "@Claude"
-    assert "run_cell failed: KeyError: 'region'" in text
+    assert "run_cell (c7) failed: KeyError: 'region'" in text
     assert text.endswith("Waiting for your approval: mv models/churn.pkl models/old/.")
 
 
@@ -434,3 +434,27 @@ def test_the_cli_has_nothing_to_say_of_a_chat_between_people(tmp_path: Path) -> 
     people = chat(human("lunch?", 1, mention=False))
     (tmp_path / "lunch.chat").write_text(json.dumps(people), encoding="utf-8")
     assert "no agent persona" in one_line_error(run_cli("lunch.chat", cwd=tmp_path), code=1)
+
+
+def test_a_failed_run_never_rerun_stays_named_beside_the_approval(tmp_path: Path) -> None:
+    """The persona's run of a cell failed; it then edited that cell without running it again
+    and now waits for approval: the recap and the state say the cell's last run failed."""
+    later = chat(
+        human("@Claude retrain the churn model in churn.ipynb", 100),
+        tools(101, RUN_FAILED),
+        tools(102, EDIT),
+        reply("I changed the merge; next I'll move the old model away.", 103),
+        tools(104, MOVE),
+    )
+    (tmp_path / "churn.chat").write_text(json.dumps(later), encoding="utf-8")
+    env = offline_env()
+    result = run_cli("churn.chat", cwd=tmp_path, env=env)
+    assert result.returncode == 0, result.stderr
+    recap = result.stdout.strip().splitlines()[0]
+    assert "run_cell (c7) failed: KeyError: 'region'" in recap, recap
+    assert recap.endswith("Waiting for your approval: mv models/churn.pkl models/old/.")
+    state = run_cli("--state", "churn.chat", cwd=tmp_path, env=env)
+    assert state.returncode == 0, state.stderr
+    assert "Open failures:\n- run_cell (c7): KeyError: 'region'" in state.stdout
+    assert "Waiting for your approval: mv models/churn.pkl models/old/" in state.stdout
+    assert "Changed: cell c7 (1 change)" in state.stdout

@@ -41,7 +41,8 @@ def test_demo_notebook_prints_an_offline_recap(tmp_path: Path) -> None:
     *recap_lines, signature = result.stdout.rstrip("\n").splitlines()
     assert signature == "— offline"
     text = " ".join(recap_lines)
-    assert text.startswith("Task: In which order should the migrations run")
+    # The goal the person stated, not the question they asked about it.
+    assert text.startswith("Task: We're migrating our billing tables")
     assert "In[4] failed with CalledProcessError" in text  # where the work stands
     # The next step is the one the agent's last reply proposed, not a generic one.
     assert "Next: Drop the deleted_at filter in 20240610_customers.ts" in text

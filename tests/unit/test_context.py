@@ -269,30 +269,29 @@ def test_an_unresolved_failure_outlives_later_successes() -> None:
         t.tool_result("query", f"rows for month {n} " + "y" * 150)
     text = build_context(t, max_chars=4000)
     assert len(text) <= 4000
-    recent = text.split("Recent activity (oldest first)\n")[1].splitlines()
-    assert recent[0] == "In[3]: inv = inv.merge(cust, on='cid') → error: KeyError: 'cid'"
-    assert recent[1] == "… (earlier steps omitted)"
-    assert recent[2] == "User: now build the monthly report"
+    framing, recent = text.split("Recent activity (oldest first)\n")
+    # The state keeps it, however far back: the framing says it with its error.
+    assert "Open failures:\n- In[3]: KeyError: 'cid'" in framing
+    assert recent.splitlines()[0] == "User: now build the monthly report"
     assert "NameError" not in text  # fixed by a later run of the same cell
     assert "rows for month 199" in text
 
 
-def test_an_unresolved_tool_error_keeps_its_call() -> None:
+def test_an_unresolved_tool_error_is_framed_with_its_error() -> None:
     t = jr.Transcript()
     t.user("deploy the dashboard")
-    t.tool_call("deploy", {"env": "staging"})
-    t.tool_result("deploy", "403 Forbidden: token lacks scope", error=True)
+    t.tool_call("deploy", {"path": "dash/app.py"})
+    t.tool_result("deploy", "", error="PermissionError: 403 Forbidden: token lacks scope")
     for n in range(120):
         t.tool_call("render", {"page": n})
         t.tool_result("render", "ok " + "z" * 120)
     text = build_context(t, max_chars=3000)
-    recent = text.split("Recent activity (oldest first)\n")[1].splitlines()
-    assert recent[:3] == [
-        "User: deploy the dashboard",
-        "Tool call: deploy(env='staging')",
-        "Tool error (deploy): 403 Forbidden: token lacks scope",
-    ]
-    assert recent[3] == "… (earlier steps omitted)"
+    framing, recent = text.split("Recent activity (oldest first)\n")
+    assert (
+        "Open failures:\n- deploy (dash/app.py): PermissionError: 403 Forbidden: token lacks scope"
+        in framing
+    )
+    assert recent.splitlines()[:2] == ["User: deploy the dashboard", "… (earlier steps omitted)"]
 
 
 def test_dropping_shown_prompts_never_makes_the_framing_outgrow_its_room() -> None:
@@ -361,7 +360,8 @@ def test_each_kind_of_entry_reads_as_its_line_and_the_summary_frames_them() -> N
     t.assistant("payments.ts is missing.")
     framing, recent = build_context(t).split("\n\nRecent activity (oldest first)\n")
     assert framing == (
-        "Task framing\nLatest summary: Goal: migrate billing to v2. Done: customers, invoices."
+        "Task framing\nLatest summary: Goal: migrate billing to v2. Done: customers, invoices.\n"
+        "Open failures:\n- read_file (payments.ts): FileNotFoundError: payments.ts"
     )
     assert recent.splitlines() == [
         "User: now the payments table",
@@ -373,19 +373,15 @@ def test_each_kind_of_entry_reads_as_its_line_and_the_summary_frames_them() -> N
     ]
 
 
-def test_an_unresolved_tool_error_keeps_its_own_call_not_the_one_before() -> None:
+def test_a_tool_error_is_keyed_by_its_own_call_not_the_one_before() -> None:
     t = jr.Transcript()
     t.user("deploy the dashboard")
-    t.tool_call("deploy", {"env": "staging"})
+    t.tool_call("deploy", {"path": "dash/app.py"})
     t.tool_call("notify", {"channel": "ops"})  # another tool, called in between
-    t.tool_result("deploy", "403 Forbidden: token lacks scope", error=True)
+    t.tool_result("deploy", "", error="PermissionError: token lacks scope")
     for n in range(120):
         t.tool_call("render", {"page": n})
         t.tool_result("render", "ok " + "z" * 120)
-    recent = build_context(t, max_chars=3000).split("Recent activity (oldest first)\n")[1]
-    assert recent.splitlines()[:4] == [
-        "User: deploy the dashboard",
-        "Tool call: deploy(env='staging')",
-        "… (earlier steps omitted)",  # the other tool's call
-        "Tool error (deploy): 403 Forbidden: token lacks scope",
-    ]
+    framing = build_context(t, max_chars=3000).split("Recent activity (oldest first)\n")[0]
+    assert "- deploy (dash/app.py): PermissionError: token lacks scope" in framing
+    assert "notify" not in framing

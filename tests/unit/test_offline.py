@@ -134,7 +134,7 @@ def test_the_step_proposed_after_a_failure_beats_fix_it_and_older_steps_are_stal
     )
     t.assistant("The grid search ran out of memory. I would need to rerun it with n_jobs=2.")
     assert recap(t) == (
-        "Task: Train the model. Last reply: The grid search ran out of memory. "
+        "Task: Train the model. Last reply: The grid search ran out of memory (MemoryError). "
         "Next: Rerun it with n_jobs=2."
     )
 
@@ -344,8 +344,8 @@ def test_a_reply_that_names_the_failure_is_quoted() -> None:
     t.outcome("ok")
     assert recap(t) == (
         "Task: Refund order A-1001 in full. "
-        "Last reply: The payment API answered 503, so nothing was refunded. "
-        "Next: Retry in an hour."
+        "Last reply: The payment API answered 503, so nothing was refunded "
+        "(HTTPError: 503 Service Unavailable). Next: Retry in an hour."
     )
 
 
@@ -364,13 +364,14 @@ def test_a_failure_a_later_call_with_the_same_arguments_fixed_is_not_stated() ->
 def test_a_follow_up_that_corrects_the_task_is_the_task_with_its_amount() -> None:
     t = refund_session()
     t.user("Wait, only one chair came back. Refund only one monitor (199 EUR).")
-    assert recap(t) == "Task: Refund only one monitor (199 EUR)."
+    # The changed ask is the task; the goal first asked follows it.
+    assert recap(t) == "Task: Refund only one monitor (199 EUR) — refund order A-1001 in full."
     t.tool_call("issue_refund", {"order": "A-1001", "amount": 199})
     t.tool_result("issue_refund", "refund R-77 issued")
     t.assistant("Refunded 199 EUR for one monitor (refund R-77).")
     t.outcome("ok")
     assert recap(t) == (
-        "Task: Refund only one monitor (199 EUR). "
+        "Task: Refund only one monitor (199 EUR) — refund order A-1001 in full. "
         "Last reply: Refunded 199 EUR for one monitor (refund R-77)."
     )
 
@@ -518,7 +519,10 @@ def failed_join(error: str, reply: str) -> str:
     ],
 )
 def test_a_reply_that_names_the_failure_in_any_way_is_quoted(error: str, reply: str) -> None:
-    assert failed_join(error, reply).endswith(f"Last reply: {reply}")
+    text = failed_join(error, reply)
+    assert f"Last reply: {reply.rstrip('.')}" in text and "failed" not in text
+    # The exception's name is said, by the reply or beside it.
+    assert error.split(":")[0].rsplit(".")[-1].casefold() in text.casefold()
 
 
 def test_a_reply_that_names_nothing_of_the_failure_does_not_hide_it() -> None:
@@ -550,7 +554,8 @@ def test_an_interrupted_round_quotes_the_reply_right_after_its_tool_failure(
     t.outcome("aborted")
     assert recap(t) == (
         "Task: Refund order A-1001 in full. The last agent turn was interrupted; before that: "
-        "The refund service is unavailable, so I switched to the backup service."
+        "The refund service is unavailable, so I switched to the backup service "
+        "(RuntimeError: refund service unavailable)."
     )
 
 
@@ -577,7 +582,7 @@ def test_a_chinese_reply_that_proposes_a_step_gives_the_next_step() -> None:
     t.user("请把销售数据按地区汇总。")
     t.assistant("数据已经加载完毕。接下来需要按地区汇总销售额。然后画图。")
     t.outcome("ok")
-    assert recap(t) == "任务：请把销售数据按地区汇总。下一步：接下来需要按地区汇总销售额。"
+    assert recap(t) == "任务：请把销售数据按地区汇总。下一步：需要按地区汇总销售额。"
 
 
 def test_a_failed_cell_without_a_number_is_named_by_its_first_line() -> None:

@@ -326,4 +326,9 @@ def test_a_session_whose_steps_do_not_fit_still_says_steps_were_left_out() -> No
     long_reply = jr.Transcript()
     long_reply.assistant("word " * 200)
     for t in (errored, long_reply):
-        assert build_context(t, max_chars=500, env=NO_ENV) == RECENT_HEADER + "\n" + OMITTED
+        text = build_context(t, max_chars=500, env=NO_ENV)
+        # (The failure no later run fixed is the framing's, from the session state.)
+        assert text.endswith("\n\n" + RECENT_HEADER + "\n" + OMITTED) or text == (
+            RECENT_HEADER + "\n" + OMITTED
+        )
+        assert len(text) <= 500
