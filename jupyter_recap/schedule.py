@@ -10,7 +10,7 @@ injected, so the whole behaviour can be replayed with a fake clock.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 # -- actions ----------------------------------------------------------------------------------
@@ -28,6 +28,14 @@ class StartDraft:
     """A one-off model for a manual request (``%recap --model``)."""
     note: str = ""
     """What a manual recap must say along with its text (:data:`OUTSIDE_NOTE`)."""
+    # Bookkeeping of what it covers, left out of comparisons: two drafts are the same action
+    # when their id, trigger, fingerprint, model and note are.
+    turns: int = field(default=0, compare=False)
+    """The agent turns that had finished when it started: it covers the latest of them."""
+    again: bool = field(default=False, compare=False)
+    """It takes over the in-flight draft of the same ``id``, whose answer covered an older
+    turn than the latest finished one: whoever waited for that draft (a ``%recap`` cell, the
+    banner's *drafting…*) waits for this one instead."""
 
     @property
     def manual(self) -> bool:
@@ -52,6 +60,16 @@ class ShowRecap:
     reason: str
     note: str = ""
     notice: str = ""
+    turns: int = field(default=0, compare=False)
+    """The agent turns that had finished when it was drafted (see :attr:`StartDraft.turns`)."""
+
+
+@dataclass(frozen=True)
+class ShowDrafting:
+    """The banner says *drafting…*: what it showed, or was about to show, covers an older turn
+    than the latest finished one, and a recap of that turn is on its way."""
+
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -66,7 +84,7 @@ class Refuse:
     message: str
 
 
-Action = StartDraft | CancelDraft | ShowRecap | ClearBanner | Refuse
+Action = StartDraft | CancelDraft | ShowRecap | ShowDrafting | ClearBanner | Refuse
 
 OUTSIDE_NOTE = "a CLI agent's turn on this notebook has no stop yet"
 """Said with a ``%recap`` written while an outside agent's turn goes on."""
@@ -75,6 +93,16 @@ OUTSIDE_HOLD_SECONDS = 900.0
 """The longest an outside agent's turn holds automatic recaps without its end being heard. The
 server ends a silent turn much sooner (``RecapServer.hook_silence_seconds``); this is the
 backstop for an end the kernel never heard (its feed was reconnecting when it was sent)."""
+
+
+MAX_REDRAFTS = 2
+"""How many times one draft starts again with a model because a newer turn finished while it
+was out; after that it is written offline (at once, from the transcript as it is then), so an
+agent that ends turns faster than a model answers still gets a recap of its latest turn."""
+
+MAX_OFFLINE_REDRAFTS = 2
+"""Offline redrafts after those: a turn would have to end within each one (they take
+milliseconds); past this the draft is dropped rather than shown stale."""
 
 
 class TriggerSettings(Protocol):
@@ -91,6 +119,8 @@ class TriggerSettings(Protocol):
 class _InFlight:
     draft: StartDraft
     started: float
+    redrafts: int = 0
+    """How many times this draft started again (:data:`MAX_REDRAFTS`)."""
 
 
 @dataclass
@@ -143,6 +173,10 @@ class Schedule:
         self.banner_visible = False
         self.last_fingerprint: str | None = None
         self.last_text: str | None = None
+        self.shown_turns: int | None = None
+        """The finished turns the recap on the banner covers (None: none shows)."""
+        self.last_turns: int | None = None
+        """The finished turns the latest recap shown covers, banner cleared or not."""
         self.counters = EngineCounters()
         self._next_id = 0
 
@@ -208,19 +242,37 @@ class Schedule:
         return self.turn_running or self.outside_running
 
     def _turn_over(self) -> list[Action]:
-        """A turn ended: once none runs, arm what applies after a turn."""
-        if self.holding or not self.settings.auto:
+        """A turn ended: once none runs, arm what applies after a turn; a banner still showing
+        the recap of an earlier turn must not stay up as if it covered this one."""
+        if self.holding:
             return []
+        stale = self.banner_visible and self.shown_turns != self._completed_turns()
+        if not self.settings.auto:
+            return self._cancel_and_clear() if stale else []
         now = self._clock()
-        if self.pending:
-            self.pending = False
-            if self._away():
-                return self._try_draft("away")
-        if self._away():
+        actions: list[Action] = []
+        pending, self.pending = self.pending, False
+        if pending and self._away():
+            actions = self._try_draft("away")
+        elif self._away():
             self.post_turn_deadline = now + float(self.settings.post_turn_seconds)
         elif not self.focus_supported:
             self.idle_deadline = now + float(self.settings.idle_seconds)
-        return []
+        if stale:
+            # (Only a turn its banner outlived: a recap shown while an outside agent worked.)
+            actions += self._replace_stale_banner("post_turn")
+        return actions
+
+    def _replace_stale_banner(self, reason: str) -> list[Action]:
+        """The banner shows a recap of an earlier turn: *drafting…* when a recap of the latest
+        one is coming, else the offline recap of it, written now (no model call)."""
+        self.last_text = None  # those words leave the screen
+        if self.in_flight is not None or self.post_turn_deadline is not None:
+            self.shown_turns = None
+            return [ShowDrafting(reason)]
+        if self._completed_turns() < 1:
+            return self._cancel_and_clear()
+        return [self._start(reason, self._fingerprint(), "offline")]
 
     def user_input(self) -> list[Action]:
         """The person did something in the notebook (ran a cell; later: typed)."""
@@ -315,11 +367,22 @@ class Schedule:
         draft = flight.draft
         if text is None:
             return []
+        # A turn finished while it was out: its text covers an older turn than the latest.
+        newer_turn = self._completed_turns() != draft.turns
+        if draft.manual and newer_turn and not self.turn_running:
+            # The person waits for it (``%recap``): a recap of the turn that ended instead.
+            self.counters.discarded_stale += 1
+            return self._again(flight)
         if self.holding and not (draft.manual or self.settings.during_active):
             self.counters.discarded_stale += 1
             return []
         if not draft.manual and self._fingerprint() != draft.fingerprint:
             self.counters.discarded_stale += 1  # the session moved on while we were drafting
+            if self.settings.auto and not self.holding and (newer_turn or draft.reason == "resume"):
+                # The recap was wanted and the transcript moved on under it: draft again now,
+                # from the newer turn (a resume recap, from what the restart added). The
+                # person may have come back meanwhile; that is when it helps.
+                return self._again(flight)
             if self._away() and self.settings.auto and self.post_turn_deadline is None:
                 # Still away: try again shortly with what happened meanwhile.
                 self.post_turn_deadline = self._clock() + float(self.settings.post_turn_seconds)
@@ -334,9 +397,40 @@ class Schedule:
         self.last_fingerprint = draft.fingerprint
         self.last_text = text
         self.banner_visible = True
+        self.shown_turns = self.last_turns = draft.turns
         self.counters.last_reason = draft.reason
         self.counters.last_shown_at = self._clock()
-        return [ShowRecap(draft.id, text, model, draft.reason, note, notice)]
+        return [ShowRecap(draft.id, text, model, draft.reason, note, notice, draft.turns)]
+
+    def _again(self, flight: _InFlight) -> list[Action]:
+        """Start ``flight``'s draft again from the transcript as it is now (same id: it takes
+        over), a model's while :data:`MAX_REDRAFTS` allows, then offline; the banner says
+        *drafting…* meanwhile."""
+        draft = flight.draft
+        redrafts = flight.redrafts + 1
+        if redrafts > MAX_REDRAFTS + MAX_OFFLINE_REDRAFTS:
+            return []
+        model = draft.model if redrafts <= MAX_REDRAFTS else "offline"
+        note = draft.note
+        if draft.manual:  # the outside turn it mentioned may have ended meanwhile
+            note = OUTSIDE_NOTE if self.outside_running else ""
+        again = StartDraft(
+            draft.id,
+            draft.reason,
+            self._fingerprint(),
+            model,
+            note,
+            self._completed_turns(),
+            again=True,
+        )
+        self.in_flight = _InFlight(again, self._clock(), redrafts)
+        self.counters.drafts_started += 1
+        if draft.manual:
+            return [again]  # its banner says drafting… since it started
+        self.banner_visible = True
+        self.shown_turns = None
+        self.last_text = None
+        return [ShowDrafting(draft.reason), again]
 
     def banner_dismissed(self) -> list[Action]:
         """The person closed the banner themselves."""
@@ -393,7 +487,7 @@ class Schedule:
         self, reason: str, fingerprint: str, model: str | None, note: str = ""
     ) -> StartDraft:
         self._next_id += 1
-        draft = StartDraft(self._next_id, reason, fingerprint, model, note)
+        draft = StartDraft(self._next_id, reason, fingerprint, model, note, self._completed_turns())
         self.in_flight = _InFlight(draft, self._clock())
         self.counters.drafts_started += 1
         return draft
@@ -410,5 +504,15 @@ class Schedule:
         actions = self._cancel()
         if self.banner_visible:
             self.banner_visible = False
+            self.shown_turns = None
             actions.append(ClearBanner())
         return actions
+
+    def coming(self) -> bool:
+        """Whether a recap is on its way: a draft runs, or the post-turn one is due for a turn
+        the latest recap shown does not cover."""
+        return self.in_flight is not None or (
+            self.settings.auto
+            and self.post_turn_deadline is not None
+            and self.last_turns != self._completed_turns()
+        )

@@ -24,7 +24,7 @@ class FakeAgentMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.script: list[Behaviour] = []
-        self.answers: list[str] = []
+        self.answers: list[str | BaseException] = []
 
     @cell_magic
     def agent(self, line: str, cell: str) -> Any:

@@ -102,6 +102,11 @@ class Drafting:
         """Whether a draft is running now."""
         return self.schedule.in_flight is not None
 
+    def coming(self) -> bool:
+        """Whether a recap is on its way: a draft runs, or the post-turn one is due (the agents
+        panel says *drafting…*)."""
+        return bool(self.schedule.coming())
+
     # -- manual recaps ---------------------------------------------------------------------
 
     def preview(self, model: str | None = None) -> RequestPreview | None:

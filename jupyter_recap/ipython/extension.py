@@ -89,6 +89,7 @@ class RecapExtension:
             dismissed=lambda: self.drafting.dismissed(),
             created=lambda model_id: self.reporting.banner_created(model_id),
             story=lambda: self.session.story_note,
+            handoff=self.handoff,
         )
         self.drafting = Drafting(
             self.transcript,
@@ -120,7 +121,7 @@ class RecapExtension:
             focus=self.drafting.browser_focus,
             typed=self.drafting.typed_elsewhere,
             shown=lambda: self.surface.shown,
-            drafting=self.drafting.in_flight,
+            drafting=self.drafting.coming,
             outside=self.drafting.runner.outside,
             worker=self.worker,
         )
@@ -271,6 +272,22 @@ class RecapExtension:
     def manual(self, model: str | None = None) -> RecapResult:
         """``%recap``: draft now off the main thread and wait; an interrupt cancels it."""
         return self.drafting.manual(model)
+
+    def handoff(self) -> str:
+        """The source of a handoff cell for this session: its state's prompt under the agent
+        magic this notebook uses (see :mod:`jupyter_recap.pipeline.handoff`). Raises
+        :class:`~jupyter_recap.pipeline.handoff.NothingToHandOff` when there is no task."""
+        from ..pipeline.handoff import agent_magic, handoff_cell
+
+        agent = self.recorder.agent_cell
+        manager = self.shell.magics_manager
+        magic = agent_magic(
+            f"%%{agent.magic} {agent.args}" if agent is not None else None,
+            model=self.transcript.active_model,
+            cell_magics=manager.magics["cell"] if manager is not None else (),
+            agent_magics=self.settings.agent_magics,
+        )
+        return handoff_cell(self.transcript.state, magic)
 
     @property
     def notebook(self) -> str | None:

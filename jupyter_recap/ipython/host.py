@@ -70,7 +70,8 @@ class KernelView(Protocol):
 
 
 class RecapHost(KernelView, Protocol):
-    """What ``%recap`` drives: manual recaps, the dry run, resuming a stored session."""
+    """What ``%recap`` drives: manual recaps, the dry run, resuming a stored session, the
+    handoff cell."""
 
     @property
     def has_widgets(self) -> bool: ...
@@ -83,3 +84,5 @@ class RecapHost(KernelView, Protocol):
     def preview(self, model: str | None = None) -> RequestPreview | None: ...
 
     def resume_session(self, id_or_prefix: str) -> SessionRecord: ...
+
+    def handoff(self) -> str: ...

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 USAGE = (
     "usage: %recap [--model M] [--dry-run] | status | on | off | save | sessions [--all]"
-    " | resume ID | compact-memory [--model M] | state"
+    " | resume ID | compact-memory [--model M] | state | handoff [--print]"
 )
 
 
@@ -54,6 +54,9 @@ class RecapMagics(Magics):
         %recap resume ID    continue a stored session (any unique id prefix) and recap it
         %recap state        this session's state: task, decisions, constraints, open failures,
                             what changed, what waits, next
+        %recap handoff      a new agent cell below this one, not run: the notebook's agent magic
+                            and a prompt carrying that state on, ready to edit
+                            (--print: print it instead; terminal IPython always prints it)
         %recap compact-memory [--model M]
                             have a model merge the project notes nobody has recalled yet
                             (only past 60 notes with at least two never recalled)
@@ -93,6 +96,8 @@ class RecapMagics(Magics):
             self._save()
         elif words == ["state"]:
             self._state()
+        elif words in (["handoff"], ["handoff", "--print"]):
+            self._handoff(printed=len(words) == 2)
         elif words in (["sessions"], ["sessions", "--all"]):
             self._sessions(all_notebooks=len(words) == 2)
         elif len(words) == 2 and words[0] == "resume":
@@ -134,6 +139,24 @@ class RecapMagics(Magics):
 
         # The session's text is anyone's: printed inert (render_state redacts it).
         print(printable(render_state(self.host.transcript.state)))
+
+    def _handoff(self, *, printed: bool) -> None:
+        try:
+            source = self.host.handoff()
+        except RecapError as error:  # nothing to hand off yet
+            print(printable(f"recap: {error}"))
+            return
+        shell = self.shell
+        if printed or shell is None or not self.host.has_widgets:
+            # Terminal IPython has no cells to put it in (its next prompt would run it on
+            # Enter): the text is printed, to copy. handoff() made it inert and redacted.
+            print(source)
+            return
+        # How a kernel asks its front end for a new cell below the running one (the payload
+        # JupyterLab, Notebook and nbclassic act on); the front end never runs it.
+        shell.set_next_input(source, replace=False)
+        # Said in this cell's own output: a front end that ignores the payload leaves no cell.
+        print("recap: the handoff is in a new cell below, not run (--print shows it here)")
 
     def _save(self) -> None:
         writer = self.host.writer

@@ -83,6 +83,9 @@ class Recorder:
         self.events = CellEvents()
         self.cells = CellCounts()
         """Which cell ran as which ``In[n]`` (for cell links in recaps and the agents panel)."""
+        self.agent_cell: AgentCell | None = None
+        """The latest agent cell magic run here (``%%ai …``; not a ``%ai`` line), the latest
+        whose turn did not error once there is one: a handoff cell uses the same magic."""
         self._run: _Run | None = None
         # Settings are read on every cell; traitlets lookups are slow enough to show up in the
         # per-cell overhead, so keep plain copies in step with the traits.
@@ -231,6 +234,8 @@ class Recorder:
             # unknown model, "%ai fix" with nothing to fix): the turn failed all the same.
             outcome, detail = "errored", reply.failure
         self.transcript.outcome(outcome, detail, cell_id=run.cell_id, count=result.execution_count)
+        if run.source.lstrip().startswith("%%") and (outcome != "errored" or not self.agent_cell):
+            self.agent_cell = run.agent
         if run.agent is not None and run.agent.magic == "ai" and self.hub is not None:
             self.hub.count("jupyter-ai")
 

@@ -61,9 +61,11 @@ class AgentReporting:
         self._typed = typed
         """The person typed in this notebook (reported by the browser): they are here."""
         self._shown = shown
-        """The latest recap shown (``text``, ``model``, ``at``), or None."""
+        """The latest recap shown (``text``, ``model``, ``at``, ``turns``), or None."""
         self._drafting = drafting
-        """Whether a recap is being drafted now."""
+        """Whether a recap is on its way (a draft runs, or the post-turn one is due)."""
+        self._offline: tuple[tuple[int, int], dict[str, Any] | None] | None = None
+        """(transcript revision and finished turns, the offline recap of that transcript)."""
         self._outside = outside if outside is not None else contextlib.nullcontext
         """Marks the entries written while it is open as written outside the kernel (a turn
         they start is an outside agent's: it never holds up ``%recap``)."""
@@ -217,13 +219,51 @@ class AgentReporting:
         """This kernel's state for the server's agents panel (built on the reporter's thread)."""
         from ..focus.report import agent_report
 
+        recap, drafting = self.current_recap()
         return agent_report(
             self.transcript,
             cells=self.cells,
-            recap=self._shown(),
-            drafting=self._drafting(),
+            recap=recap,
+            drafting=drafting,
             tasks=self.state.tasks,
         )
+
+    def current_recap(self) -> tuple[dict[str, Any] | None, bool]:
+        """The recap the panel shows for this kernel, and whether one is being drafted.
+
+        The recap shown last, while it covers the latest finished turn. Once a newer turn has
+        finished, its text would be read as the news of that turn: the panel says *drafting…*
+        instead while a recap of it is on its way, else shows the offline recap of it.
+        """
+        shown, drafting = self._shown(), self._drafting()
+        if shown is None or shown.get("turns") == self.transcript.completed_turns:
+            return shown, drafting
+        if drafting:
+            return None, True
+        return self._offline_recap(), False
+
+    def _offline_recap(self) -> dict[str, Any] | None:
+        """The offline recap of the transcript as it is now (written once per change of it)."""
+        transcript = self.transcript
+        key = (transcript.revision, transcript.completed_turns)
+        cached = self._offline
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        # The pipeline is loaded already: a recap was shown before one can be out of date.
+        from ..pipeline.offline import offline_recap
+
+        framing = self.state.framing()
+        text = offline_recap(
+            transcript,
+            open_task=framing.open_task,
+            progress=framing.progress,
+            waiting=framing.waiting,
+        )
+        recap = None
+        if text:
+            recap = {"text": text, "model": "offline", "at": time.time(), "turns": key[1]}
+        self._offline = (key, recap)
+        return recap
 
     def changed(self) -> None:
         """Something the panel shows changed: the reporter sends a new report soon."""

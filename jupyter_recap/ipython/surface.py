@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     # Types only: the pipeline and the ledger load with the first recap, not at %load_ext.
     from ..focus.report import CellCounts
     from ..pipeline.service import RecapResult, WrittenRecap
-    from ..schedule import ShowRecap, StartDraft
+    from ..schedule import ShowDrafting, ShowRecap, StartDraft
     from ..stores.usage import UsageLedger
 
 
@@ -46,6 +46,7 @@ class BannerSurface:
         dismissed: Callable[[], None],
         created: Callable[[str], None] = lambda model_id: None,
         story: Callable[[], str] = lambda: "",
+        handoff: Callable[[], str] | None = None,
     ) -> None:
         self.transcript = transcript
         self.cells = cells
@@ -64,9 +65,12 @@ class BannerSurface:
         """The banner widget was made (its model id): the server learns it."""
         self._story = story
         """Which stored sessions a resumed story draws from ("" for one): a resume recap says it."""
+        self._handoff = handoff
+        """Writes a handoff cell's source: the banner's *Continue* asks for it."""
         self.last_recap: WrittenRecap | None = None
         self.shown: dict[str, Any] | None = None
-        """The latest recap shown (``text``, ``model``, ``at``), for the agents panel."""
+        """The latest recap shown (``text``, ``model``, ``at``, and ``turns``: the agent turns
+        that had finished when it was drafted), for the agents panel."""
         self._banner: Any = None
         self._banner_lock = threading.Lock()
         """Makes one banner when two threads ask for it at once."""
@@ -103,6 +107,7 @@ class BannerSurface:
 
                 banner = RecapBanner(display_id=self.display_id)
                 banner.observe(self._on_dismissed, names=["dismissed"])
+                banner.handoff = self._handoff
                 self._banner = banner
                 self._take_live_output(banner)
                 self._created(banner.model_id)
@@ -212,7 +217,7 @@ class BannerSurface:
         self.transcript.recap(recap.text, model=recap.model)
         # As shown: the links' offsets must count the characters the page will see.
         text = printable(recap.text)
-        self.shown = {"text": text, "model": recap.model, "at": time.time()}
+        self.shown = {"text": text, "model": recap.model, "at": time.time(), "turns": action.turns}
         if self._has_widgets():
             tasks = self._tasks()
             note = progress_line(tasks)
@@ -252,12 +257,20 @@ class BannerSurface:
             with contextlib.suppress(Exception):  # the comm may already be gone at shutdown
                 self._banner.clear()
 
-    def drafting(self, draft: StartDraft) -> None:
-        """A ``%recap`` draft is about to start: its cell gets the banner's output first, so the
-        recap, however fast, updates an output that exists."""
-        if self._has_widgets():
+    def drafting(self, draft: StartDraft | ShowDrafting) -> None:
+        """The banner says *drafting…*. For a ``%recap`` draft about to start, its cell gets the
+        banner's output first, so the recap, however fast, updates an output that exists; a
+        recap of a newer turn replacing one of an older turn just says it is coming."""
+        if not self._has_widgets():
+            return
+        from ..schedule import StartDraft
+
+        if isinstance(draft, StartDraft):
             self._display_manual_output(draft)
             self.banner.drafting(model=draft.model or "", reason=draft.reason)
+        else:
+            self.banner.drafting(reason=draft.reason)
+            self._changed()
 
     def manual_ended(self, result: RecapResult, started: bool) -> None:
         """A ``%recap`` draft ended (``started``: one was started at all); a failed one says so."""

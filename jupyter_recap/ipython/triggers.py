@@ -27,7 +27,7 @@ from .worker import Job, Worker
 if TYPE_CHECKING:
     from ..pipeline.providers.base import CancelToken
     from ..pipeline.service import RecapResult, RecapStats
-    from ..schedule import Action, Schedule, ShowRecap, StartDraft
+    from ..schedule import Action, Schedule, ShowDrafting, ShowRecap, StartDraft
     from ..stores.framing import Framing
     from ..stores.usage import UsageLedger
 
@@ -50,6 +50,9 @@ class DraftJob:
         self.cancel: CancelToken = _cancel_token()
         self.done = threading.Event()
         self.result: RecapResult | None = None
+        self.follow: DraftJob | None = None
+        """The draft that took over from this one (its answer covered an older turn than the
+        latest finished one): whoever waits for this one waits for that one instead."""
 
 
 @dataclass
@@ -58,9 +61,10 @@ class Surface:
 
     show: Callable[[ShowRecap], None]
     clear: Callable[[], None]
-    drafting: Callable[[StartDraft], None]
-    """A manual draft is about to start, on the thread that asked for it; its worker thread
-    starts only after this returns."""
+    drafting: Callable[[StartDraft | ShowDrafting], None]
+    """The banner says *drafting…*: a manual draft is about to start (on the thread that asked
+    for it; its worker thread starts only after this returns), or a recap of a newer turn
+    replaces one of an older turn (:class:`~jupyter_recap.schedule.ShowDrafting`)."""
     changed: Callable[[], None] = lambda: None
     """A draft started or ended (the agents panel shows "drafting…")."""
 
@@ -295,14 +299,17 @@ class TriggerRunner:
                 get_logger().exception("recap action %s failed", type(action).__name__)
 
     def _act(self, action: Action) -> None:
-        from ..schedule import CancelDraft, ClearBanner, ShowRecap, StartDraft
+        from ..schedule import CancelDraft, ClearBanner, ShowDrafting, ShowRecap, StartDraft
 
         if isinstance(action, StartDraft):
             job = DraftJob(action)
             self._jobs[action.id] = job
             if action.manual:
+                if action.again and self.manual_job is not None:
+                    self.manual_job.follow = job  # the %recap waiting goes on waiting
+                else:
+                    self.surface.drafting(action)
                 self.manual_job = job
-                self.surface.drafting(action)
             get_logger().info("drafting a recap (%s)", action.reason)
             worker = threading.Thread(
                 target=self._work, args=(job,), name="jupyter-recap-draft", daemon=True
@@ -317,6 +324,8 @@ class TriggerRunner:
                 self.surface.changed()
         elif isinstance(action, ShowRecap):
             self.surface.show(action)
+        elif isinstance(action, ShowDrafting):
+            self.surface.drafting(action)
         elif isinstance(action, ClearBanner):
             self.surface.clear()
 
@@ -353,7 +362,8 @@ class TriggerRunner:
             recap.note if recap is not None else "",
             recap.notice if recap is not None else "",
         )
-        self._jobs.pop(draft.id, None)
+        if self._jobs.get(draft.id) is job:  # not when a draft again took over its id
+            del self._jobs[draft.id]
         job.done.set()
         self.surface.changed()
 
@@ -362,8 +372,12 @@ class TriggerRunner:
         from ..pipeline.service import RecapResult
 
         try:
-            while not job.done.wait(0.05):
-                pass
+            while True:
+                while not job.done.wait(0.05):
+                    pass
+                if job.follow is None:
+                    break
+                job = job.follow  # it covered an older turn: its successor answers
         except KeyboardInterrupt:
             self.feed(self.schedule.cancel_in_flight)
             job.cancel.cancel()

@@ -41,7 +41,7 @@ from ..focus.board import ChatFacts, chat_row_id
 from ..focus.validate import Report
 from ..pipeline.context import build_context, fingerprint
 from ..pipeline.providers.base import CancelToken
-from ..schedule import CancelDraft, Schedule, ShowRecap, StartDraft
+from ..schedule import CancelDraft, Schedule, ShowDrafting, ShowRecap, StartDraft
 from ..stores.framing import Framing
 from ..wire import OutsideActivity, RecapInfo
 
@@ -103,6 +103,10 @@ class TrackedChat:
         self.digest = ""
         self.ended_turns = 0
         self.recap: RecapInfo | None = None
+        self.recap_turns = 0
+        """The turns that had ended when :attr:`recap` was drafted: it covers the latest."""
+        self.offline: tuple[str, RecapInfo | None] | None = None
+        """(digest, the offline recap of the chat as it was then), written when a row needs it."""
         self.drafting: CancelToken | None = None
         self.timer: asyncio.TimerHandle | None = None
         self.read_pending = False
@@ -387,6 +391,7 @@ class ChatSource:
         waiting = turn.waiting if turn is not None else None
         state = chat.state
         failed = turn.failed if turn is not None else None
+        recap, drafting = self._current_recap(chat, view)
         report = Report(
             turn="running"
             if state in ("running", "waiting")
@@ -395,8 +400,8 @@ class ChatSource:
             turn_ended=turn.last_at if state in ("finished", "errored") and turn else None,
             error=failed.error if failed is not None and state == "errored" else None,
             last_activity=turn.last_at if turn is not None else None,
-            recap=chat.recap,
-            drafting=chat.drafting is not None,
+            recap=recap,
+            drafting=drafting,
         )
         facts = ChatFacts(
             agent=view.persona_name(),
@@ -404,6 +409,31 @@ class ChatSource:
             approval=approval_text(waiting) if waiting is not None else None,
         )
         self.recap.board.chat(chat.path, report, facts, history=history)
+
+    @staticmethod
+    def _current_recap(chat: TrackedChat, view: ChatView) -> tuple[RecapInfo | None, bool]:
+        """The row's recap and whether one is being drafted: the recap shown while it covers
+        the latest ended turn; after a newer one, *drafting…* while a recap of it is on its
+        way, else the offline recap of it (never the older text as if it were the news)."""
+        drafting = chat.drafting is not None or chat.schedule.coming()
+        if chat.recap is None or chat.recap_turns == chat.ended_turns:
+            return chat.recap, drafting
+        if drafting:
+            return None, True
+        if chat.offline is None or chat.offline[0] != chat.digest:
+            from ..pipeline.offline import offline_recap
+
+            turn = view.latest
+            waiting = turn.waiting if turn is not None else None
+            text = offline_recap(
+                chat_transcript(view),
+                waiting=approval_text(waiting) if waiting is not None else None,
+            )
+            info: RecapInfo | None = None
+            if text:
+                info = {"text": text, "model": "offline", "at": round(time.time(), 3), "links": []}
+            chat.offline = (chat.digest, info)
+        return chat.offline[1], False
 
     def _publish_outside(self) -> None:
         root = str(self.serverapp.root_dir)
@@ -446,7 +476,10 @@ class ChatSource:
                     "at": round(time.time(), 3),
                     "links": [],
                 }
+                chat.recap_turns = action.turns
                 self._publish(chat)
+            elif isinstance(action, ShowDrafting):
+                self._publish(chat)  # the row says drafting… (the draft is in flight)
         self._arm(chat)
 
     def _arm(self, chat: TrackedChat) -> None:
@@ -493,7 +526,8 @@ class ChatSource:
                 result = None
             finally:
                 self.recap.close_draft(token)
-                chat.drafting = None
+                if chat.drafting is token:  # not a draft that took over meanwhile
+                    chat.drafting = None
             written = result.recap if result is not None else None
             self._act(
                 chat,

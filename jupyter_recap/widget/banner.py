@@ -14,13 +14,16 @@ recap changes (``jupyter_recap.ipython.surface`` does both).
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anywidget
 from traitlets import Bool, Dict, Enum, List, Unicode, observe
 
+from ..debuglog import get_logger
+from ..errors import RecapError
 from ..textutil import printable
 
 _STATIC = pathlib.Path(__file__).parent / "static"
@@ -31,6 +34,11 @@ STATES = ("hidden", "drafting", "shown", "failed")
 _NO_LINKS: dict[str, Any] = {"links": [], "stop_cell": None, "progress": None, "notice": ""}
 
 LABEL = "✦ recap"
+
+#: The custom message a view sends for its *Continue* button, and the kernel's answer's type.
+HANDOFF = "handoff"
+#: The longest request id a view may send (it is echoed back; the view makes short ones).
+REQUEST_ID_CHARS = 64
 
 
 class RecapBanner(anywidget.AnyWidget):
@@ -86,6 +94,11 @@ class RecapBanner(anywidget.AnyWidget):
         """The one display id of every output of this banner (kept after :meth:`close`). The
         kernel passes the id of the output ``%load_ext`` left for it, since the banner itself
         is made only when it first has something to show."""
+        self.handoff: Callable[[], str] | None = None
+        """Writes the source of a handoff cell from the session's state (the kernel sets it;
+        it raises :class:`~jupyter_recap.errors.RecapError` when there is nothing to hand
+        off). The *Continue* button of a view above the active cell asks for it."""
+        self.on_msg(self._on_view_message)
 
     def show(
         self,
@@ -161,6 +174,28 @@ class RecapBanner(anywidget.AnyWidget):
         """The dismiss button was clicked: hide the banner."""
         if change["new"]:
             self.state = "hidden"
+
+    def _on_view_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        """A view's *Continue* was clicked: answer with the handoff cell's source (the view
+        asks the labextension to insert it below the active cell, never run), or with the one
+        line saying why there is none. Never raises into the kernel's comm handling."""
+        if not isinstance(content, dict) or content.get("type") != HANDOFF:
+            return
+        request = content.get("id")
+        if not isinstance(request, str) or not request or len(request) > REQUEST_ID_CHARS:
+            return
+        reply: dict[str, str] = {"type": HANDOFF, "id": request}
+        try:
+            if self.handoff is None:
+                raise RecapError("this kernel does not write handoffs")
+            reply["source"] = self.handoff()
+        except RecapError as error:
+            reply["error"] = printable(str(error))
+        except Exception:  # noqa: BLE001 - the page gets one line, the debug log the rest
+            get_logger().exception("banner: writing the handoff failed")
+            reply["error"] = "the handoff could not be written (see the debug log)"
+        with contextlib.suppress(Exception):  # the comm may be gone (kernel shutting down)
+            self.send(reply)
 
     def close(self) -> None:
         """Close the banner and the ``Layout`` widget DOMWidget made for it.

@@ -24,7 +24,7 @@
  * scroll away and keep reading), never while they type, and without moving the keyboard focus.
  */
 import type { Cell } from '@jupyterlab/cells';
-import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { Notebook, NotebookPanel } from '@jupyterlab/notebook';
 import { MimeModel } from '@jupyterlab/rendermime';
 import type { KernelMessage } from '@jupyterlab/services';
 import type { IDisposable } from '@lumino/disposable';
@@ -42,6 +42,11 @@ export const MOUNT_CLASS = 'jp-RecapBanner-mount';
 export const HOST_CLASS = 'jp-mod-recapBanner';
 /** Dispatched (bubbling) by the banner view when a cell link is clicked; detail `{ cellId }`. */
 export const SELECT_CELL_EVENT = 'jupyter-recap:select-cell';
+/**
+ * Dispatched (bubbling) by the banner view when the kernel answered its *Continue* button;
+ * detail `{ source }`: the handoff cell's source, inserted below the active cell, never run.
+ */
+export const HANDOFF_EVENT = 'jupyter-recap:handoff';
 
 /** Delays of the retries when a view cannot be rendered yet (no widget manager, no view). */
 export const RENDER_RETRIES_MS = [250, 500, 1_000, 2_000, 4_000, 8_000];
@@ -192,6 +197,7 @@ export class BannerMount implements IDisposable {
     mount.node.dataset.modelId = modelId;
     // The view renders cell links only inside this mount and reports their clicks to it.
     mount.node.addEventListener(SELECT_CELL_EVENT, this._onSelectCell);
+    mount.node.addEventListener(HANDOFF_EVENT, this._onHandoff);
     const renderer = rendermime.createRenderer(WIDGET_MIME);
     mount.addWidget(renderer);
     this._mount = mount;
@@ -259,6 +265,16 @@ export class BannerMount implements IDisposable {
     // The cell's own handlers need not see it: the target cell is about to become active.
     event.stopPropagation();
     void selectCell(this._panel, cellId);
+  };
+
+  /** The kernel wrote a handoff cell for the banner's Continue: put it below the active cell. */
+  private readonly _onHandoff = (event: Event): void => {
+    const source = (event as CustomEvent<{ source?: unknown } | null>).detail?.source;
+    if (typeof source !== 'string' || !source || this._disposed) {
+      return;
+    }
+    event.stopPropagation();
+    insertCellBelow(this._panel.content, source);
   };
 
   /** Put the mount at the top of the active cell (above its input), if not there already. */
@@ -659,6 +675,32 @@ export class BannerMount implements IDisposable {
   private _typedAt = 0;
   /** The person clicked or typed in the notebook since this page showed it. */
   private _chose = false;
+}
+
+/**
+ * Insert a code cell holding `source` below the active cell (at the top when none is active)
+ * and make it the active one; it is not run. Returns its index, or null without a model.
+ *
+ * Not `NotebookActions.insertBelow`: that makes a cell of the notebook's default type, which
+ * may be Markdown, and marks it trusted as the person's own. This text comes from the kernel,
+ * so the cell is made the way JupyterLab makes the cell a kernel's `set_next_input` asks for
+ * (`%recap handoff` takes that road): a code cell, not trusted.
+ */
+export function insertCellBelow(notebook: Notebook, source: string): number | null {
+  const model = notebook.model;
+  if (!model) {
+    return null;
+  }
+  const index = notebook.activeCell ? notebook.activeCellIndex + 1 : 0;
+  model.sharedModel.insertCell(index, {
+    cell_type: 'code',
+    source,
+    metadata: { trusted: false }
+  });
+  notebook.activeCellIndex = index;
+  notebook.deselectAll();
+  void notebook.scrollToItem(index, 'smart').catch(() => undefined);
+  return index;
 }
 
 /**

@@ -244,3 +244,28 @@ def test_what_a_model_writes_is_shown_clean_in_the_banner_the_saved_output_and_t
             assert unsafe not in shown
     assert "All tests deliaf passed." in recap["text"]
     assert recap["model"] == model[:256]  # cut to fit, not refused
+
+
+def test_the_row_never_shows_the_recap_of_an_earlier_turn_as_current(notebook: Any) -> None:
+    """A turn ends while the person looks elsewhere: its recap is the row's. They come back and
+    watch the next turn end (no recap is drafted for that): the row shows the offline recap
+    of that turn, never the recap of the turn before as if it were the news."""
+    lab, kernel_id, kc, path = notebook
+    tab = {"kernel_id": kernel_id, "path": path, "client_id": "tab", "focused": False}
+    lab.api("POST", "jupyter-recap/api/focus", tab)
+    until(lambda: value(kc, "ext.schedule.focused") is False)
+    execute(kc, "agent.script.append(lambda p: print('Loaded orders. Next: load the invoices.'))")
+    execute(kc, "%%agent\nload the orders table")
+    first = until(lambda: (r := row(lab, kernel_id))["recap"] and r)
+    assert "invoices" in first["recap"]["text"]
+
+    lab.api("POST", "jupyter-recap/api/focus", {**tab, "focused": True})
+    until(lambda: value(kc, "ext.schedule.focused") is True)
+    execute(kc, "agent.script.append(lambda p: print('Loaded invoices. Next: load the payments.'))")
+    execute(kc, "%%agent\nnow load the invoices table")
+    latest = until(
+        lambda: (r := row(lab, kernel_id))["recap"] and "payments" in r["recap"]["text"] and r
+    )
+    assert latest["turn_ended"] > first["turn_ended"]
+    assert latest["drafting"] is False and latest["recap"]["model"] == "offline"
+    assert value(kc, "ext.schedule.counters.drafts_started") == 1  # no model draft for it

@@ -176,6 +176,45 @@ async def test_a_persona_turn_becomes_a_row_that_waits_then_finishes(
 
 
 @asynctest
+async def test_a_chat_row_never_keeps_the_recap_of_an_earlier_turn_as_current(
+    jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any
+) -> None:
+    """A turn ends while the person is away: its recap is the row's. The person looks at the
+    chat and watches the next turn end (no draft follows it): the row shows the offline recap
+    of that turn, not the text of the one before."""
+    persona = await open_chat(jp_serverapp, jp_root_dir, "etl.chat")
+    look = {"chat": "etl.chat", "client_id": "tab1"}
+    await api("focus", method="POST", body={**look, "focused": False})
+    persona.ask("@Claude load the orders table")
+    persona.processing(True)
+    await until(lambda: (r := chat_row(recap, "etl.chat")) and r["state"] == "running")
+    persona.say("Loaded the orders table. Next: load the invoices table.")
+    persona.processing(False)
+    first = await until(lambda: (r := chat_row(recap, "etl.chat")) and r["recap"] and r)
+    assert "invoices" in first["recap"]["text"]
+
+    await api("focus", method="POST", body={**look, "focused": True})
+    chat = recap.chats.chats["etl.chat"]
+    await until(lambda: chat.schedule.focused is True)
+    persona.ask("@Claude now load the invoices table")
+    persona.processing(True)
+    await until(lambda: (r := chat_row(recap, "etl.chat")) and r["state"] == "running")
+    persona.say("Loaded the invoices table. Next: load the payments table.")
+    persona.processing(False)
+    row = await until(
+        lambda: (
+            (r := chat_row(recap, "etl.chat"))
+            and r["turn_ended"]
+            and r["turn_ended"] > first["turn_ended"]
+            and r
+        )
+    )
+    assert row["drafting"] is False
+    assert row["recap"] is not None and row["recap"]["text"] != first["recap"]["text"]
+    assert "payments" in row["recap"]["text"] and row["recap"]["model"] == "offline"
+
+
+@asynctest
 async def test_a_chat_between_people_gets_no_row(
     jp_serverapp: Any, jp_root_dir: Path, recap: Any
 ) -> None:

@@ -19,11 +19,15 @@ import pytest
 from schedulefakes import Settings
 
 from jupyter_recap.schedule import (
+    MAX_OFFLINE_REDRAFTS,
+    MAX_REDRAFTS,
+    OUTSIDE_NOTE,
     Action,
     CancelDraft,
     ClearBanner,
     Refuse,
     Schedule,
+    ShowDrafting,
     ShowRecap,
     StartDraft,
 )
@@ -934,19 +938,22 @@ def test_a_loop_step_starting_inside_the_debounce_is_never_interrupted_by_the_aw
     assert h.log == [(18, StartDraft(1, "post_turn", "fp2"))]
 
 
-def test_a_stale_answer_while_away_is_retried_after_the_debounce() -> None:
+def test_an_answer_of_the_turn_before_is_drafted_again_from_the_turn_that_ended() -> None:
     # during_active: a mid-turn draft is still in flight when the turn ends, so the post-turn
-    # trigger finds the slot busy; the draft then lands stale. The person is still away, so a
-    # fresh draft follows after the debounce instead of no recap at all.
+    # trigger finds the slot busy; the draft then lands with a recap of the turn before. It is
+    # not shown: the banner says drafting… and the same draft starts again at once, from the
+    # turn that ended (a shown recap covers the latest finished turn).
     h = Harness(away_seconds=10, post_turn_seconds=3, during_active=True)
     h.run(["focus", "turn", "blur", "start", ("wait", 10)])
     assert h.calls == 1
     (first,) = h.drafts()
     h.run(["end", ("wait", 3)])  # post-turn fires while the first draft is still in flight
     assert h.calls == 1
-    assert h.finish(first, "stale text") == []
-    h.run([("wait", 3)])
-    assert [d.reason for d in h.drafts()] == ["away", "post_turn"]
+    again = StartDraft(first.id, "away", "fp2")
+    assert h.finish(first, "stale text") == [ShowDrafting("away"), again]
+    assert h.schedule.coming() and h.schedule.banner_visible
+    assert h.done(first.id, "fresh text") == [ShowRecap(first.id, "fresh text", MODEL, "away")]
+    assert h.schedule.counters.discarded_stale == 1
 
 
 def test_away_timer_counts_from_the_reported_focus_time() -> None:
@@ -1112,3 +1119,93 @@ def test_every_cancelled_draft_is_counted() -> None:
     h = Harness()
     h.run(["focus", "turn", *AWAY_CYCLE, "input", "turn", *AWAY_CYCLE, "start"])
     assert h.counters()["cancelled"] == 2
+
+
+# -- a shown recap covers the latest finished turn ----------------------------------------------
+
+
+def one_draft(actions: list[Action]) -> StartDraft:
+    [draft] = actions
+    assert isinstance(draft, StartDraft), actions
+    return draft
+
+
+def outside_end(h: Harness) -> list[Action]:
+    """An outside agent's turn ends (its stop heard through the server)."""
+    h.session.completed_turns += 1
+    h.session.fingerprint = f"fp{h.session.completed_turns}"
+    return h._record(h.schedule.outside_turn_ended())
+
+
+def test_a_manual_answer_of_the_turn_before_is_drafted_again_for_the_person_waiting() -> None:
+    h = Harness()
+    h.run(["focus", "turn"])
+    assert h.schedule.outside_turn_started() == []
+    asked = one_draft(h.manual())
+    assert asked.note == OUTSIDE_NOTE and asked.turns == 1
+    outside_end(h)  # the CLI agent's turn ends while %recap drafts
+    [again] = h.done(asked.id, "covers turn 1")
+    assert isinstance(again, StartDraft) and again.again and again.manual
+    assert (again.id, again.turns, again.note) == (asked.id, 2, "")  # its stop was heard
+    assert h.done(asked.id, "covers turn 2") == [
+        ShowRecap(asked.id, "covers turn 2", MODEL, "manual")
+    ]
+
+
+def test_redrafts_of_a_draft_the_agent_keeps_outrunning_end_offline_then_stop() -> None:
+    h = Harness()
+    h.run(["focus", "turn"])
+    h.schedule.outside_turn_started()
+    draft = one_draft(h.manual())
+    models = []
+    for _ in range(MAX_REDRAFTS + MAX_OFFLINE_REDRAFTS):
+        outside_end(h)
+        h.schedule.outside_turn_started()
+        [again] = h.done(draft.id, "behind")
+        assert isinstance(again, StartDraft)
+        models.append(again.model)
+    assert models == [None] * MAX_REDRAFTS + ["offline"] * MAX_OFFLINE_REDRAFTS
+    outside_end(h)
+    assert h.done(draft.id, "behind") == []  # dropped rather than shown stale
+    assert h.schedule.in_flight is None
+
+
+def test_a_banner_outlived_by_an_outside_turn_makes_way_for_the_newer_turn() -> None:
+    # Shown while the CLI agent worked; its turn then ends. Here: the offline recap of it,
+    # written at once. Away: drafting… until the post-turn recap of it.
+    h = Harness()
+    h.run(["focus", "turn"])
+    h.schedule.outside_turn_started()
+    draft = one_draft(h.manual())
+    assert h.done(draft.id, "A")[0] == ShowRecap(draft.id, "A", MODEL, "manual")
+    [offline] = outside_end(h)
+    assert isinstance(offline, StartDraft) and offline.model == "offline" and offline.turns == 2
+
+    h = Harness()
+    h.run(["focus", "turn"])
+    h.schedule.outside_turn_started()
+    draft = one_draft(h.manual())
+    h.done(draft.id, "A")
+    h.blur()
+    assert outside_end(h) == [ShowDrafting("post_turn")]
+    assert h.schedule.coming()
+    h.run([("wait", 3)])
+    assert h.drafts()[-1] == StartDraft(2, "post_turn", "fp2")
+
+
+def test_a_banner_covering_the_latest_turn_stays_when_an_outside_turn_ends_without_news() -> None:
+    h = Harness()
+    h.run(["focus", "turn"])
+    draft = one_draft(h.manual())
+    h.done(draft.id, "A")
+    assert h.schedule.outside_turn_ended() == []  # a silent turn's end, nothing finished
+    assert h.schedule.banner_visible
+
+
+def test_with_auto_off_a_banner_outlived_by_a_turn_is_cleared() -> None:
+    h = Harness()
+    h.run(["focus", "turn", ("auto", False)])
+    h.schedule.outside_turn_started()
+    draft = one_draft(h.manual())
+    h.done(draft.id, "A")
+    assert outside_end(h) == [ClearBanner()]

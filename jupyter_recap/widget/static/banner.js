@@ -6,9 +6,10 @@
  * @typedef {object} Model
  * @property {(key: string) => any} get
  * @property {(key: string, value: any) => void} set
- * @property {(event: string, callback: () => void) => void} on
- * @property {(event: string, callback: () => void) => void} off
+ * @property {(event: string, callback: (...args: any[]) => void) => void} on
+ * @property {(event: string, callback: (...args: any[]) => void) => void} off
  * @property {() => void} save_changes
+ * @property {(content: any) => void} send
  */
 
 const KEYS = [
@@ -28,6 +29,13 @@ const STATES = ["hidden", "drafting", "shown", "failed"];
 // followed (the mount listens for SELECT_CELL). Elsewhere (VS Code, output views) text stays text.
 const MOUNT = ".jp-RecapBanner-mount";
 const SELECT_CELL = "jupyter-recap:select-cell";
+// Continue: the view asks the kernel for a handoff cell (a custom message of this type), and
+// hands the kernel's answer to the mount (HANDOFF_CELL), which inserts it below the active cell.
+const HANDOFF = "handoff";
+const HANDOFF_CELL = "jupyter-recap:handoff";
+// A click while an answer is awaited sends nothing more, for this long (a busy kernel answers
+// after its running cell; past this, a new click asks again).
+const HANDOFF_WAIT_MS = 10_000;
 // How many frames to wait for the view to be attached before deciding it is not in a mount.
 const ATTACH_FRAMES = 60;
 // Why the recap was written, in the person's words; the kernel's trigger names ("post_turn") are
@@ -125,6 +133,14 @@ function render({ model, el }) {
   part("span", "jp-RecapBanner-label", header).textContent = "✦ recap";
   const engine = part("span", "jp-RecapBanner-model", header);
   const trigger = part("span", "jp-RecapBanner-reason", header);
+  const proceed = /** @type {HTMLButtonElement} */ (
+    part("button", "jp-RecapBanner-continue", header)
+  );
+  proceed.type = "button";
+  proceed.title = "Continue in a new agent cell below, ready to edit (it is not run)";
+  proceed.setAttribute("aria-label", "Continue in a new agent cell below");
+  proceed.textContent = "Continue";
+  proceed.hidden = true;
   const button = /** @type {HTMLButtonElement} */ (part("button", "jp-RecapBanner-dismiss", header));
   button.type = "button";
   button.title = "Dismiss recap";
@@ -134,6 +150,8 @@ function render({ model, el }) {
   const notice = part("div", "jp-RecapBanner-notice", root);
   const stop = part("div", "jp-RecapBanner-stop", root);
   const note = part("div", "jp-RecapBanner-note", root);
+  const handoffNote = part("div", "jp-RecapBanner-handoffNote", root);
+  handoffNote.hidden = true;
   const tasks = part("div", "jp-RecapBanner-progress", root);
   const bar = /** @type {HTMLProgressElement} */ (part("progress", "", tasks));
   const count = part("span", "jp-RecapBanner-progressLabel", tasks);
@@ -160,6 +178,12 @@ function render({ model, el }) {
     trigger.hidden = !why;
 
     const linkable = el.closest(MOUNT) !== null;
+    // Only the mount can insert a cell, and only a recap on show has a session to carry on.
+    proceed.hidden = !(linkable && state === "shown" && !hidden);
+    if (proceed.hidden) {
+      handoffNote.textContent = "";
+      handoffNote.hidden = true;
+    }
     body.replaceChildren();
     if (state === "drafting") body.textContent = "drafting…";
     else if (state === "failed") body.textContent = text || "recap failed";
@@ -225,9 +249,44 @@ function render({ model, el }) {
     );
   }
 
+  let asked = "";
+  let askedAt = 0;
+  let requests = 0;
+
+  /** Continue: ask the kernel for the handoff cell's source (it answers with a message). */
+  function handoff() {
+    if (asked && Date.now() - askedAt < HANDOFF_WAIT_MS) return;
+    asked = `${Date.now().toString(36)}-${++requests}-${Math.random().toString(36).slice(2, 10)}`;
+    askedAt = Date.now();
+    handoffNote.textContent = "";
+    handoffNote.hidden = true;
+    model.send({ type: HANDOFF, id: asked });
+  }
+
+  /**
+   * The kernel's answer to this view's request: the source goes to the mount (a bubbling event
+   * it handles by inserting a cell below the active one); a refusal is shown in one line. Every
+   * view of the model gets the answer: only the one that asked acts on it.
+   * @param {any} message
+   */
+  function answered(message) {
+    if (!message || message.type !== HANDOFF || !asked || message.id !== asked) return;
+    asked = "";
+    if (typeof message.source === "string" && message.source && el.closest(MOUNT)) {
+      proceed.dispatchEvent(
+        new CustomEvent(HANDOFF_CELL, { bubbles: true, detail: { source: message.source } })
+      );
+    } else {
+      handoffNote.textContent = String(message.error || "nothing to hand off");
+      handoffNote.hidden = false;
+    }
+  }
+
   update();
   button.addEventListener("click", dismiss);
+  proceed.addEventListener("click", handoff);
   root.addEventListener("click", follow);
+  model.on("msg:custom", answered);
   for (const key of KEYS) model.on(`change:${key}`, update);
   el.appendChild(root);
 
@@ -249,7 +308,9 @@ function render({ model, el }) {
     if (frame) cancelAnimationFrame(frame);
     for (const key of KEYS) model.off(`change:${key}`, update);
     button.removeEventListener("click", dismiss);
+    proceed.removeEventListener("click", handoff);
     root.removeEventListener("click", follow);
+    model.off("msg:custom", answered);
     root.remove();
   };
 }

@@ -7,6 +7,8 @@ import type { IKernelState, RecapApi } from '../api';
 import {
   BannerIds,
   BannerMount,
+  HANDOFF_EVENT,
+  insertCellBelow,
   LOOKUP_DELAYS_MS,
   MODEL_WAIT_LIMIT_MS,
   MODEL_WAIT_MAX_MS,
@@ -458,5 +460,104 @@ describe('BannerMount: the banner is scrolled into view when the person comes ba
     await showRecap('Retrained the churn model.');
     await comeBack();
     expect(scroller.scrollTop).toBe(0);
+  });
+});
+
+/** A notebook model's cells as the shared model holds them (what `insertCell` is given). */
+interface ICellData {
+  cell_type: string;
+  source: string;
+  metadata?: Record<string, unknown>;
+}
+
+describe('BannerMount: Continue puts the handoff cell below the active cell', () => {
+  const SOURCE =
+    '%%ai openai:gpt-4o-mini\nContinue this task where the last session stopped: fix the FK.';
+  let mount: BannerMount;
+  let cells: ICellData[];
+
+  beforeEach(async () => {
+    jest.useFakeTimers();
+    notebook = new FakeNotebook();
+    notebook.hasManager = true;
+    cells = ['%load_ext jupyter_recap', '%%ai openai:gpt-4o-mini\nFix the FK.', 'x = 1'].map(
+      source => ({ cell_type: 'code', source })
+    );
+    Object.assign(notebook.content, {
+      activeCellIndex: 1,
+      model: {
+        sharedModel: {
+          insertCell: (index: number, cell: ICellData) => void cells.splice(index, 0, cell)
+        }
+      },
+      deselectAll: jest.fn(),
+      scrollToItem: jest.fn(async () => undefined)
+    });
+    const ids = new BannerIds();
+    ids.set('kernel-1', 'banner-1');
+    mount = new BannerMount(notebook as unknown as NotebookPanel, ids, {
+      kernel: jest.fn(() => new Promise(() => undefined))
+    } as unknown as RecapApi);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(mount.node).not.toBeNull();
+  });
+
+  afterEach(() => {
+    mount.dispose();
+    jest.useRealTimers();
+    jest.restoreAllMocks();
+  });
+
+  /** The view's Continue button, inside the mounted view, as banner.js makes it. */
+  const button = (): HTMLElement => {
+    const node = document.createElement('button');
+    node.className = 'jp-RecapBanner-continue';
+    mount.node!.querySelector('.lm-Widget .lm-Widget')!.appendChild(node);
+    return node;
+  };
+
+  const answer = (from: HTMLElement, detail: unknown): void => {
+    from.dispatchEvent(new CustomEvent(HANDOFF_EVENT, { bubbles: true, detail }));
+  };
+
+  it('inserts a code cell with the source right below the active cell and makes it active', () => {
+    const outside = jest.fn();
+    notebook.cell.node.addEventListener(HANDOFF_EVENT, outside);
+    answer(button(), { source: SOURCE });
+    expect(cells.map(cell => cell.source)).toEqual([
+      '%load_ext jupyter_recap',
+      '%%ai openai:gpt-4o-mini\nFix the FK.',
+      SOURCE,
+      'x = 1'
+    ]);
+    // A code cell, never trusted: its text came from the kernel, as with set_next_input.
+    expect(cells[2]).toEqual({ cell_type: 'code', source: SOURCE, metadata: { trusted: false } });
+    expect(notebook.content).toHaveProperty('activeCellIndex', 2);
+    // The cell's own handlers never see it: the mount handled it.
+    expect(outside).not.toHaveBeenCalled();
+  });
+
+  it('inserts nothing for an answer without a source', () => {
+    const node = button();
+    for (const detail of [null, {}, { source: '' }, { source: 42 }, { error: 'nothing yet' }]) {
+      answer(node, detail);
+    }
+    expect(cells).toHaveLength(3);
+    expect(notebook.content).toHaveProperty('activeCellIndex', 1);
+  });
+
+  it('inserts nothing once disposed', () => {
+    const node = button();
+    mount.dispose();
+    answer(node, { source: SOURCE });
+    expect(cells).toHaveLength(3);
+  });
+
+  it('inserts at the top of a notebook without an active cell, and nowhere without a model', () => {
+    Object.assign(notebook.content, { activeCell: null });
+    expect(insertCellBelow(notebook.content as never, SOURCE)).toBe(0);
+    expect(cells[0].source).toBe(SOURCE);
+    Object.assign(notebook.content, { model: null });
+    expect(insertCellBelow(notebook.content as never, SOURCE)).toBeNull();
   });
 });
