@@ -14,8 +14,8 @@ the conversation's language (:mod:`.language`):
 3. what comes next: a waiting approval (nothing else can happen first), else the step the agent
    proposed, else fixing the open failure, else the task list's open task.
 
-Everything comes from :class:`~jupyter_recap.record.state.SessionState`, which the transcript
-folds as entries arrive: the engine reads no entries, whatever the length of the session.
+Everything comes from :class:`~jupyter_recap.record.state.SessionState`, into which the
+transcript folds each entry once: the engine reads no entries, whatever the session's length.
 Everything else gives way to the next step when the three do not fit the recap's cap.
 """
 

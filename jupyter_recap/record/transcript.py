@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .state import SessionState
+    from .state import SessionState, StateFolder
 
 _now = time.time
 
@@ -90,11 +90,10 @@ class Transcript:
         self._failing: dict[str, int] = {}
         self._retyped: dict[str, str] = {}  # failing cells without an id: their first line
         self._calls: dict[str, str] = {}  # each tool's latest arguments
-        # The session's state, folded as entries arrive: reading it never walks the entries.
-        # (Imported here: the state module reads this module's Entry.)
-        from .state import StateFolder
-
-        self._folder = StateFolder()
+        # The session's state, folded entry by entry: each entry once, when the state is next
+        # read (the first read loads the state module; %load_ext and recording never do).
+        self._folder: StateFolder | None = None
+        self._folded = 0
         # (kinds or None for all, listener), and the listeners of each kind worked out from
         # them: both replaced on change, so append looks up one tuple, without copying.
         self._listeners: tuple[tuple[frozenset[str] | None, Listener], ...] = ()
@@ -141,7 +140,6 @@ class Transcript:
         """Append and keep the indexes current; the caller holds the lock."""
         index = len(self._entries)
         self._entries.append(entry)
-        self._folder.add(entry)
         if entry.kind not in SILENT_KINDS:
             self._revision += 1
         if entry.kind == "user":
@@ -334,9 +332,17 @@ class Transcript:
 
     @property
     def state(self) -> SessionState:
-        """The session's state as it stands (see :mod:`.state`), in time independent of the
+        """The session's state as it stands (see :mod:`.state`). The entries since the last
+        read are folded in, each once: the cost follows what happened since, not the
         session's length."""
         with self._lock:
+            if self._folder is None:
+                from .state import StateFolder  # here: a recap's first read loads it
+
+                self._folder = StateFolder()
+            for entry in self._entries[self._folded :]:
+                self._folder.add(entry)
+            self._folded = len(self._entries)
             return self._folder.state
 
     @property
@@ -364,7 +370,8 @@ class Transcript:
         self._failing.clear()
         self._retyped.clear()
         self._calls.clear()
-        self._folder = type(self._folder)()
+        self._folder = None
+        self._folded = 0
         self.active_model = None
 
     def to_list(self) -> list[dict[str, Any]]:

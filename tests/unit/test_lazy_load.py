@@ -96,6 +96,8 @@ def test_the_worker_runs_jobs_in_time_order_on_one_thread() -> None:
 #: the project memory and a recap's framing, the protocol's shapes, and what the recorder
 #: needs only for a cell with a magic or an agent cell).
 LATER_MODULES = (
+    "jupyter_recap.record.state",  # folded when a recap or %recap state first reads it
+    "jupyter_recap.record.phrases",
     "jupyter_recap.record.agentcells",
     "jupyter_recap.record.outputs",
     "jupyter_recap.ipython.outputtap",
