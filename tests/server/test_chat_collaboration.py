@@ -163,8 +163,11 @@ def test_a_turn_read_going_from_waiting_to_finished_gets_a_new_recap(lab: LabSer
         assert reply["body"] == "Done: moved models/churn.pkl to models/old/."
         done, _ = wait_row(lab, "chat:tail.chat", lambda r: r["state"] == "finished")
         assert done["approval"] is None
-        # The turn's end brings a new recap a moment later (post_turn_seconds).
+        # The turn's end brings a new recap a moment later (post_turn_seconds); meanwhile the
+        # row carries none rather than the older one, which said it waits for approval.
+        assert done["recap"] is None or "Waiting for" not in done["recap"]["text"]
         redrafted, _ = wait_row(
-            lab, "chat:tail.chat", lambda r: "Waiting for" not in r["recap"]["text"], 5
+            lab, "chat:tail.chat", lambda r: r["recap"] is not None and not r["drafting"], 5
         )
+        assert "Waiting for" not in redrafted["recap"]["text"]
         assert redrafted["recap"]["text"].endswith(reply["body"])

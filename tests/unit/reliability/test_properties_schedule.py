@@ -31,6 +31,7 @@ from jupyter_recap.schedule import (
     ClearBanner,
     Refuse,
     Schedule,
+    ShowDrafting,
     ShowRecap,
     StartDraft,
 )
@@ -167,9 +168,17 @@ class SessionMachine(RuleBasedStateMachine):
                 s.on_screen = action.text
             elif isinstance(action, Refuse):
                 assert s.turn_running and len(actions) == 1, f"refused for nothing: {action}"
+            elif isinstance(action, ShowDrafting):
+                # The banner's recap covered an older turn: it leaves the screen, and a recap
+                # of the newer turn must be on its way (checked below, once all actions ran).
+                s.on_screen = None
             else:
                 assert isinstance(action, ClearBanner), action
                 s.on_screen = None
+        if any(isinstance(action, ShowDrafting) for action in actions):
+            assert s.outstanding or self.schedule.post_turn_deadline is not None, (
+                f"drafting… shown with no recap on its way: {actions}"
+            )
         if self.fast and started is not None and started in s.outstanding:
             self.answer(started, ANSWERS[started % len(ANSWERS)])
 
