@@ -390,6 +390,17 @@ def count_rows() -> list[tuple[str, str, str]]:
     )
     hostile = "test_hostile_ids_are_a_json_400_or_404"
     crossing = "test_no_user_reaches_another_users_routes"
+    untrusted = f"{unit}/test_untrusted_files.py"
+    readers = cases(nodes, untrusted, "test_every_reader_refuses_a_fifo_and_a_deep_file_at_once")
+    cli_files = cases(nodes, untrusted, "test_the_cli_answers_one_line_at_once")
+    server_files = cases(
+        nodes,
+        f"{server}/test_untrusted_notebooks.py",
+        *test_names(nodes, f"{server}/test_untrusted_notebooks.py"),
+    ) + cases(
+        nodes, f"{server}/test_fifo_server.py", *test_names(nodes, f"{server}/test_fifo_server.py")
+    )
+    outside = f"{unit}/test_outside_text.py"
     return [
         (
             "test cases in the reliability suite (`pytest -m reliability`)",
@@ -448,6 +459,18 @@ def count_rows() -> list[tuple[str, str, str]]:
             f"{literal_length(routes_file, 'HOSTILE_IDS')} / "
             f"{literal_length(routes_file, 'hostile', hostile)}",
             "`test_routes.py`",
+        ),
+        (
+            "files nobody vouched for (a FIFO, a link to `/dev/zero`, a 100k-deep document): "
+            "reader × file / the CLI's cases / a server with them (stalls, memory, SIGTERM)",
+            f"{readers} / {cli_files} / {server_files}",
+            "`test_untrusted_files.py`, `test_untrusted_notebooks.py`, `test_fifo_server.py`",
+        ),
+        (
+            "outside names and texts made printable (chats, MCP clients, hooks, whoever "
+            "touches a notebook): paths tried with every control and bidi character",
+            str(cases(nodes, outside, *test_names(nodes, outside))),
+            "`test_outside_text.py`, `test_outside_names.py`",
         ),
         (
             "nested JSON bodies on every route that reads one",

@@ -6,6 +6,7 @@
     ├── ConfigError                a setting or model id that cannot be used
     ├── InputError                 a task list or memory note that cannot be stored (a ValueError)
     ├── NotebookError              a notebook file that is missing or not a notebook
+    │   └── RefusedFile            a file nobody vouched for, refused (a FIFO, too large, too deep)
     ├── Cancelled                  the draft was cancelled (input arrived, extension unloaded)
     ├── StoreError                 a session id that is unknown, ambiguous or not an id
     │   ├── UnsafeStoreError       a store directory someone else could write (refused)
@@ -43,6 +44,22 @@ class InputError(RecapError, ValueError):
 
 class NotebookError(RecapError):
     """A notebook (or chat) file that does not exist or cannot be read as one."""
+
+
+class RefusedFile(NotebookError):
+    """A file nobody vouched for (a notebook, a chat, a spool or span file) refused by
+    :mod:`jupyter_recap.untrusted`: not a regular file, over its cap, nested too deep, not JSON.
+
+    ``str(error)`` is one line, ``"<name>: <what>"``; ``what`` alone says what the file is
+    ("not a regular file (a FIFO)", "over 64 MiB", "nested too deep"); ``kind`` is one of
+    ``"not regular"``, ``"too large"``, ``"too deep"``, ``"not text"``, ``"not JSON"``.
+    """
+
+    def __init__(self, name: str, what: str, *, kind: str) -> None:
+        super().__init__(f"{name}: {what}")
+        self.name = name
+        self.what = what
+        self.kind = kind
 
 
 class Cancelled(RecapError):

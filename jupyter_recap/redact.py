@@ -362,13 +362,17 @@ class Redactor:
         return _redact_shapes(self._env(text))
 
     def head(self, text: str, size: int) -> tuple[str, bool]:
-        """At least the first ``size`` characters of ``text``, redacted; and whether it was cut.
+        """The first ``size`` characters of ``text`` or about that many, redacted; and whether
+        it was cut.
 
         For callers that show only the start of a long text: the patterns run over a head
         instead of all of it. The cut is never inside a secret: it goes forward to the next
-        delimiter (whitespace or a quote), or, in a run of ``size`` characters without one,
-        back to the last delimiter, so no piece of a secret is left at the edge. Environment
-        values, which may hold spaces, are replaced in the whole text first (a plain search).
+        delimiter (whitespace or a quote). Text without one there (Chinese or Japanese, a run
+        of emoji, a minified blob) is redacted over :data:`CUT_MARGIN` characters past the cut
+        and then cut: a secret across the cut is whole in what is redacted, and the edge of
+        that window, where a secret may be cut in two, lies far past what is kept (see
+        :func:`_cut_redacted`). Environment values, which may hold spaces, are replaced in the
+        whole text first (a plain search).
         """
         text = self._env(text)
         if len(text) <= size:
@@ -376,8 +380,28 @@ class Redactor:
         match = _to_delimiter().match(text, size, 2 * size)
         end = match.end() if match else size
         if end < len(text) and text[end] not in _DELIMITERS:
-            end = max(0, *(text.rfind(c, 0, size) for c in _DELIMITERS))
+            return _cut_redacted(text, size)
         return _redact_shapes(text[:end]), end < len(text)
+
+
+def _cut_redacted(text: str, size: int) -> tuple[str, bool]:
+    """At most ``size`` characters of ``text`` (longer than that), redacted before the cut.
+
+    Redacted over a window of two :data:`CUT_MARGIN` past the cut, the text keeps at most what
+    lies a whole :data:`CUT_MARGIN` before the window's end: even when redactions shortened the
+    window (a long token becomes ``[redacted]``), what is kept stops a margin short of its edge,
+    where a secret cut in two by the window might no longer match its pattern. When redactions
+    left less than that (a private key without its END line takes all after it), the head ends
+    at the last delimiter instead.
+    """
+    window = min(len(text), size + 2 * CUT_MARGIN)
+    redacted = _redact_shapes(text[:window])
+    if window == len(text):
+        return redacted[:size], len(redacted) > size
+    keep = min(size, len(redacted) - CUT_MARGIN)
+    if keep <= 0:
+        keep = max(0, *(redacted.rfind(c, 0, size) for c in _DELIMITERS))
+    return redacted[:keep], True
 
 
 @functools.cache

@@ -168,6 +168,16 @@ def printable(text: str) -> str:
     return _escapes().sub("", text).translate(_INVISIBLE)
 
 
+def printable_line(text: str, limit: int) -> str:
+    """A name or a short text from outside (an agent, an MCP client, a chat, a hook) as it is
+    kept and shown: :func:`printable`, on one line, cut to at most ``limit`` characters.
+
+    Escapes are removed before the whitespace is collapsed: ``shorten`` alone would keep them,
+    and a line break inside an escape must not split it into two harmless-looking halves.
+    """
+    return shorten(printable(text), limit)
+
+
 # Words by which a follow-up points at the turns before it instead of saying what to do, in
 # the languages the offline engine writes: "continue", "try again", "see above", "do the same
 # for B", "Weiter.", "Ça plante encore.", "¿Y el downgrade?", "然后呢？".

@@ -12,9 +12,14 @@ from __future__ import annotations
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
+from ..textutil import printable_line
+
 MAX_NOTEBOOKS = 1024
 MAX_PER_NOTEBOOK = 32
 WHO_CHARS = 80
+UNNAMED = "an agent with no printable name"
+"""Who a touch names when its source's name was nothing but controls and escapes: the touch
+still counts, under a name that says why there is none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,9 +43,14 @@ class Touches:
     def note(
         self, path: str, who: str, at: float, *, edited: int = 0, ran: int = 0, failed: int = 0
     ) -> None:
-        """``who`` worked on the notebook at ``path`` at ``at`` (UNIX time)."""
+        """``who`` worked on the notebook at ``path`` at ``at`` (UNIX time).
+
+        ``who`` is whatever the source was told (a persona's name, an MCP client's own name for
+        itself, an agent's ``--agent``): it is made printable here, where every source passes,
+        so no escape, control or bidi mark reaches the change line.
+        """
         path = normal_path(path)
-        who = " ".join(who.split())[:WHO_CHARS]
+        who = printable_line(who, WHO_CHARS) or (UNNAMED if who.strip() else "")
         if not path or not who:
             return
         touches = self._by_path.pop(path, None)

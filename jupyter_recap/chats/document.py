@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..redact import Redactor
-from ..textutil import printable, shorten
+from ..textutil import printable, printable_line, shorten
 
 MAX_MESSAGES = 400
 """Messages read from the end of a chat; older turns do not change what the person sees now."""
@@ -168,7 +168,7 @@ def read_chat(data: object, *, env: Mapping[str, str] | None = None) -> ChatView
     metadata = data.get("metadata")
     chat_id = metadata.get("id") if isinstance(metadata, dict) else None
     chat_id = chat_id if isinstance(chat_id, str) else ""
-    view = ChatView(chat_id=shorten(chat_id, NAME_CHARS), personas=personas, turns=[])
+    view = ChatView(chat_id=printable_line(chat_id, NAME_CHARS), personas=personas, turns=[])
     messages = [m for m in data["messages"][-MAX_MESSAGES:] if isinstance(m, dict)]
     for message in messages:
         if message.get("deleted") is True:
@@ -274,7 +274,7 @@ def _step(call: object, at: float, clean: _Cleaner) -> ToolStep | None:
     cell = next((inputs[k] for k in _CELL_KEYS if isinstance(inputs.get(k), str)), None)
     call_id = call.get("tool_call_id")
     return ToolStep(
-        call_id=call_id[:NAME_CHARS] if isinstance(call_id, str) else "",
+        call_id=printable(call_id[:NAME_CHARS]) if isinstance(call_id, str) else "",
         title=title or "tool",
         kind=clean.text(call.get("kind"), NAME_CHARS) or "other",
         status=status,
@@ -402,8 +402,12 @@ def _number(value: object) -> float:
 
 
 def _name_from_id(user: str) -> str:
-    """``jupyter-ai-personas::pkg::ClaudeAcpPersona`` → ``ClaudeAcpPersona``."""
-    return shorten(user.rsplit("::", 1)[-1] or "the agent", NAME_CHARS)
+    """``jupyter-ai-personas::pkg::ClaudeAcpPersona`` → ``ClaudeAcpPersona``.
+
+    The id is the sender's own word, as outside as a display name: made printable like one (it
+    is shown in the chat's row, its notification, a change line and the kernel's record).
+    """
+    return printable_line(user.rsplit("::", 1)[-1], NAME_CHARS) or "the agent"
 
 
 class _Cleaner:
@@ -430,5 +434,6 @@ class _Cleaner:
 
 
 def chat_name(path: str) -> str:
-    """The chat's file name, as rows and notifications show it."""
-    return posixpath.basename(path) or path
+    """The chat's file name, as rows and notifications show it (made printable: anyone who can
+    write in the folder, an agent included, names its files)."""
+    return printable_line(posixpath.basename(path) or path, NAME_CHARS * 4)

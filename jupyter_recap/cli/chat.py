@@ -8,13 +8,12 @@ stands, and that should cost nothing and send nothing.
 
 from __future__ import annotations
 
-import json
-import os
 import time
 
+from .. import untrusted
 from ..chats.document import ChatView, read_chat
 from ..chats.recap import approval_text, chat_transcript
-from ..errors import NotebookError
+from ..errors import NotebookError, RefusedFile
 from ..record.transcript import Transcript
 from ..stores.framing import Framing
 from ..textutil import SHOWN_CHARS, shorten
@@ -32,27 +31,29 @@ broken: a writer descheduled between two writes leaves no sign a read could wait
 
 
 def read_chat_file(path: str) -> ChatView:
-    """The chat at ``path``; NotebookError (one line) when it cannot be read as one."""
+    """The chat at ``path``; NotebookError (one line) when it cannot be read as one.
+
+    Read the one safe way (:mod:`..untrusted`): a FIFO, a link to a device, a file over
+    :data:`MAX_CHAT_BYTES` or a document nested too deep is refused at once, never retried.
+    """
     shown = shorten(path, SHOWN_CHARS)
+    data: object = None
     for attempt in range(MID_WRITE_TRIES):
         try:
-            if os.path.getsize(path) > MAX_CHAT_BYTES:
-                raise NotebookError(f"{shown}: larger than {MAX_CHAT_BYTES >> 20} MB, not read")
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-            data = json.loads(text)
+            _, raw = untrusted.read_file(path, cap=MAX_CHAT_BYTES, shown=shown)
+            data = untrusted.parse_json(raw, shown=shown)
             break
         except FileNotFoundError:
             raise NotebookError(f"no such chat file: {shown}") from None
         except IsADirectoryError:
             raise NotebookError(f"{shown} is a directory, not a chat file") from None
-        except (OSError, UnicodeDecodeError) as error:
+        except OSError as error:
             raise NotebookError(f"cannot read {shown}: {error.__class__.__name__}") from None
-        except ValueError as error:
-            if attempt + 1 < MID_WRITE_TRIES:
-                time.sleep(MID_WRITE_PAUSE)
+        except RefusedFile as refusal:
+            if refusal.kind in ("not JSON", "not text") and attempt + 1 < MID_WRITE_TRIES:
+                time.sleep(MID_WRITE_PAUSE)  # caught between the truncation and the write
                 continue
-            raise NotebookError(f"{shown} is not a chat file: not JSON ({error})") from None
+            raise NotebookError(f"{shown} is not a chat file: {refusal.what}") from None
     try:
         return read_chat(data)
     except ValueError as error:

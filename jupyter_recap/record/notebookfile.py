@@ -10,15 +10,18 @@ from the saved outputs. Ordinary code cells are recorded as surrounding activity
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
-from ..errors import NotebookError
+from .. import untrusted
+from ..errors import NotebookError, RefusedFile
 from .agentcells import ai_line_prompt, is_recap_only_cell, parse_agent_cell, parse_ai_line
 from .outputs import Reply, Shown, agent_reply, bundle_text, multiline_text, strip_ansi, unrepr
 from .transcript import Outcome, Transcript
+
+MAX_NOTEBOOK_BYTES = 256 << 20
+"""Larger files are refused unread (a notebook of that size is mostly images)."""
 
 #: What jupyter-ai shows instead of the reply for ``%%ai -f code``: the code goes into a new cell.
 CODE_INSERTED_MARKER = "AI generated code inserted below"
@@ -111,25 +114,24 @@ def _outcome(outputs: _Outputs) -> tuple[Outcome, str | None]:
 
 
 def _load_cells(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The notebook's cells, or a NotebookError whose message the CLI prints as is."""
+    """The notebook's cells, or a NotebookError whose message the CLI prints as is.
+
+    Read the one safe way (:mod:`..untrusted`): a FIFO, a link to a device, a file over
+    :data:`MAX_NOTEBOOK_BYTES` or a document nested too deep is refused in one line, at once.
+    """
     name = os.fspath(path)
     try:
-        with open(name, "rb") as handle:
-            raw = handle.read()
+        _, data = untrusted.load_json(name, cap=MAX_NOTEBOOK_BYTES)
     except FileNotFoundError:
         raise NotebookError(f"no such file: {name}") from None
     except IsADirectoryError:
         raise NotebookError(f"{name} is a directory, not a notebook") from None
     except OSError as error:
+        if os.path.isdir(name):  # Windows reports directories as PermissionError
+            raise NotebookError(f"{name} is a directory, not a notebook") from None
         raise NotebookError(f"cannot read {name}: {error.strerror or error}") from None
-    if os.path.isdir(name):  # Windows reports directories as PermissionError above
-        raise NotebookError(f"{name} is a directory, not a notebook")
-    try:
-        data = json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError:
-        raise NotebookError(f"{name} is not a readable notebook: not UTF-8 text") from None
-    except json.JSONDecodeError as error:
-        raise NotebookError(f"{name} is not a readable notebook: {error}") from None
+    except RefusedFile as refusal:
+        raise NotebookError(f"{name} is not a readable notebook: {refusal.what}") from None
     if not isinstance(data, dict):
         raise NotebookError(f"{name} is not a readable notebook: not a JSON object")
     if "worksheets" in data:

@@ -22,7 +22,7 @@ import os
 import time
 import urllib.parse
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 from jupyter_server.extension.application import ExtensionApp
@@ -44,6 +44,7 @@ from .hooks import HookIntake
 from .mcp import McpAttribution
 from .oneshot import OneShotTurns
 from .polls import LongPolls
+from .pool import DaemonPool
 from .routes import routes
 from .watcher import ExecutionWatcher
 
@@ -211,10 +212,9 @@ class RecapServer(LoggingConfigurable):
             on_cell_error=lambda *args: self.changes.cell_error(*args),
         )
         # Not the loop's default executor: jupyter_server saves notebooks on that one, and a
-        # few minute-long model calls would queue every save behind them.
-        self.drafts = ThreadPoolExecutor(
-            max_workers=max(1, self.max_recap_drafts), thread_name_prefix="jupyter-recap-draft"
-        )
+        # few minute-long model calls would queue every save behind them. Daemon threads: a
+        # call stuck in one must not keep the process alive once the server has stopped.
+        self.drafts = DaemonPool(max(1, self.max_recap_drafts), name="jupyter-recap-draft")
         self._crashed: set[str] = set()
         """Kernels the auto-restarter is restarting (its restart then emits a kernel action
         too, which must not count as a second restart)."""
@@ -301,7 +301,7 @@ class RecapServer(LoggingConfigurable):
         self.mcp.stop()
         for token in list(self._drafts_cancel):
             token.cancel()
-        self.drafts.shutdown(wait=False, cancel_futures=True)
+        self.drafts.shutdown(cancel_futures=True)
 
     async def shutdown(self, grace: float = SHUTDOWN_GRACE) -> None:
         """:meth:`stop`, then wait at most ``grace`` seconds for the drafts' threads to end."""

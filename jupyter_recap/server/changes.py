@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import time
@@ -38,9 +37,11 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from .. import untrusted
 from ..changes.cells import MAX_CELLS, CellState, Fingerprint, notebook_cells
 from ..changes.diff import Change, change_line, diff, who_words
 from ..changes.touches import normal_path
+from ..errors import RefusedFile
 from ..wire import OutsideActivity, OutsideEntry
 
 log = logging.getLogger(__name__)
@@ -319,15 +320,15 @@ class NotebookChanges:
         task.add_done_callback(lambda _: None)
 
     def _read_file(self, path: str) -> tuple[tuple[int, int], list[Any]] | None:
-        """(stat, cells) of the notebook file, or None when it cannot be read as one."""
-        file = self._file(path)
+        """(stat, cells) of the notebook file, or None when it cannot be read as one.
+
+        Read the one safe way (:mod:`...untrusted`): a notebook replaced by a FIFO or a link to
+        a device is refused without blocking, a growing file is never read past the cap.
+        """
         try:
-            with file.open("rb") as handle:
-                info = os.fstat(handle.fileno())
-                if info.st_size > MAX_NOTEBOOK_BYTES:
-                    return None
-                data = json.loads(handle.read())
-        except (OSError, ValueError):
+            info, data = untrusted.load_json(self._file(path), cap=MAX_NOTEBOOK_BYTES)
+        except (OSError, RefusedFile) as why:
+            log.debug("jupyter_recap: %s not read: %s", path, why)
             return None
         self.reads += 1
         if not isinstance(data, dict):

@@ -27,16 +27,18 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import json
 import logging
+import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from .. import untrusted
 from ..chats.document import MAX_MESSAGES, ChatView, bounded, chat_name, read_chat
 from ..chats.notebooks import outside_activity
 from ..chats.recap import approval_text, chat_transcript
+from ..errors import RefusedFile
 from ..focus.board import ChatFacts, chat_row_id
 from ..focus.validate import Report
 from ..pipeline.context import build_context, fingerprint
@@ -138,6 +140,12 @@ class ChatSource:
         self._poller: Any = None
         self._recap_settings: Any = None
         self._cell_labels = CellLabels(str(self.serverapp.root_dir))
+        self._labelling: asyncio.Future[None] | None = None
+        """The pool's read of the cell labels, while it runs."""
+        self._labels_again = False
+        self._labels_awaited = False
+        """Lines wait for labels never read yet (published when the read ends)."""
+        self._polling_files = False
         self._tasks: set[asyncio.Future[None]] = set()
         self.messages_seen = 0
 
@@ -332,26 +340,40 @@ class ChatSource:
         self._update(chat, view)
 
     def _poll_files(self) -> None:
-        """The fallback: read the chat files the page reports, when they changed."""
-        root = Path(self.serverapp.root_dir).resolve()
-        for path in list(self.recap.hub.chat_paths()):
+        """The fallback: read the chat files the page reports, when they changed (on the
+        pool: a chat file can be replaced by a FIFO or a huge file)."""
+        if self._polling_files or self.recap.stopped:
+            return
+        paths = list(self.recap.hub.chat_paths())
+        if not paths:
+            return
+        known = {path: chat.mtime for path, chat in self.chats.items()}
+        root = str(self.serverapp.root_dir)
+        self._polling_files = True
+
+        async def poll() -> None:
             try:
-                file = (root / path).resolve()
-                if not file.is_relative_to(root):
-                    continue  # a page names chats of this server's folder, nothing else
-                mtime = file.stat().st_mtime
+                found = await self.recap.in_pool(lambda: read_chat_files(root, paths, known))
+            except Exception:  # the server stopping
+                log.debug("jupyter_recap: chat files not read", exc_info=True)
+                found = {}
+            finally:
+                self._polling_files = False
+            for path, (mtime, data) in found.items():
                 chat = self._track(path)
-                if mtime == chat.mtime:
-                    continue
                 chat.mtime = mtime
-                with file.open(encoding="utf-8") as handle:
-                    data = json.loads(handle.read(16 << 20))
-                chat.log.replace([m for m in data.get("messages", []) if isinstance(m, dict)])
+                if data is None:
+                    continue
+                messages = data.get("messages")
+                listed = messages if isinstance(messages, list) else []
+                chat.log.replace([m for m in listed if isinstance(m, dict)])
                 users = data.get("users")
                 chat.log.users = users if isinstance(users, dict) else {}
                 self._read(chat)
-            except (OSError, ValueError, AttributeError):
-                continue
+
+        task = asyncio.ensure_future(poll())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # -- what a read changes -----------------------------------------------------------------
 
@@ -435,7 +457,10 @@ class ChatSource:
             chat.offline = (chat.digest, info)
         return chat.offline[1], False
 
-    def _publish_outside(self) -> None:
+    def _publish_outside(self, *, labels_read: bool = False) -> None:
+        """The chats' lines of what their agents did in notebooks, to the board. A line naming
+        cells of a notebook whose labels were never read waits for that read (on the pool),
+        unless ``labels_read``: it has just been made."""
         root = str(self.serverapp.root_dir)
         lines: dict[str, OutsideActivity] = {}
         for chat in self.chats.values():
@@ -454,7 +479,41 @@ class ChatSource:
                 self.recap.notebook_touched(path, who, line["at"])
                 if path not in lines or line["at"] > lines[path]["at"]:
                     lines[path] = line
-        self.recap.publish_outside("chats", lines)
+        if not labels_read and self._cell_labels.unread():
+            self._labels_awaited = True  # published once the labels are read
+        else:
+            self.recap.publish_outside("chats", lines)
+        self._refresh_labels()
+
+    def _refresh_labels(self) -> None:
+        """Read the cell labels the lines asked for on the pool, never on the loop; publish the
+        lines again when a label changed or the lines waited for them (one read at a time; a
+        request meanwhile is served by the next)."""
+        if self._labelling is not None:
+            self._labels_again = True
+            return
+        asked = self._cell_labels.asked()
+        if not asked or self.recap.stopped:
+            return
+
+        async def refresh() -> None:
+            try:
+                changed = await self.recap.in_pool(lambda: self._cell_labels.refresh(asked))
+            except Exception:  # the server stopping: the lines keep the labels they have
+                log.debug("jupyter_recap: cell labels not read", exc_info=True)
+                changed = False
+            finally:
+                self._labelling = None
+            again, self._labels_again = self._labels_again, False
+            awaited, self._labels_awaited = self._labels_awaited, False
+            if self.recap.stopped:
+                return
+            if changed or awaited or again:
+                # Asks for the labels again: files unchanged since are only stat-ed, and the
+                # round ends there.
+                self._publish_outside(labels_read=True)
+
+        self._labelling = asyncio.ensure_future(refresh())
 
     def _seen_since(self, notebook: str) -> float:
         if notebook in self._looking:
@@ -626,10 +685,45 @@ def _chat_extension_loaded(serverapp: Any) -> bool:
         return False
 
 
+MAX_CHAT_FILE_BYTES = 16 << 20
+"""Larger chat files are not read by the fallback."""
+
+
+def read_chat_files(
+    root: str, paths: list[str], known: dict[str, float]
+) -> dict[str, tuple[float, dict[str, Any] | None]]:
+    """Path → (mtime, the chat document, None when it cannot be read) of the chat files among
+    ``paths`` (relative to ``root``) whose time is not the one ``known``; run in a thread."""
+    base = Path(root).resolve()
+    found: dict[str, tuple[float, dict[str, Any] | None]] = {}
+    for path in paths:
+        try:
+            file = (base / path).resolve()
+            if not file.is_relative_to(base):
+                continue  # a page names chats of this server's folder, nothing else
+            mtime = file.stat().st_mtime
+        except (OSError, ValueError):
+            continue
+        if mtime == known.get(path):
+            continue
+        try:
+            _, data = untrusted.load_json(file, cap=MAX_CHAT_FILE_BYTES)
+        except (OSError, RefusedFile):
+            data = None
+        found[path] = (mtime, data if isinstance(data, dict) else None)
+    return found
+
+
 class CellLabels:
     """How the person knows a notebook's cells: ``In[7]`` for a cell that ran, ``cell 3`` for
-    one that did not. A notebook is read again only when its file changed (a streaming reply
-    asks for labels on every read of its chat)."""
+    one that did not.
+
+    Asked on the server's loop (while a chat's lines are made), it only looks in its cache and
+    notes the notebooks it was asked about; :meth:`refresh`, on a thread of the pool, reads
+    those whose file changed (a streaming reply asks on every read of its chat) the one safe
+    way (:mod:`...untrusted`), so a notebook that is a FIFO, huge or nested too deep never
+    blocks the loop: it has no labels. The cache is shared by the two, under a lock.
+    """
 
     MAX_NOTEBOOKS = 64
     MAX_BYTES = 32 << 20
@@ -637,34 +731,62 @@ class CellLabels:
     def __init__(self, root: str) -> None:
         self.root = Path(root)
         self._cache: OrderedDict[str, tuple[tuple[int, int], dict[str, str]]] = OrderedDict()
+        self._asked: set[str] = set()
+        self._lock = threading.Lock()
 
     def __call__(self, notebook: str, cell_id: str) -> str | None:
-        return self._labels(notebook).get(cell_id)
+        with self._lock:
+            if len(self._asked) < self.MAX_NOTEBOOKS:
+                self._asked.add(notebook)
+            cached = self._cache.get(notebook)
+            return cached[1].get(cell_id) if cached is not None else None
 
-    def _labels(self, notebook: str) -> dict[str, str]:
-        path = self.root / notebook
-        try:
-            info = path.stat()
-        except OSError:
-            return {}
-        stamp = (info.st_mtime_ns, info.st_size)
-        cached = self._cache.get(notebook)
-        if cached is not None and cached[0] == stamp:
-            self._cache.move_to_end(notebook)
-            return cached[1]
-        labels = self._read(path) if info.st_size <= self.MAX_BYTES else {}
-        self._cache[notebook] = (stamp, labels)
-        while len(self._cache) > self.MAX_NOTEBOOKS:
-            self._cache.popitem(last=False)
-        return labels
+    def unread(self) -> bool:
+        """Whether a notebook asked about since :meth:`asked` has no labels read yet."""
+        with self._lock:
+            return any(notebook not in self._cache for notebook in self._asked)
 
-    @staticmethod
-    def _read(path: Path) -> dict[str, str]:
+    def asked(self) -> list[str]:
+        """The notebooks asked about since the last call (to :meth:`refresh` them)."""
+        with self._lock:
+            asked, self._asked = sorted(self._asked), set()
+        return asked
+
+    def refresh(self, notebooks: list[str]) -> bool:
+        """Read again those of ``notebooks`` whose file changed (in a thread); whether any
+        label changed."""
+        changed = False
+        for notebook in notebooks:
+            path = self.root / notebook
+            with self._lock:
+                cached = self._cache.get(notebook)
+            try:
+                info = path.stat()
+            except OSError:
+                labels, stamp = {}, (0, 0)
+            else:
+                stamp = (info.st_mtime_ns, info.st_size)
+                if cached is not None and cached[0] == stamp:
+                    with self._lock:
+                        if notebook in self._cache:
+                            self._cache.move_to_end(notebook)  # the least recently asked go
+                    continue
+                labels = self._read(path)
+            with self._lock:
+                changed = changed or cached is None or cached[1] != labels
+                self._cache.pop(notebook, None)
+                self._cache[notebook] = (stamp, labels)
+                while len(self._cache) > self.MAX_NOTEBOOKS:
+                    self._cache.popitem(last=False)
+        return changed
+
+    @classmethod
+    def _read(cls, path: Path) -> dict[str, str]:
         try:
-            with path.open(encoding="utf-8") as handle:
-                cells = json.load(handle).get("cells", [])
-        except (OSError, ValueError, AttributeError):
+            _, data = untrusted.load_json(path, cap=cls.MAX_BYTES)
+        except (OSError, RefusedFile):
             return {}
+        cells = data.get("cells", []) if isinstance(data, dict) else []
         labels: dict[str, str] = {}
         for index, cell in enumerate(cells if isinstance(cells, list) else []):
             if not isinstance(cell, dict) or not isinstance(cell.get("id"), str):

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextvars
 import importlib
-import json
 import logging
 import os
 import re
@@ -55,6 +54,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tornado.ioloop import PeriodicCallback
+
+from .. import untrusted
+from ..errors import RefusedFile
 
 log = logging.getLogger(__name__)
 
@@ -169,26 +171,28 @@ class _Tail:
             self.seen = (info.st_ino, info.st_size, info.st_mtime_ns)
 
     def read_lines(self) -> list[bytes]:
-        """The complete lines written since the last read (at most :data:`READ_BYTES`)."""
+        """The complete lines written since the last read (at most :data:`READ_BYTES`).
+
+        The file is opened the one safe way (:mod:`...untrusted`): a span file replaced by a
+        FIFO or a device is refused on its descriptor without blocking the server's loop.
+        """
         try:
-            info = os.stat(self.path)
+            fd, info = untrusted.open_regular(self.path)
+        except (OSError, RefusedFile):
+            return []
+        try:
+            seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+            if seen == self.seen and self.offset >= info.st_size:
+                return []
+            if info.st_ino != self.inode or info.st_size < self.offset:
+                # Replaced or truncated: the new content is read from its start.
+                self.offset, self.partial, self.skipping = 0, b"", False
+            self.inode = info.st_ino
+            data = os.pread(fd, READ_BYTES, self.offset)
         except OSError:
             return []
-        if not stat.S_ISREG(info.st_mode):  # a pipe or a device would block the loop
-            return []
-        seen = (info.st_ino, info.st_size, info.st_mtime_ns)
-        if seen == self.seen and self.offset >= info.st_size:
-            return []
-        if info.st_ino != self.inode or info.st_size < self.offset:
-            # Replaced or truncated: the new content is read from its start.
-            self.offset, self.partial, self.skipping = 0, b"", False
-        self.inode = info.st_ino
-        try:
-            with open(self.path, "rb") as file:
-                file.seek(self.offset)
-                data = file.read(READ_BYTES)
-        except OSError:
-            return []
+        finally:
+            os.close(fd)
         self.offset += len(data)
         self.seen = seen
         lines = (self.partial + data).split(b"\n")
@@ -474,8 +478,8 @@ class McpAttribution:
             return
         for line in tail.read_lines():
             try:
-                span = json.loads(line)
-            except ValueError:
+                span = untrusted.parse_json(line, shown="a span")
+            except RefusedFile:  # not JSON, or nested too deep
                 continue
             if isinstance(span, dict):
                 await self.span(span)

@@ -167,7 +167,15 @@ class OneShotTurns:
 
     def _kernel_for(self, persona: str, turn: OneShotTurn) -> str | None:
         """The kernel whose running cell addresses ``persona`` and owns no other chat; of
-        several, the one whose cell started last before the chat was made."""
+        several, the one whose cell started last before the chat was made.
+
+        Decided at the chat's first read, which comes only once the persona wrote (seconds
+        later, for an agent that starts slowly): by then another kernel's cell may have started
+        too and be waiting for a chat of its own. A cell makes its request after it starts, so
+        a cell that started before the chat was made is preferred; one heard only after it
+        (within :data:`MATCH_SECONDS`: its input can reach the watcher after the request) owns
+        it only when there is none, the first of them.
+        """
         cells: dict[str, tuple[str, float]] = self.recap.watcher.persona_cells
         # A cell makes one request: a kernel whose running cell owns a chat is taken.
         taken = {
@@ -185,9 +193,13 @@ class OneShotTurns:
             and kernel_id not in taken
             and started <= turn.opened + MATCH_SECONDS
         ]
-        if not candidates:
+        before = [candidate for candidate in candidates if candidate[0] <= turn.opened]
+        if before:
+            turn.cell_started, kernel_id = max(before)
+        elif candidates:
+            turn.cell_started, kernel_id = min(candidates)
+        else:
             return None
-        turn.cell_started, kernel_id = max(candidates)
         return kernel_id
 
 

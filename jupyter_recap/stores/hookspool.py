@@ -14,7 +14,9 @@ extension reads the lines added since it last looked (:class:`SpoolReader`).
   the one before), so the spool never holds more than twice that. A reader follows the rename:
   it finishes the old file from where it was, then reads the new one from its start.
 - **A torn line** (a hook killed mid-write) is skipped, never read as an event; a last line
-  still being written is left for the next read.
+  still being written is left for the next read. A write cut short (a full disk) leaves a torn
+  tail; the next append first ends it with a newline, so the event after it is whole. (It is not
+  cut off: hooks append without a lock, and a cut could take another hook's line with it.)
 
 Reading the store's location imports nothing heavy: the hook command runs on every tool call of
 the agent, and ``jupyter_core.paths`` alone would cost it tens of milliseconds.
@@ -31,7 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreWriteError
+from .. import untrusted
+from ..errors import RefusedFile, StoreWriteError
 from . import privatefs
 
 HOME_ENV = "JUPYTER_RECAP_HOME"
@@ -46,10 +49,6 @@ MAX_LINE_BYTES = 64 << 10
 """The longest line written or read (an event's fields are bounded well below it)."""
 READ_BYTES = 1 << 20
 """Read at most this much per :meth:`SpoolReader.read` (the rest waits for the next)."""
-
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def store_root() -> Path:
@@ -107,6 +106,14 @@ def append(event: dict[str, Any], *, store: Path | None = None) -> None:
         raise StoreWriteError(f"cannot open the hook spool: {error.strerror or error}") from None
     try:
         try:
+            # A line torn by an earlier short write (a full disk, a file-size limit) ends the
+            # file without its newline: this line then starts with one, so the torn piece is a
+            # line of its own that the reader skips, and this event is read whole. Prepended
+            # rather than cut off: hooks append at once without a lock, and a cut could take
+            # another hook's line with it; two hooks that both mend leave an empty line, which
+            # the reader skips too.
+            if _torn_tail(fd):
+                line = b"\n" + line
             written = os.write(fd, line)
         except OSError as error:
             raise StoreWriteError(f"cannot write the hook spool: {error.strerror}") from None
@@ -116,6 +123,18 @@ def append(event: dict[str, Any], *, store: Path | None = None) -> None:
             _rotate(fd, path)
     finally:
         os.close(fd)
+
+
+def _torn_tail(fd: int) -> bool:
+    """Whether the spool open at ``fd`` ends inside a line (its last byte is no newline).
+
+    Every hook writes its line in one ``O_APPEND`` write, so only a write cut short leaves one
+    for good. Another hook's write seen half-done answers yes too, harmlessly: the kernel puts
+    this write after that one, so the newline never lands inside its line, and only makes an
+    empty line.
+    """
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 def _rotate(fd: int, path: Path) -> None:
@@ -225,23 +244,20 @@ def _read_lines(
     ``final`` (nobody finishes it) or it is already longer than any line can be.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
-    except FileNotFoundError:
+        # The one safe way (..untrusted): never blocks, refuses what is not a regular file.
+        fd, info = untrusted.open_regular(path, follow=False)
+    except (FileNotFoundError, IsADirectoryError, RefusedFile):
         return [], offset
     except OSError as error:
         if error.errno == errno.ELOOP:
             return [], offset  # a link where the spool should be: never followed
         raise
     try:
-        info = os.fstat(fd)
-        if (
-            not stat.S_ISREG(info.st_mode)
-            or info.st_uid != privatefs.person()
-            or (identity is not None and (info.st_dev, info.st_ino) != identity)
+        if info.st_uid != privatefs.person() or (
+            identity is not None and (info.st_dev, info.st_ino) != identity
         ):
             return [], offset
-        os.lseek(fd, offset, os.SEEK_SET)
-        data = os.read(fd, 2 * ROTATE_BYTES + MAX_LINE_BYTES if final else READ_BYTES)
+        data = os.pread(fd, 2 * ROTATE_BYTES + MAX_LINE_BYTES if final else READ_BYTES, offset)
         at_end = offset + len(data) >= info.st_size
     finally:
         os.close(fd)

@@ -10,7 +10,8 @@ have written them — the rule ssh applies to ``~/.ssh`` (StrictModes):
   write to it, carry the sticky bit (as ``/tmp`` does), so nobody else can rename the store
   away and put their own in its place;
 - a file is read or appended to only when it is a regular file owned by the person, opened
-  without following a symlink (``O_NOFOLLOW``) and without blocking on a FIFO someone planted;
+  without following a symlink (``O_NOFOLLOW``) and without blocking on a FIFO someone planted
+  (reading goes through :mod:`..untrusted`, the one reader of files nobody vouched for);
 - nothing that already exists is ever ``chmod``-ed: a directory that breaks the rule is
   refused with one line saying why and how to fix it. (Repairing it would, for example, strip
   the sticky bit of a shared temporary directory the store was pointed at.)
@@ -29,7 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import StoreWriteError, UnsafeStoreError
+from .. import untrusted
+from ..errors import RefusedFile, StoreWriteError, UnsafeStoreError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -181,23 +183,31 @@ class IgnoredFile(Exception):
 
 
 def read_bytes(path: Path) -> bytes | None:
-    """The bytes of a trusted file; None when it is missing; IgnoredFile when it is not ours."""
+    """The bytes of a trusted file; None when it is missing; IgnoredFile when it is not ours.
+
+    Opened by the one reader of files nobody vouched for (:mod:`..untrusted`), without
+    following a final link; the store's rule adds that the file must be the person's.
+    """
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK)
+        fd, info = untrusted.open_regular(path, follow=False, shown=path.name)
     except FileNotFoundError:
         return None
+    except (RefusedFile, IsADirectoryError) as refusal:
+        if isinstance(refusal, RefusedFile):
+            _refuse_file(path, refusal.what)
+        else:
+            _refuse_file(path, "not a regular file (a directory)")
+        raise IgnoredFile(f"{path.name} is not a regular file of yours") from None
     except OSError as error:
         if error.errno == errno.ELOOP:
             _refuse_file(path, "it is a symbolic link")
             raise IgnoredFile(f"{path.name} is a symbolic link") from None
         raise
     try:
-        if not _check_open_file(fd, path):
+        if info.st_uid != person():
+            _refuse_file(path, f"it belongs to uid {info.st_uid}, not to you")
             raise IgnoredFile(f"{path.name} is not a regular file of yours")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
+        return untrusted.read_open(fd, cap=None, shown=path.name)
     finally:
         os.close(fd)
 

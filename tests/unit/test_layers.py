@@ -47,10 +47,12 @@ RANKS: dict[str, int] = {
     "errors": 0,
     "textutil": 0,
     "wire": 0,
-    # 1: shared by everything above: the log, redaction, the settings (plain data)
+    # 1: shared by everything above: the log, redaction, the settings (plain data), reading
+    # a file nobody vouched for
     "debuglog": 1,
     "redact": 1,
     "settings": 1,
+    "untrusted": 1,
     # 2: the transcript and reading notebooks
     "record": 2,
     # 3: what lasts (stores) and what records agent SDK runs (capture); not each other

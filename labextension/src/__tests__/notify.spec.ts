@@ -845,6 +845,22 @@ describe('noticeBody of a chat', () => {
     expect(noticeBody(chat({ needs_you: 'errored' }))).toBe('Claude errored while you were away');
   });
 
+  it('names the agent in plain words whatever control or bidi mark its name holds', () => {
+    const unsafe = [
+      ...Array.from({ length: 0x20 }, (_, c) => c).filter(c => c !== 0x09 && c !== 0x0a),
+      ...Array.from({ length: 0x21 }, (_, c) => 0x7f + c),
+      0x061c,
+      0x200e,
+      0x200f,
+      ...Array.from({ length: 5 }, (_, c) => 0x202a + c),
+      ...Array.from({ length: 4 }, (_, c) => 0x2066 + c)
+    ].map(c => String.fromCharCode(c));
+    for (const char of unsafe) {
+      const body = noticeBody(chat({ needs_you: 'finished', agent: `Cl${char}aude${char}` }));
+      expect(body).toBe('Claude finished while you were away');
+    }
+  });
+
   it('makes the agent, approval, recap and error plain', () => {
     const body = noticeBody(
       chat({ needs_you: 'approval', agent: 'Cl\u202eaude\x07', approval: 'rm \x1b[1m-rf\x1b[0m x' })

@@ -7,6 +7,24 @@ import { AgentsPanel, EXPANDED_CLASS } from '../panel';
 import { RecapSettings } from '../settings';
 import { chatRow, fakeOpener, row, unsafeIn, type FakeOpener } from './helpers';
 
+/** Every character text.ts removes one by one: C0 but tab and newline, DEL, C1, bidi marks. */
+const UNSAFE_CHARS = [
+  ...Array.from({ length: 0x20 }, (_, c) => c).filter(c => c !== 0x09 && c !== 0x0a),
+  ...Array.from({ length: 0x21 }, (_, c) => 0x7f + c),
+  0x061c,
+  0x200e,
+  0x200f,
+  0x202a,
+  0x202b,
+  0x202c,
+  0x202d,
+  0x202e,
+  0x2066,
+  0x2067,
+  0x2068,
+  0x2069
+].map(c => String.fromCharCode(c));
+
 // The panel needs neither JupyterLab's notifications nor its icon machinery here: loading them
 // costs half a minute.
 jest.mock('@jupyterlab/apputils', () => ({ Notification: {} }));
@@ -76,6 +94,23 @@ describe('AgentsPanel', () => {
     li(kernelId).querySelector(`.jp-RecapAgents-${part}`)?.textContent ?? '';
 
   describe('shows server and model text plain', () => {
+    it('without any control or bidi mark in an outside name, for every such character', () => {
+      // A chat persona, an MCP client or a CLI agent names itself: the row's name, its agent
+      // line and a notebook's change line show each name in plain words, whatever it holds.
+      for (const char of UNSAFE_CHARS) {
+        model.set([
+          chatRow(`ch${char}at.chat`, { agent: `Cl${char}aude`, model: `m${char}1` }),
+          row('k', { outside: { text: `Cl${char}aude via x.chat ran In[1]`, links: [], at: 5 } })
+        ]);
+        const chat = panel.node.querySelector<HTMLElement>('li[data-kind="chat"]');
+        expect(chat?.querySelector('.jp-RecapAgents-name')?.textContent).toBe('chat.chat');
+        expect(chat?.querySelector('.jp-RecapAgents-agent')?.textContent).toBe('Claude · m1');
+        expect(text('k', 'outside')).toBe('Claude via x.chat ran In[1]');
+        const shown = panel.node.textContent ?? '';
+        expect([...shown].filter(c => UNSAFE_CHARS.includes(c))).toEqual([]);
+      }
+    });
+
     it('without the bidi override that makes a passing error read as a failure', () => {
       model.set([row('k', { state: 'errored', error: 'All tests \u202edeliaf\u202c passed.' })]);
       const error = li('k').querySelector<HTMLElement>('.jp-RecapAgents-error');

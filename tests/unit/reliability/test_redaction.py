@@ -819,3 +819,56 @@ def test_a_letter_that_lowers_to_two_keeps_the_labels_after_it_in_place() -> Non
     assert Redactor({})("İstanbul office: password=hunter22") == (
         "İstanbul office: password=[redacted]"
     )
+
+
+# -- a long text without a delimiter ------------------------------------------------------------
+
+# A prompt in Chinese or Japanese, a run of emoji, a minified line: no space or quote for
+# thousands of characters. The head was cut back to the last delimiter before the cut, which in
+# such a text is its start, so a prompt of more than 8,000 characters was kept as "…". Now the
+# run is redacted over a margin past the cut, then cut.
+RUNS = ["数据分析报告", "🙂🚀✨", "ｘ", "x", "ab,cd;"]
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_a_long_prompt_without_spaces_keeps_its_head(run: str) -> None:
+    from jupyter_recap.chats.document import read_chat
+    from jupyter_recap.hooks.events import normalise
+
+    prompt = run * (9000 // len(run) + 1)
+    head, cut = Redactor(NO_ENV).head(prompt, 4000)
+    assert cut and head == prompt[:4000]
+    # Where it is used: a CLI agent's prompt (its hook) and a chat's message.
+    payload = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "prompt": prompt}
+    event = normalise(payload, at=1.0, agent="Claude Code", env=NO_ENV)
+    assert event is not None and event.text.startswith(prompt[:3000]), event
+    chat = {"messages": [{"sender": "ada", "body": prompt, "time": 1.0}], "users": {}}
+    assert read_chat(chat, env=NO_ENV).turns[0].prompt.startswith(prompt[:3000])
+
+
+# Separators that are no delimiter (no space, no quote): the run goes on through the secret.
+RUN_BEFORE = st.sampled_from(["(", "[", "{", ",", ";", "，", "、", "|", "：("])
+RUN_AFTER = st.sampled_from([")", "]", "}", ",", ";", "，", "。", "|", "."])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@given(data=st.data())
+def test_no_secret_survives_the_head_of_a_long_text_without_delimiters(
+    kind: str, data: st.DataObject
+) -> None:
+    from jupyter_recap.redact import CUT_MARGIN
+
+    sample = data.draw(KINDS[kind])
+    before, after = data.draw(RUN_BEFORE), data.draw(RUN_AFTER)
+    text = before + sample.text + after
+    run = data.draw(st.sampled_from(RUNS))
+    size = data.draw(st.sampled_from([200, 1000, 4000]))
+    # The secret across the cut, across the end of the window redacted past it, or across the
+    # end of the stretch searched for a delimiter.
+    anchor = data.draw(st.sampled_from([size, size + 2 * CUT_MARGIN, 2 * size]))
+    start = max(0, anchor - data.draw(st.integers(0, len(text) + 2)))
+    filler = run * ((start + 3 * size + 2 * CUT_MARGIN) // len(run) + 1)
+    whole = filler[:start] + text + filler[: 2 * size + 2 * CUT_MARGIN]
+    head, cut = Redactor(sample.env).head(whole, size)
+    assert cut
+    assert not _leaked(sample.secrets, head, filler + before + _blank(sample) + after), head
