@@ -4,6 +4,7 @@ test tiers (one folder each, one marker each) and the Hypothesis profiles."""
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib
 import os
 import pkgutil
@@ -207,6 +208,21 @@ def browser() -> Iterator[object]:
     yield from launch()
 
 
+@pytest.fixture(autouse=True)
+def _quick_tier_spawns_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``scripts/test --quick`` (``JUPYTER_RECAP_QUICK``): a test that starts a process is
+    skipped, saying so, when it tries; the full run (CI) runs it. Found where it happens, so a
+    new test that spawns needs no marker to stay out of the quick loop."""
+    if not os.environ.get("JUPYTER_RECAP_QUICK"):
+        return
+    import subprocess
+
+    def skip(*args: object, **kwargs: object) -> None:
+        pytest.skip("starts a process: left to the full run (scripts/test)")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", skip)
+
+
 @pytest.fixture
 def shell() -> Iterator[object]:
     """A real InteractiveShell with in-memory history; the extension is unloaded afterwards."""
@@ -220,6 +236,10 @@ def shell() -> Iterator[object]:
     config.HistoryManager.hist_file = ":memory:"
     InteractiveShell.clear_instance()
     ip = InteractiveShell.instance(config=config)  # display() publishes through the instance
+    # IPython registers each shell's exit work (a reset, and a full gc.collect() over the whole
+    # test process's heap) to run at interpreter exit: for a shell per test, thousands of those
+    # ran after the last test. This shell is torn down below; nothing is left for exit.
+    atexit.unregister(ip.atexit_operations)
     transcript.set_current(None)
     workstate.set_current_state(None)
     yield ip
