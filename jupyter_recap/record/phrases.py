@@ -197,10 +197,9 @@ def correcting_sentence(prompt: str) -> str | None:
     said = sentences(prompt[:600], lines_end=True)
     marked: list[str] = []
     for index, sentence in enumerate(said):
-        narrows = _narrows().search(sentence) is not None
-        specific = _specific().search(sentence) is not None
-        if _corrects().search(sentence) is None and not (narrows and specific):
+        if not _marks_change(sentence):
             continue
+        specific = _specific().search(sentence) is not None
         if _words(sentence) <= 3 and index + 1 < len(said):
             sentence = said[index + 1]
         if specific:
@@ -223,9 +222,14 @@ def corrects(prompt: str) -> bool:
     EUR") rather than adding a step to it or pointing back at it ("do the same for B")."""
     if refers_back(prompt):
         return False
-    head = prompt[:600]
-    return _corrects().search(head) is not None or (
-        _narrows().search(head) is not None and _specific().search(head) is not None
+    return _marks_change(prompt[:600])
+
+
+def _marks_change(text: str) -> bool:
+    """Whether ``text`` says the task changes: a correction's word, or "only" with an amount
+    or a count."""
+    return _corrects().search(text) is not None or (
+        _narrows().search(text) is not None and _specific().search(text) is not None
     )
 
 
