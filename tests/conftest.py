@@ -63,19 +63,46 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+#: Left out of Hypothesis's constant pool: the server adapter, whose import pulls in
+#: jupyter_server, jupyter_events and jsonschema (1.5 CPU-seconds of a test process's start).
+#: No property test draws for it.
+_NOT_IN_THE_POOL = ("jupyter_recap.server",)
+
+
 def _same_constants_in_every_run() -> None:
-    """Import every module of the package before any test.
+    """Give Hypothesis one fixed pool of our literals, whatever a run imports later.
 
     Hypothesis mixes literals from the local modules already imported into what it draws
     (``hypothesis.internal.conjecture.providers._get_local_constants``), so a derandomised test
     drew other examples in a full run, after tests that had imported more of the package,
-    than alone. With the whole package imported first, it draws the same ones either way.
+    than alone. The core modules are imported here and the pool is frozen with them: a test
+    draws the same examples alone, in its tier or in the whole suite. Should a Hypothesis
+    release move that function, the pool is left to grow and the fallback imports every
+    module instead (slower, the same determinism).
     """
+    from hypothesis.internal.conjecture import providers
+
     import jupyter_recap
 
-    for module in pkgutil.walk_packages(jupyter_recap.__path__, "jupyter_recap."):
-        if not module.name.endswith("__main__"):  # __main__ runs the command line
-            importlib.import_module(module.name)
+    frozen = hasattr(providers, "_get_local_constants")
+    for module in _modules(jupyter_recap.__path__, "jupyter_recap."):
+        if not frozen or not module.startswith(_NOT_IN_THE_POOL):
+            importlib.import_module(module)
+    if frozen:
+        pool = providers._get_local_constants()
+        providers._get_local_constants = lambda: pool
+
+
+def _modules(path: list[str], prefix: str) -> Iterator[str]:
+    """Every module below ``path``, without importing a package to look into it (as
+    :func:`pkgutil.walk_packages` does)."""
+    for module in pkgutil.iter_modules(path, prefix):
+        if module.name.endswith("__main__"):  # __main__ runs the command line
+            continue
+        yield module.name
+        if module.ispkg:
+            folder = Path(path[0]) / module.name.rpartition(".")[2]
+            yield from _modules([str(folder)], module.name + ".")
 
 
 _same_constants_in_every_run()

@@ -117,7 +117,7 @@ class LabPage:
 
     # -- documents and cells ---------------------------------------------------------------
 
-    def reload(self, *names: str, timeout: float = 60) -> None:
+    def reload(self, *names: str, timeout: float = 120) -> None:
         """Reload the page, as the person would, and wait until ``names`` are open with idle
         kernels and the saved layout is restored (its documents open again, one current).
 
@@ -131,7 +131,7 @@ class LabPage:
             self.wait_for_kernel(name, timeout)
         self.page.evaluate("() => window.jupyterapp.restored.then(() => 0)")
 
-    def wait_for_kernel(self, name: str, timeout: float = 60) -> None:
+    def wait_for_kernel(self, name: str, timeout: float = 120) -> None:
         """Wait until ``name`` is open and its kernel idle (the app may still be starting)."""
         self.page.wait_for_function(
             _js("return !!panel && panel.sessionContext.session?.kernel?.status === 'idle';"),
@@ -158,7 +158,7 @@ class LabPage:
             self.page.evaluate(_js("return panel.sessionContext.session.kernel.id;"), [name, None])
         )
 
-    def run_cells(self, name: str, indices: list[int], timeout: float = 60) -> None:
+    def run_cells(self, name: str, indices: list[int], timeout: float = 120) -> None:
         """Run these cells (each selected, then run without advancing) and wait for them."""
         self.page.evaluate(
             _js(

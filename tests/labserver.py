@@ -193,6 +193,7 @@ def running_lab(
     chat: bool = False,
     collaboration: bool = False,
     recap: bool = True,
+    recap_server: bool = True,
     server_extensions: Sequence[str] = (),
 ) -> Iterator[LabServer]:
     """Start ``jupyter lab`` (or Notebook 7: ``app="notebook"``) and wait until it answers.
@@ -202,8 +203,11 @@ def running_lab(
     jupyter-collaboration are off unless ``chat`` (Jupyter AI's chats, with the test persona
     "Claude" of tests/persona/ as the default persona) or ``collaboration`` (real-time
     collaboration) ask for them. ``recap=False``: a lab as if jupyter_recap were not
-    installed (its server extension and labextension off). ``server_extensions``: server
-    extensions to turn on besides (an agent's tool server, say).
+    installed (its server extension and labextension off); ``recap_server=False``: only its
+    server extension off. ``server_extensions``: server extensions to turn on besides (an
+    agent's tool server, say). (Turn extensions on or off here, not with a
+    ``--ServerApp.jpserver_extensions`` argument: that replaces the whole table, and every
+    extension of the environment comes back on.)
     """
     root = tmp / "notebooks"
     root.mkdir()
@@ -212,6 +216,7 @@ def running_lab(
         chat=chat,
         collaboration=collaboration,
         recap=recap,
+        recap_server=recap_server,
         server_extensions=server_extensions,
     )
     python_path = [str(ROOT), str(TESTS)]
@@ -284,11 +289,13 @@ def isolation_config(
     chat: bool,
     collaboration: bool,
     recap: bool = True,
+    recap_server: bool = True,
     server_extensions: Sequence[str] = (),
 ) -> None:
     """Write the lab's user-level config: Jupyter AI's and collaboration's server and lab
     extensions off, but for the groups asked for (see the lists at the top) and the named
-    ``server_extensions``; jupyter_recap's own off too unless ``recap``."""
+    ``server_extensions``; jupyter_recap's own off too unless ``recap`` (its server extension
+    alone unless ``recap_server``)."""
     on_server = (CHAT_SERVER_EXTENSIONS if chat else ()) + (
         COLLABORATION_SERVER_EXTENSIONS if collaboration else ()
     )
@@ -300,7 +307,7 @@ def isolation_config(
     every_lab = CHAT_LAB_EXTENSIONS + COLLABORATION_LAB_EXTENSIONS + MCP_LAB_EXTENSIONS
     enabled = {name: name in on_server for name in every_server}
     enabled.update(dict.fromkeys(server_extensions, True))
-    if not recap:
+    if not (recap and recap_server):
         enabled["jupyter_recap"] = False
     server: dict[str, Any] = {"ServerApp": {"jpserver_extensions": enabled}}
     if chat:

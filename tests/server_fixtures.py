@@ -29,7 +29,8 @@ from pytest_jupyter.jupyter_server import *  # noqa: F403 - the fixtures, by nam
 # Only the fixtures travel on to the test module (not the plugin's hooks and imports).
 _FIXTURE_TYPE = type(_plugin.jp_fetch)
 __all__ = [name for name, value in vars(_plugin).items() if isinstance(value, _FIXTURE_TYPE)]
-__all__ += ["api", "asynctest", "jp_server_config", "recap_config", "recap_environment", "store"]
+__all__ += ["api", "asynctest", "jp_server_cleanup", "jp_server_config", "recap_config"]
+__all__ += ["recap_environment", "store"]
 __all__ += ["kernel_id", "recap", "recap_fetch", "start_kernel"]
 
 API = ("jupyter-recap", "api")
@@ -100,6 +101,29 @@ def jp_server_config(recap_config: dict[str, Any]) -> Any:
             "RecapServer": recap_config,
         }
     )
+
+
+# Replaces pytest-jupyter's fixture of this name (star-imported above) on purpose.
+@pytest.fixture(autouse=True)  # type: ignore[no-redef]
+def jp_server_cleanup(jp_asyncio_loop: Any) -> Iterator[None]:
+    """The plugin's tear-down of the test's server, without waiting on the kernels' sockets.
+
+    The plugin destroys the kernel manager's ZMQ context with each socket's own linger
+    (jupyter_client sets one second), so a test whose kernel still had messages queued
+    waited up to a second after its server had stopped: most of the server tier's wall time.
+    Nothing reads those messages any more; ``linger=0`` drops them.
+    """
+    from jupyter_server.serverapp import ServerApp
+
+    yield
+    app = ServerApp.instance()
+    try:
+        jp_asyncio_loop.run_until_complete(app._cleanup())
+    except (RuntimeError, SystemExit) as error:
+        print("ignoring cleanup error", error)
+    if hasattr(app, "kernel_manager"):
+        app.kernel_manager.context.destroy(linger=0)
+    ServerApp.clear_instance()
 
 
 @pytest.fixture

@@ -31,6 +31,10 @@ MAX_REMEMBERED = 4096
 
 MAX_ROW_EVENTS = 10
 """Server events (restarts, deaths, long cells) kept per row."""
+JUST_ENDED_SECONDS = 3.0
+"""A turn that ended this long or less before the person left, and that they had not come
+back to, counts as ending while away: the page's "away" and the kernel's "turn ended" race
+over separate connections, and on a busy machine the end can arrive first."""
 
 RowChange = Literal["update", "remove"]
 """What happened to a row, as the board announces it: read it again, or drop it."""
@@ -66,6 +70,10 @@ class _Row:
     notice: int = 0
     noticed: bool = False
     """A notice was given in the current absence (reset when the person looks)."""
+    looking: bool = False
+    """The person looks at the notebook (the last focus the board heard)."""
+    seen_end: float | None = None
+    """The end of the turn the person last came back to (they saw how it ended)."""
     kernel_state: Literal["restarting", "dead"] | None = None
     """``restarting`` or ``dead`` while the server sees the kernel so, else None."""
     events: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_ROW_EVENTS))
@@ -218,14 +226,36 @@ class AgentBoard:
         """The kernel's aggregate focus changed: looking at it ends the absence."""
         row = self._rows.get(kernel_id)
         if focused is not True:
+            if row is not None:
+                self._left(row)
             return
         if row is None:
             if kernel_id in self._notices:  # a dropped row's absence ends too
                 self._notices[kernel_id] = (self._notices[kernel_id][0], False)
             return
+        if not row.looking:
+            row.looking, row.seen_end = True, row.report.turn_ended
         row.noticed = False
         if row.needs_you is not None:
             row.needs_you = None
+            self._changed(row)
+
+    def _left(self, row: _Row) -> None:
+        """The person stopped looking: a turn that ended just before, which they had not come
+        back to, needs them as one ending while away does."""
+        if not row.looking:
+            return
+        row.looking = False
+        report = row.report
+        if (
+            row.needs_you is None
+            and report.turn in ("ok", "errored")
+            and report.turn_ended is not None
+            and report.turn_ended != row.seen_end
+            and self._clock() - report.turn_ended <= JUST_ENDED_SECONDS
+        ):
+            row.needs_you = "errored" if report.turn == "errored" else "finished"
+            self._notice(row)
             self._changed(row)
 
     def kernel_event(
@@ -346,6 +376,7 @@ class AgentBoard:
     def _new_row(self, row_id: str, **fields: Any) -> _Row:
         row = _Row(row_id, self._clock(), **fields)
         row.notice, row.noticed = self._notices.pop(row_id, (0, False))
+        row.looking = self._facts(row_id)[0] is True
         if self.left_out.pop(row_id, None) is not None:
             self.version += 1
         return row

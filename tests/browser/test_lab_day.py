@@ -152,7 +152,7 @@ def drafts(tab: LabPage, name: str) -> int:
     return int(tab.kernel_eval(name, f"{EXT}.schedule.counters.drafts_started"))
 
 
-def agent_row(lab: LabServer, kernel_id: str, text: str, timeout: float = 15) -> dict[str, Any]:
+def agent_row(lab: LabServer, kernel_id: str, text: str, timeout: float = 30) -> dict[str, Any]:
     """The notebook's Agents row once it holds the recap ``text`` (its state then)."""
     deadline = time.monotonic() + timeout
     while True:

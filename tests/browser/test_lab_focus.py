@@ -346,8 +346,7 @@ def test_without_the_server_extension_one_warning(
     browser: Browser, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     tmp = tmp_path_factory.mktemp("noserverext")
-    off = ["--ServerApp.jpserver_extensions=jupyter_recap=False"]
-    with running_lab(tmp, {"JUPYTER_RECAP_MODEL": "offline"}, off) as lab:
+    with running_lab(tmp, {"JUPYTER_RECAP_MODEL": "offline"}, recap_server=False) as lab:
         lab.write_notebook("plain.ipynb", ["1 + 1"])
         tab = LabPage.open(browser, lab, "plain.ipynb")
         toast = tab.page.locator(".Toastify__toast", has_text="server extension is not enabled")

@@ -10,7 +10,7 @@ import pytest
 from labserver import LabServer, running_lab
 from playwright.sync_api import expect
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = pytest.mark.timeout(420)
 
 SETUP = (
     "import agentmagic\nagent = agentmagic.install(get_ipython())\n"
@@ -43,7 +43,7 @@ def open_and_run_all(
     page.wait_for_function(
         "() => window.jupyterapp?.shell.currentWidget?.sessionContext?.session?.kernel?.status"
         " === 'idle'",
-        timeout=60_000,
+        timeout=120_000,
     )
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     expect(page.locator(".jp-Cell").nth(1).locator(".jp-OutputArea-output")).to_have_count(

@@ -728,3 +728,47 @@ def test_whatever_one_field_holds_every_other_field_is_kept(name: str, value: ob
     # Each line names the field that was given (or a part of it) first.
     for line in ignored:
         assert line.split(":")[0].split(".")[0].split("[")[0] == name, line
+
+
+# -- leaving just after a turn ended -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("turn", "needs"), [("ok", "finished"), ("errored", "errored")])
+@pytest.mark.parametrize("left_after", [0.2, 2.9])
+def test_leaving_just_after_a_turn_ended_unseen_needs_the_person(
+    board: AgentBoard, facts: Facts, clock: Clock, turn: TurnState, needs: str, left_after: float
+) -> None:
+    # The page's "away" reached the server after the kernel's "turn ended" (a busy machine):
+    # the person never saw the end, as if it had come while they were away.
+    facts.focused["k"] = True
+    board.report("k", running(clock.now))
+    board.focus("k", True)
+    board.report("k", ended(turn, clock.tick()))
+    assert row(board, "k")["needs_you"] is None
+    clock.tick(left_after)
+    facts.focused["k"] = False
+    board.focus("k", False)
+    r = row(board, "k")
+    assert (r["needs_you"], r["notice"]) == (needs, 1)
+    # Coming back clears it, and leaving again right away does not bring it back.
+    facts.focused["k"] = True
+    board.focus("k", True)
+    assert row(board, "k")["needs_you"] is None
+    facts.focused["k"] = False
+    board.focus("k", False)
+    assert row(board, "k")["needs_you"] is None
+
+
+def test_leaving_long_after_a_turn_ended_in_view_needs_nobody(
+    board: AgentBoard, facts: Facts, clock: Clock
+) -> None:
+    facts.focused["k"] = True
+    board.report("k", running(clock.now))
+    board.report("k", ended("ok", clock.tick()))
+    for _ in range(5):  # news while the person reads: each says the same focus
+        board.focus("k", True)
+        clock.tick()
+    facts.focused["k"] = None  # the tab closed
+    board.focus("k", None)
+    assert row(board, "k")["needs_you"] is None
+    assert board.needing() == 0

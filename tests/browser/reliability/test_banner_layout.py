@@ -14,7 +14,7 @@ import pytest
 from labserver import LabServer, open_and_run
 from playwright.sync_api import Browser, Locator, Page, expect
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(420)
 
 WIDTH, HEIGHT = 1200, 800
 MODEL = "openai:" + "m" * 3_000
@@ -32,7 +32,7 @@ INLINE = "display(banner)"
 
 def assert_dismissable(page: Page, banner: Locator) -> None:
     """The × lies inside the viewport and inside the banner, and a click dismisses it."""
-    expect(banner.locator(".jp-RecapBanner-model")).to_contain_text("mmmm", timeout=60_000)
+    expect(banner.locator(".jp-RecapBanner-model")).to_contain_text("mmmm", timeout=120_000)
     button = banner.locator("button.jp-RecapBanner-dismiss")
     box, frame = button.bounding_box(), banner.bounding_box()
     assert box is not None and frame is not None
@@ -59,7 +59,7 @@ def assert_dismissable(page: Page, banner: Locator) -> None:
 def test_dismiss_stays_on_screen_above_the_active_cell(browser: Browser, lab: LabServer) -> None:
     page = open_and_run(browser, lab, "long.ipynb", [SETUP, SHOW], (WIDTH, HEIGHT))
     banner = page.locator(".jp-RecapBanner-mount .jp-RecapBanner")
-    expect(banner).to_be_visible(timeout=60_000)
+    expect(banner).to_be_visible(timeout=120_000)
     page.screenshot(path=str(lab.root.parent / "long-banner.png"))
     assert_dismissable(page, banner)
     page.close()
@@ -68,11 +68,11 @@ def test_dismiss_stays_on_screen_above_the_active_cell(browser: Browser, lab: La
 def test_dismiss_stays_on_screen_in_the_cell_output(browser: Browser, lab: LabServer) -> None:
     page = open_and_run(browser, lab, "inline.ipynb", [SETUP, SHOW, INLINE], (WIDTH, HEIGHT))
     banner = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea .jp-RecapBanner")
-    expect(banner).to_have_count(1, timeout=60_000)
+    expect(banner).to_have_count(1, timeout=120_000)
     # Without the labextension's mount this view is the banner: once the mount is live (and
     # will not be touched again), take it away, as such a frontend would show the banner.
     mounted = page.locator(".jp-RecapBanner-mount.jp-mod-live .jp-RecapBanner-model")
-    expect(mounted).to_contain_text("mmmm", timeout=60_000)
+    expect(mounted).to_contain_text("mmmm", timeout=120_000)
     page.evaluate(
         "() => document.querySelectorAll('.jp-mod-recapBanner')"
         ".forEach(n => n.classList.remove('jp-mod-recapBanner'))"

@@ -69,9 +69,9 @@ def kernel_value(kc: Any, expression: str) -> Any:
     return eval(result["data"]["text/plain"])  # our own kernel's repr
 
 
-def tool_entries(kc: Any, count: int) -> list[tuple[str, str, str]]:
-    """The kernel's tool calls, once there are ``count`` (or after 20 s, what there is)."""
-    deadline = time.monotonic() + 20
+def tool_entries(kc: Any, count: int, seconds: float = 20) -> list[tuple[str, str, str]]:
+    """The kernel's tool calls, once there are ``count`` (or after ``seconds``, what there is)."""
+    deadline = time.monotonic() + seconds
     while True:
         calls = [entry for entry in kernel_value(kc, ENTRIES) if entry[0] == "tool_call"]
         if len(calls) >= count or time.monotonic() > deadline:
@@ -127,7 +127,9 @@ def test_a_cell_that_starts_after_the_chat_opened_does_not_take_it(
         calls = tool_entries(first, 3)
         assert [name for _, name, _ in calls] == ["read_notebook", "edit_cell", "run_cell"]
         assert all("first.ipynb" in text for *_, text in calls), calls
-        assert tool_entries(second, 1) == []
+        # The server hands a chat's calls to one kernel, in one pass over its kernels: with all
+        # three in A, any given to B would be in B's feed too by now (2 s of slack for it).
+        assert tool_entries(second, 1, seconds=2) == []
     finally:
         release.write_text("")
         for kc in clients:

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timeout(120)
 
 #: How long an answer that must come may take: generous, since these run beside the browser
 #: tests on a loaded two-core machine (a poll that should answer and never does still fails).
-ANSWER_WITHIN = 30
+ANSWER_WITHIN = 90  # generous: a loaded machine is slower, never wrong
 
 
 @pytest.fixture
