@@ -323,27 +323,21 @@ def test_capture_works_without_the_opentelemetry_sdk(fake: FakeLLM, tmp_path: An
         stop(km, kc)
 
 
-def test_output_unchanged_by_the_extension() -> None:
-    """The cell's printed result is the same with and without jupyter_recap."""
-    with FakeLLM() as fake:
-        compare_outputs(fake)
+def test_output_unchanged_by_the_extension(kernel: tuple[Any, Any], fake: FakeLLM) -> None:
+    """The cell's printed result is the same with and without jupyter_recap (with it: the
+    module's kernel; without: one that never loads it)."""
+    from capturekit import agent_kernel
 
-
-def compare_outputs(fake: FakeLLM) -> None:
     code = SETUP.format(url=fake.url + "/v1") + (
         "r = run_sync(agent, 'Weather in Paris?')\n"
         "print(repr(r.output), [type(m).__name__ for m in r.all_messages()])"
     )
     outputs = []
-    for load in (False, True):
-        env = {**kernel_env(fake)}
-        from capturekit import agent_kernel
-
-        with agent_kernel(fake, env, load=load) as kc:
+    with agent_kernel(fake, kernel_env(fake), load=False) as plain:
+        for kc in (plain, kernel[1]):
             fake.respond(tool_calls(("get_weather", {"city": "Paris"})), answer("Sunny."))
             outputs.append(stream_text(run(kc, code)))
-            if load:
-                assert [e["kind"] for e in entries(kc)][-1] == "outcome"
+    assert [e["kind"] for e in entries(kernel[1])][-1] == "outcome"
     assert outputs[0] == outputs[1]
     assert "'Sunny.'" in outputs[0]
 
