@@ -188,10 +188,69 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     COUNTS.update(Counter(getattr(node, "workeroutput", {}).get("refused", {})))
 
 
+# -- what each tier costs -------------------------------------------------------------------------
+
+#: Tier → [tests, seconds] (setup, call and teardown summed; under xdist the controller hears
+#: every worker's reports).
+_TIER_COST: dict[str, list[float]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add a test phase's time to its tier's."""
+    tier = _tier(TESTS.parent / report.nodeid.split("::", 1)[0])
+    if tier is None:
+        return
+    cost = _TIER_COST.setdefault(tier, [0, 0.0])
+    cost[0] += report.when == "setup"
+    cost[1] += report.duration
+
+
+#: ``JUPYTER_RECAP_TEST_COSTS=FILE``: each test's wall time and the CPU it cost (this process
+#: and every child it reaped meanwhile: kernels, servers, browsers) appended to FILE as JSON
+#: lines, one per test; ``benchmarks/bench_test_costs.py FILE`` sums them by module and says
+#: which wait rather than work.
+_COSTS_FILE = os.environ.get("JUPYTER_RECAP_TEST_COSTS", "")
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, reaped = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """With ``JUPYTER_RECAP_TEST_COSTS`` set, record what the test cost (see above)."""
+    if not _COSTS_FILE:
+        yield
+        return
+    import json
+    import time
+
+    wall, cpu = time.perf_counter(), _cpu_seconds()
+    yield
+    cost = {
+        "test": item.nodeid,
+        "wall": round(time.perf_counter() - wall, 3),
+        "cpu": round(_cpu_seconds() - cpu, 3),
+    }
+    with open(_COSTS_FILE, "a", encoding="utf-8") as out:  # one short line: appends whole
+        out.write(json.dumps(cost) + "\n")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """How many hostile requests the run saw refused, by status code (see tests/refusals.py)."""
+    """Each tier's tests and time, and how many hostile requests the run saw refused, by
+    status code (see tests/refusals.py)."""
     from refusals import COUNTS
 
+    if _TIER_COST:
+        tiers = sorted(_TIER_COST.items(), key=lambda item: -item[1][1])
+        said = ", ".join(f"{tier} {int(n)} tests {s:.0f} s" for tier, (n, s) in tiers)
+        total = sum(s for _, s in _TIER_COST.values())
+        terminalreporter.write_line(f"time by tier (summed over workers, {total:.0f} s): {said}")
     if COUNTS:
         codes = ", ".join(f"{code}: {count}" for code, count in sorted(COUNTS.items()))
         terminalreporter.write_line(f"hostile requests refused: {sum(COUNTS.values())} ({codes})")
