@@ -86,9 +86,20 @@ def line_of(lab: LabServer, name: str) -> str | None:
 
 
 def cells_of(lab: LabServer, name: str) -> list[tuple[str, int | None]]:
-    """(source, execution count) of each cell of the notebook file."""
-    cells = json.loads((lab.root / name).read_text())["cells"]
-    return [("".join(c["source"]), c.get("execution_count")) for c in cells]
+    """(source, execution count) of each cell of the notebook file.
+
+    Jupyter's "atomic" save keeps a backup but writes the file in place, so a read can meet it
+    empty or cut short while the room saves: such a read is tried again.
+    """
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            cells = json.loads((lab.root / name).read_text())["cells"]
+        except json.JSONDecodeError:
+            assert time.monotonic() < deadline, f"{name} stayed unreadable for 10 s"
+            time.sleep(0.05)
+            continue
+        return [("".join(c["source"]), c.get("execution_count")) for c in cells]
 
 
 def leave(tab: LabPage) -> None:
