@@ -75,20 +75,32 @@ def _same_constants_in_every_run() -> None:
     Hypothesis mixes literals from the local modules already imported into what it draws
     (``hypothesis.internal.conjecture.providers._get_local_constants``), so a derandomised test
     drew other examples in a full run, after tests that had imported more of the package,
-    than alone. The core modules are imported here and the pool is frozen with them: a test
-    draws the same examples alone, in its tier or in the whole suite. Should a Hypothesis
-    release move that function, the pool is left to grow and the fallback imports every
-    module instead (slower, the same determinism).
+    than alone. The core modules are imported here, and the pool is frozen with them when the
+    session starts (:func:`pytest_sessionstart`): a test draws the same examples alone, in its
+    tier or in the whole suite. Should a Hypothesis release move that function, the pool is
+    left to grow and the fallback imports every module instead (slower, the same determinism).
     """
-    from hypothesis.internal.conjecture import providers
-
     import jupyter_recap
 
-    frozen = hasattr(providers, "_get_local_constants")
+    frozen = hasattr(_providers(), "_get_local_constants")
     for module in _modules(jupyter_recap.__path__, "jupyter_recap."):
         if not frozen or not module.startswith(_NOT_IN_THE_POOL):
             importlib.import_module(module)
-    if frozen:
+
+
+def _providers() -> Any:
+    from hypothesis.internal.conjecture import providers
+
+    return providers
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Freeze Hypothesis's constant pool: after its plugin's start-up (reading its cache of
+    constants then is no start-up side effect it warns about), before the collection imports
+    the test modules."""
+    providers = _providers()
+    if hasattr(providers, "_get_local_constants"):
         pool = providers._get_local_constants()
         providers._get_local_constants = lambda: pool
 
