@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -38,20 +39,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = load(args.costs)
 
-    modules: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
-    for row in rows:
-        module = str(row["test"]).split("::", 1)[0]
-        cost = modules[module]
-        cost[0] += 1
-        cost[1] += float(str(row["wall"]))
-        cost[2] += float(str(row["cpu"]))
-    tiers: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
-    for module, (count, wall, cpu) in modules.items():
-        parts = module.split("/")
-        tier = parts[1] if len(parts) > 2 else "?"
-        tiers[tier][0] += count
-        tiers[tier][1] += wall
-        tiers[tier][2] += cpu
+    modules = summed(rows, lambda test: test.split("::", 1)[0])
+    tiers = summed(rows, lambda test: test.split("/")[1] if test.count("/") > 1 else "?")
 
     total_wall = sum(wall for _, wall, _ in tiers.values())
     total_cpu = sum(cpu for _, _, cpu in tiers.values())
@@ -71,6 +60,17 @@ def main() -> None:
     waiting = sorted(modules.items(), key=lambda item: -(item[1][1] - item[1][2]))
     for module, (count, wall, cpu) in waiting[: args.top]:
         print(f"| `{module}` | {int(count)} | {wall:.1f} s | {cpu:.1f} s | {_share(wall, cpu)} |")
+
+
+def summed(rows: list[dict[str, object]], key: Callable[[str], str]) -> dict[str, list[float]]:
+    """[tests, wall, CPU] summed over the tests that ``key`` (of the test's node id) groups."""
+    groups: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
+    for row in rows:
+        group = groups[key(str(row["test"]))]
+        group[0] += 1
+        group[1] += float(str(row["wall"]))
+        group[2] += float(str(row["cpu"]))
+    return groups
 
 
 def _share(wall: float, cpu: float) -> str:

@@ -213,7 +213,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if tier is None:
         return
     cost = _TIER_COST.setdefault(tier, [0, 0.0])
-    cost[0] += report.when == "setup"
+    if report.when == "setup":
+        cost[0] += 1
     cost[1] += report.duration
 
 

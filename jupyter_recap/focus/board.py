@@ -79,6 +79,14 @@ class _Row:
     events: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=MAX_ROW_EVENTS))
 
 
+def _needs_after(report: Report) -> NeedsYou | None:
+    """What an ended turn asks of a person who did not see it end: ``finished`` or
+    ``errored`` (None for an aborted turn, or one still running)."""
+    if report.turn_ended is None:
+        return None
+    return "finished" if report.turn == "ok" else "errored" if report.turn == "errored" else None
+
+
 class AgentBoard:
     """The rows of the agents panel and the rules for who needs the person."""
 
@@ -170,7 +178,7 @@ class AgentBoard:
         if ended and row.needs_you != "approval":
             focused, _ = self._facts(row.kernel_id)
             if focused is not True:
-                row.needs_you = "errored" if report.turn == "errored" else "finished"
+                row.needs_you = _needs_after(report)
                 self._notice(row)
         if row.kernel_state == "restarting":
             row.kernel_state = None  # the kernel reports again: it is up
@@ -223,11 +231,23 @@ class AgentBoard:
         return None if row is None else row.path
 
     def focus(self, kernel_id: str, focused: bool | None) -> None:
-        """The kernel's aggregate focus changed: looking at it ends the absence."""
+        """The kernel's aggregate focus changed: looking at it ends the absence; leaving just
+        after a turn ended, which the person had not come back to, counts as being away when
+        it ended."""
         row = self._rows.get(kernel_id)
         if focused is not True:
-            if row is not None:
-                self._left(row)
+            if row is not None and row.looking:
+                row.looking = False
+                report, needs = row.report, _needs_after(row.report)
+                if (
+                    row.needs_you is None
+                    and needs is not None
+                    and report.turn_ended != row.seen_end
+                    and self._clock() - (report.turn_ended or 0.0) <= JUST_ENDED_SECONDS
+                ):
+                    row.needs_you = needs
+                    self._notice(row)
+                    self._changed(row)
             return
         if row is None:
             if kernel_id in self._notices:  # a dropped row's absence ends too
@@ -238,24 +258,6 @@ class AgentBoard:
         row.noticed = False
         if row.needs_you is not None:
             row.needs_you = None
-            self._changed(row)
-
-    def _left(self, row: _Row) -> None:
-        """The person stopped looking: a turn that ended just before, which they had not come
-        back to, needs them as one ending while away does."""
-        if not row.looking:
-            return
-        row.looking = False
-        report = row.report
-        if (
-            row.needs_you is None
-            and report.turn in ("ok", "errored")
-            and report.turn_ended is not None
-            and report.turn_ended != row.seen_end
-            and self._clock() - report.turn_ended <= JUST_ENDED_SECONDS
-        ):
-            row.needs_you = "errored" if report.turn == "errored" else "finished"
-            self._notice(row)
             self._changed(row)
 
     def kernel_event(

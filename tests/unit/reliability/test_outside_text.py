@@ -98,9 +98,9 @@ def test_a_chat_s_persona_names_and_texts_come_out_printable(
         "title": title,
         "kind": body,
         "status": "completed",
-        "raw_input": {"notebook_path": "/home/me/work/churn.ipynb", "cell_id": body, "code": body},
+        "raw_input": {"notebook_path": "work/churn.ipynb", "cell_id": body, "code": body},
         "raw_output": {"text": body},
-        "locations": [{"path": "/home/me/work/churn.ipynb"}],
+        "locations": [{"path": "work/churn.ipynb"}],
     }
     waiting = {**call, "tool_call_id": "w", "status": "pending", "permission_status": "pending"}
     document = {
@@ -220,7 +220,7 @@ def test_whoever_reports_a_touch_is_named_in_plain_words(who: str) -> None:
 def test_a_cli_agent_s_hook_events_come_out_printable(
     agent: str, prompt: str, tool: str, text: str, session: str
 ) -> None:
-    notebook = "/home/me/work/churn.ipynb"
+    notebook = "work/churn.ipynb"
     payloads: list[dict[str, Any]] = [
         {"hook_event_name": "UserPromptSubmit", "session_id": session, "prompt": prompt or "go"},
         {
