@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from browser import new_page
 from labserver import LabServer
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import BrowserContext, Page
 
 #: The extension of the notebook's kernel (defined by :func:`LabPage.prepare_kernel`).
 EXT = "_recap_ext"
@@ -69,10 +70,15 @@ class LabPage:
 
     @classmethod
     def open(
-        cls, browser: Browser, lab: LabServer, name: str, width: int = 1000, height: int = 520
+        cls,
+        browser: BrowserContext,
+        lab: LabServer,
+        name: str,
+        width: int = 1000,
+        height: int = 520,
     ) -> LabPage:
         """Open notebook ``name`` in a page of its own and wait for its kernel."""
-        page = browser.new_page(viewport={"width": width, "height": height})
+        page = new_page(browser, width, height)
         this = cls(page, lab)
         page.on("console", lambda m: this.console.append((m.type, m.text)))
         page.on("pageerror", this._on_error)

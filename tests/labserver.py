@@ -159,8 +159,10 @@ def open_and_run(
     browser: Any, lab: LabServer, name: str, cells: list[str], size: tuple[int, int] = (1200, 900)
 ) -> Any:
     """A new page with notebook ``name`` (made of ``cells``) open, its kernel idle, all run."""
+    from browser import new_page  # Playwright, for the browser tests alone
+
     lab.write_notebook(name, cells)
-    page = browser.new_page(viewport={"width": size[0], "height": size[1]})
+    page = new_page(browser, size[0], size[1])
     page.goto(lab.lab_url(name), wait_until="commit")
     # The notebook must be the current one (a restored workspace may open others first) and
     # its kernel ready before cells can run.

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from browser import new_page
 from IPython.core.formatters import DisplayFormatter
-from playwright.sync_api import Browser, Locator, Page, Route
+from playwright.sync_api import BrowserContext, Locator, Page, Route
 from traitlets import TraitError
 
 from jupyter_recap.widget.banner import RecapBanner
@@ -203,8 +204,8 @@ DEFAULTS = {
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    page = browser.new_page(viewport={"width": 760, "height": 520})
+def page(browser: BrowserContext) -> Iterator[Page]:
+    page = new_page(browser, 760, 520)
     requests: list[str] = []
 
     def refuse(route: Route) -> None:

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Locator, Page, Route
+from browser import new_page
+from playwright.sync_api import BrowserContext, Locator, Page, Route
 
 STATIC = pathlib.Path(__file__).parents[2] / "jupyter_recap" / "widget" / "static"
 
@@ -59,8 +60,8 @@ VALUES = {
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
-    page = browser.new_page(viewport={"width": 760, "height": 520})
+def page(browser: BrowserContext) -> Iterator[Page]:
+    page = new_page(browser, 760, 520)
 
     def refuse(route: Route) -> None:
         route.abort()

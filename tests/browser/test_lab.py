@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from labserver import LabServer, open_and_run
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import BrowserContext, expect
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -17,7 +17,7 @@ AGENT = "%%agent\nWhy does invoices.ts fail its FK constraint after the v2 migra
 XSS = '%%agent\nexplain <img src=x onerror="window.pwned=1"> in the template'
 
 
-def test_recap_banner_appears_in_the_notebook(browser: Browser, lab: LabServer) -> None:
+def test_recap_banner_appears_in_the_notebook(browser: BrowserContext, lab: LabServer) -> None:
     page = open_and_run(browser, lab, "session.ipynb", [SETUP, SCRIPT, AGENT, "%recap"])
     # The labextension shows the banner directly above the active cell (the %recap cell) ...
     banner = page.locator(".jp-RecapBanner-mount .jp-RecapBanner")
@@ -44,7 +44,7 @@ def test_recap_banner_appears_in_the_notebook(browser: Browser, lab: LabServer) 
     page.close()
 
 
-def test_model_output_is_plain_text(browser: Browser, lab: LabServer) -> None:
+def test_model_output_is_plain_text(browser: BrowserContext, lab: LabServer) -> None:
     page = open_and_run(
         browser,
         lab,

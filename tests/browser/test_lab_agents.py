@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from labfocus import EXT, LabPage
 from labserver import LabServer, offline_lab
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 from jupyter_recap.stores.usage import UsageLedger
 
@@ -163,7 +163,7 @@ def active_cell(tab: LabPage, name: str) -> int:
     )
 
 
-def test_which_agent_needs_me(browser: Browser, lab: LabServer) -> None:
+def test_which_agent_needs_me(browser: BrowserContext, lab: LabServer) -> None:
     lab.write_notebook(BILLING, BILLING_CELLS)
     lab.write_notebook(FRONT, FRONT_CELLS)
     tab = LabPage.open(browser, lab, BILLING)

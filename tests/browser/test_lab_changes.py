@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from labfocus import LabPage, reports_unfocused
 from labserver import LabServer, offline_lab
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -77,7 +77,7 @@ def rewrite(lab: LabServer, name: str) -> None:
 
 
 def test_a_notebook_rewritten_on_disk_says_what_changed_on_return(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     name, quiet = "ledger.ipynb", "quiet.ipynb"
     sources = ["%load_ext jupyter_recap", "rows = [1, 2]", "total = sum(rows)", "print(total)"]

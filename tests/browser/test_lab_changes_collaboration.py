@@ -29,7 +29,7 @@ import pytest
 from kernelutil import execute
 from labfocus import EXT, LabPage, reports_unfocused
 from labserver import LabServer, running_lab
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -136,7 +136,7 @@ def shown_line(tab: LabPage) -> str | None:
 
 
 def test_the_persons_own_edit_and_run_saved_by_the_room_are_no_news(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     name = "own.ipynb"
     sleepy = "import time\ntime.sleep(3)\ny = 2"
@@ -199,7 +199,7 @@ def test_the_persons_own_edit_and_run_saved_by_the_room_are_no_news(
 
 
 def test_jupyter_server_mcp_edits_after_a_reload_name_the_client(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     name = "reloaded.ipynb"
     lab.write_notebook(name, ["%load_ext jupyter_recap", "x = 1", "y = x + 1"])

@@ -16,7 +16,7 @@ import pytest
 from chatkit import Chat, chat_lab
 from labfocus import LabPage
 from labserver import LabServer
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 MOVE = "mv models/churn.pkl models/old/"
 TOASTS = "() => [...document.querySelectorAll('.Toastify__toast')].map(t => t.textContent)"
@@ -93,7 +93,7 @@ def toasts(tab: LabPage, text: str) -> list[str]:
 
 
 def test_an_agent_that_waits_for_approval_while_the_person_is_away(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     lab.write_notebook("churn.ipynb", ["import pandas as pd", "df = pd.DataFrame({'a': [1]})"])
     chat = Chat.create(lab, "churn.chat")
@@ -171,7 +171,7 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
 
 
 def test_no_notification_while_the_person_watches_the_chat(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     lab.write_notebook("plain.ipynb", ["x = 1"])
     chat = Chat.create(lab, "watched.chat")
@@ -190,7 +190,7 @@ def test_no_notification_while_the_person_watches_the_chat(
     tab.page.close()
 
 
-def test_hostile_chat_content_stays_text(browser: Browser, lab: LabServer) -> None:
+def test_hostile_chat_content_stays_text(browser: BrowserContext, lab: LabServer) -> None:
     from chatkit import FAKE_GITHUB_TOKEN, FAKE_OPENAI_KEY
 
     lab.write_notebook("host.ipynb", ["x = 1"])

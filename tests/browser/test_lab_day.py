@@ -24,7 +24,7 @@ import pytest
 from fakellm import FakeLLM, answer
 from labfocus import EXT, LabPage
 from labserver import LabServer
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -169,7 +169,7 @@ def banner_text(tab: LabPage, name: str) -> str:
     return str(state["text"])
 
 
-def live_day(browser: Browser, lab: LabServer, fake: FakeLLM | None, prefix: str) -> None:
+def live_day(browser: BrowserContext, lab: LabServer, fake: FakeLLM | None, prefix: str) -> None:
     """Play :data:`ROUNDS` in notebooks named ``prefix-…``; ``fake`` is the model server
     (None: the offline engine)."""
     config: dict[str, object] = {}
@@ -241,10 +241,10 @@ def live_day(browser: Browser, lab: LabServer, fake: FakeLLM | None, prefix: str
     tab.page.close()
 
 
-def test_a_day_with_the_offline_engine(browser: Browser, lab: LabServer) -> None:
+def test_a_day_with_the_offline_engine(browser: BrowserContext, lab: LabServer) -> None:
     live_day(browser, lab, None, "offline")
 
 
-def test_a_day_with_a_model(browser: Browser, lab: LabServer) -> None:
+def test_a_day_with_a_model(browser: BrowserContext, lab: LabServer) -> None:
     with FakeLLM() as fake:
         live_day(browser, lab, fake, "model")

@@ -19,7 +19,7 @@ import pytest
 from fakellm import FakeLLM
 from labfocus import EXT, LabPage
 from labserver import LabServer, offline_lab, running_lab
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import BrowserContext, expect
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -80,7 +80,12 @@ def prepare(
 
 
 def start(
-    browser: Browser, lab: LabServer, name: str, cells: list[str], run: int, replies: list[str]
+    browser: BrowserContext,
+    lab: LabServer,
+    name: str,
+    cells: list[str],
+    run: int,
+    replies: list[str],
 ) -> LabPage:
     """Open ``name`` with ``cells`` in a page of its own and :func:`prepare` it."""
     lab.write_notebook(name, cells)
@@ -98,7 +103,7 @@ def come_back_after_away(tab: LabPage, name: str) -> dict[str, object]:
     return {"state": banner, **tab.mount_state(name)}
 
 
-def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> None:
+def test_recap_waits_above_the_active_cell(browser: BrowserContext, lab: LabServer) -> None:
     name = "invoices.ipynb"
     cells = [
         LOAD,
@@ -149,7 +154,7 @@ def test_recap_waits_above_the_active_cell(browser: Browser, lab: LabServer) -> 
 
 
 def test_turn_ending_while_away_is_recapped_after_the_debounce(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     name = "loader.ipynb"
     recap = "You are making the CSV loader skip BOMs. Next: rerun the loader.py tests."
@@ -187,7 +192,7 @@ def test_turn_ending_while_away_is_recapped_after_the_debounce(
     tab.page.close()
 
 
-def test_typing_or_dismissing_clears_the_banner(browser: Browser, lab: LabServer) -> None:
+def test_typing_or_dismissing_clears_the_banner(browser: BrowserContext, lab: LabServer) -> None:
     name = "typing.ipynb"
     cells = [LOAD, INVOICES, "", "%recap"]
     tab = start(browser, lab, name, cells, run=2, replies=[INVOICES_REPLY])
@@ -217,7 +222,7 @@ def test_typing_or_dismissing_clears_the_banner(browser: Browser, lab: LabServer
     page.close()
 
 
-def test_each_notebook_gets_its_own_recap(browser: Browser, lab: LabServer) -> None:
+def test_each_notebook_gets_its_own_recap(browser: BrowserContext, lab: LabServer) -> None:
     alpha, beta = "alpha.ipynb", "beta.ipynb"
     lab.write_notebook(alpha, [LOAD, "%%agent\nFix the alpha tokenizer in tokenize_alpha.py", ""])
     lab.write_notebook(
@@ -252,7 +257,7 @@ def test_each_notebook_gets_its_own_recap(browser: Browser, lab: LabServer) -> N
 
 
 def test_a_quick_blur_drafts_nothing_and_closing_the_tab_is_away(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     name = "blink.ipynb"
     tab = start(browser, lab, name, [LOAD, INVOICES], run=2, replies=[INVOICES_REPLY])
@@ -287,7 +292,7 @@ def server_focus(lab: LabServer, kernel_id: str, until: Callable[[object], bool]
         time.sleep(0.1)
 
 
-def test_a_restarted_kernel_brings_its_new_banner(browser: Browser, lab: LabServer) -> None:
+def test_a_restarted_kernel_brings_its_new_banner(browser: BrowserContext, lab: LabServer) -> None:
     name = "restart.ipynb"
     tab = start(browser, lab, name, [LOAD, INVOICES, ""], run=2, replies=[INVOICES_REPLY])
     mount = tab.page.locator(".jp-RecapBanner-mount.jp-mod-live")
@@ -315,7 +320,7 @@ def test_a_restarted_kernel_brings_its_new_banner(browser: Browser, lab: LabServ
 
 
 def test_the_banner_survives_full_windowing(
-    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+    browser: BrowserContext, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """With ``windowingMode: full`` cells out of view are detached or not rendered yet."""
     tmp = tmp_path_factory.mktemp("windowing")
@@ -343,7 +348,7 @@ def test_the_banner_survives_full_windowing(
 
 
 def test_without_the_server_extension_one_warning(
-    browser: Browser, tmp_path_factory: pytest.TempPathFactory
+    browser: BrowserContext, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     tmp = tmp_path_factory.mktemp("noserverext")
     with running_lab(tmp, {"JUPYTER_RECAP_MODEL": "offline"}, recap_server=False) as lab:
@@ -361,7 +366,7 @@ def test_without_the_server_extension_one_warning(
 
 
 def test_one_heartbeat_per_page_and_only_for_kernels_running_the_extension(
-    browser: Browser, tmp_path: Path
+    browser: BrowserContext, tmp_path: Path
 ) -> None:
     """Three notebooks open in one page: while no kernel runs jupyter_recap, an idle page sends
     no focus request at all; a kernel that loads it is reported at once (not at the next beat);

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from labfocus import EXT, LabPage
 from labserver import LabServer
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -62,7 +62,7 @@ def _handed_off(cell: dict[str, Any]) -> None:
 
 
 def test_continue_and_recap_handoff_insert_an_agent_cell_below(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     name = lab.write_notebook("handoff-invoices.ipynb", CELLS)
     tab = LabPage.open(browser, lab, name)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from labfocus import EXT, LabPage
 from labserver import LabServer, offline_lab
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -52,7 +52,7 @@ def toasts(tab: LabPage, text: str) -> list[str]:
     return [t for t in tab.page.evaluate(TOASTS) if text in t]
 
 
-def test_away_notification_waits_for_the_person(browser: Browser, lab: LabServer) -> None:
+def test_away_notification_waits_for_the_person(browser: BrowserContext, lab: LabServer) -> None:
     lab.write_notebook(BILLING, BILLING_CELLS)
     lab.write_notebook(FRONT, FRONT_CELLS)
     tab = LabPage.open(browser, lab, BILLING)
@@ -127,7 +127,7 @@ SCROLL_TOP = """() => {
 }"""
 
 
-def test_banner_scrolled_into_view_on_return(browser: Browser, lab: LabServer) -> None:
+def test_banner_scrolled_into_view_on_return(browser: BrowserContext, lab: LabServer) -> None:
     lab.write_notebook(LONG, LONG_CELLS)
     tab = LabPage.open(browser, lab, LONG)
     prepare(tab, LONG, ["The churn model reached 0.91 AUC."], away_seconds=1.5)
@@ -175,7 +175,7 @@ def test_banner_scrolled_into_view_on_return(browser: Browser, lab: LabServer) -
 
 
 def test_a_notification_goes_as_soon_as_its_notebook_is_back_in_view(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     """The person left while looking at this very notebook: on return it is looked at again,
     so its notification has nothing left to say and must not linger (it did, about 3 s)."""
@@ -234,7 +234,7 @@ LOW_CELL = """() => {
 
 
 def test_a_banner_near_the_bottom_is_not_left_under_the_toasts(
-    browser: Browser, lab: LabServer
+    browser: BrowserContext, lab: LabServer
 ) -> None:
     name = "toasts.ipynb"
     lab.write_notebook(name, [LOAD, *[f"row_{i} = {i}" for i in range(40)]])

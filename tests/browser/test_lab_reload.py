@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from labfocus import EXT, LabPage
 from labserver import LabServer
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -31,7 +31,7 @@ IN_VIEW = """(name) => {
 }"""
 
 
-def test_a_reload_brings_the_live_banner_back(browser: Browser, lab: LabServer) -> None:
+def test_a_reload_brings_the_live_banner_back(browser: BrowserContext, lab: LabServer) -> None:
     filler = [f"value_{i} = {i}" for i in range(30)]  # a long notebook: the load cell is far up
     name = lab.write_notebook("reload-ledger.ipynb", [LOAD, *filler, ASK, "y = 2"])
     ask = 1 + len(filler)

@@ -18,7 +18,7 @@ import pytest
 from fakellm import FakeLLM, answer
 from labfocus import EXT, LabPage
 from labserver import LabServer
-from playwright.sync_api import Browser
+from playwright.sync_api import BrowserContext
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -61,7 +61,7 @@ def load(tab: LabPage, name: str, fake: FakeLLM) -> None:
     tab.prepare_kernel(name)
 
 
-def test_restart_shows_the_resume_recap(browser: Browser, lab: LabServer) -> None:
+def test_restart_shows_the_resume_recap(browser: BrowserContext, lab: LabServer) -> None:
     name = lab.write_notebook("restart-billing.ipynb", [LOAD, ASK, "x = 1"])
     with FakeLLM() as fake:
         tab = LabPage.open(browser, lab, name)

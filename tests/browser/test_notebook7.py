@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import new_page
 from labserver import LabServer, running_lab
 from playwright.sync_api import expect
 
@@ -36,7 +37,7 @@ def open_and_run_all(
     browser: Any, notebook7: LabServer, name: str, errors: list[str] | None = None
 ) -> Any:
     """A page on Notebook 7's notebook ``name``, every cell run (cell 1 has an output)."""
-    page = browser.new_page(viewport={"width": 1000, "height": 600})
+    page = new_page(browser, 1000, 600)
     if errors is not None:
         page.on("pageerror", lambda error: errors.append(f"{error} {error.stack}"))
     page.goto(f"{notebook7.url}notebooks/{name}?token={notebook7.token}", wait_until="commit")

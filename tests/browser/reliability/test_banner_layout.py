@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from labserver import LabServer, open_and_run
-from playwright.sync_api import Browser, Locator, Page, expect
+from playwright.sync_api import BrowserContext, Locator, Page, expect
 
 pytestmark = pytest.mark.timeout(420)
 
@@ -56,7 +56,9 @@ def assert_dismissable(page: Page, banner: Locator) -> None:
     expect(banner).to_be_hidden()
 
 
-def test_dismiss_stays_on_screen_above_the_active_cell(browser: Browser, lab: LabServer) -> None:
+def test_dismiss_stays_on_screen_above_the_active_cell(
+    browser: BrowserContext, lab: LabServer
+) -> None:
     page = open_and_run(browser, lab, "long.ipynb", [SETUP, SHOW], (WIDTH, HEIGHT))
     banner = page.locator(".jp-RecapBanner-mount .jp-RecapBanner")
     expect(banner).to_be_visible(timeout=120_000)
@@ -65,7 +67,9 @@ def test_dismiss_stays_on_screen_above_the_active_cell(browser: Browser, lab: La
     page.close()
 
 
-def test_dismiss_stays_on_screen_in_the_cell_output(browser: Browser, lab: LabServer) -> None:
+def test_dismiss_stays_on_screen_in_the_cell_output(
+    browser: BrowserContext, lab: LabServer
+) -> None:
     page = open_and_run(browser, lab, "inline.ipynb", [SETUP, SHOW, INLINE], (WIDTH, HEIGHT))
     banner = page.locator(".jp-Cell").nth(2).locator(".jp-OutputArea .jp-RecapBanner")
     expect(banner).to_have_count(1, timeout=120_000)
