@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
+from .. import fields
+from ..fields import FieldError
 from ..wire import Link, Progress, RecapInfo, StopCell, TurnState
-from . import fields
-from .fields import FieldError
 
 TURN_STATES: tuple[TurnState, ...] = ("running", "ok", "errored", "aborted")
 

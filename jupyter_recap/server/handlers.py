@@ -9,7 +9,7 @@ It opens the routes of the kernel named in the URL and nothing else, and needs n
 matters where the server has none to share (JupyterHub). Every error is answered as
 ``{"message": "..."}`` by :meth:`RecapHandler.write_error`, the one place where failures become
 status codes. A bad field of a body or a bad query argument, read with the readers of
-:mod:`jupyter_recap.focus.fields` inside :func:`reading_fields`, is a 400 whose message is the
+:mod:`jupyter_recap.fields` inside :func:`reading_fields`, is a 400 whose message is the
 reader's line (``"client_id: must be a string"``).
 """
 
@@ -32,11 +32,11 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from tornado import web
 
+from .. import fields
 from .._version import __version__
 from ..errors import StoreError
-from ..focus import fields
+from ..fields import FieldError
 from ..focus.board import chat_row_id
-from ..focus.fields import FieldError
 from ..focus.hub import HEARTBEAT_MISSES
 from ..focus.validate import ID_CHARS, ReportError, parse_report
 from ..stores.usage import UsageLedger
@@ -118,7 +118,7 @@ def shown(value: str) -> str:
 
 @contextlib.contextmanager
 def reading_fields() -> Iterator[None]:
-    """A :class:`~jupyter_recap.focus.fields.FieldError` raised inside is HTTP 400 with its
+    """A :class:`~jupyter_recap.fields.FieldError` raised inside is HTTP 400 with its
     line as the message."""
     try:
         yield
@@ -163,7 +163,7 @@ class RecapHandler(APIHandler):
 
     def json_body(self) -> dict[str, Any]:
         """The body as a JSON object (413 when too large, 400 when not an object); read its
-        fields with :mod:`~jupyter_recap.focus.fields` inside :func:`reading_fields`."""
+        fields with :mod:`~jupyter_recap.fields` inside :func:`reading_fields`."""
         limit = self.recap.max_body_bytes
         declared = self.request.headers.get("Content-Length", "0")
         if len(self.request.body) > limit or (declared.isdigit() and int(declared) > limit):

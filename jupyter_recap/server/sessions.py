@@ -18,8 +18,8 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado import web
 
+from .. import fields
 from ..errors import StoreError, UnsafeStoreError
-from ..focus import fields
 from ..focus.validate import ID_CHARS
 from ..pipeline.providers.base import CancelToken
 from ..pipeline.service import RecapResult, draft_recap

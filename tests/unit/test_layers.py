@@ -48,11 +48,12 @@ RANKS: dict[str, int] = {
     "textutil": 0,
     "wire": 0,
     # 1: shared by everything above: the log, redaction, the settings (plain data), reading
-    # a file nobody vouched for
+    # a file nobody vouched for and the fields of JSON someone sent
     "debuglog": 1,
     "redact": 1,
     "settings": 1,
     "untrusted": 1,
+    "fields": 1,
     # 2: the transcript and reading notebooks
     "record": 2,
     # 3: what lasts (stores) and what records agent SDK runs (capture); not each other

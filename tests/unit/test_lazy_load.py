@@ -111,7 +111,7 @@ LATER_MODULES = (
     "jupyter_recap.stores.memory",
     "jupyter_recap.stores.framing",
     "jupyter_recap.focus.validate",
-    "jupyter_recap.focus.fields",
+    "jupyter_recap.fields",
     "jupyter_recap.ipython.feed",
     "jupyter_recap.schedule",
     "jupyter_recap.wire",
