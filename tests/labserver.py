@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+START_WITHIN = 180.0
+"""Seconds a hub or lab server may take to answer once started."""
+
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 KERNELSPEC = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -352,7 +355,9 @@ def wait_until_up(
     probe: str = "api/status",
 ) -> None:
     """Wait until GET ``url + probe`` answers 200; raise with the log's tail if it never does."""
-    deadline = time.monotonic() + 60
+    # Generous: a loaded machine (a run beside other work) took over a minute to start a hub;
+    # a server that exits is seen at once, so only a real hang waits this long.
+    deadline = time.monotonic() + START_WITHIN
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"the server exited early:\n{log.read_text()[-3000:]}")
