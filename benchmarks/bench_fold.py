@@ -5,7 +5,7 @@
 
 A generated session (``tests/sessiongen.py``, fixed seed) of about 2,000 entries — prompts,
 replies, tool calls and results, cells, failures, a correction, an accepted proposal — is
-folded entry by entry with :class:`~jupyter_recap.record.state.StateFolder`, timing each
+folded entry by entry with :class:`~jupyter_recap.record.statefold.StateFolder`, timing each
 ``add``. The figure is the median time per entry over all entries and samples, beside the 95th
 percentile and the mean, and the time of a whole fold (the target: a median of at most 20 µs
 per entry). Figures are from this one process, on this machine.
@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from figurelib import figure  # noqa: E402
 from sessiongen import generate  # noqa: E402
 
-from jupyter_recap.record.state import StateFolder, fold  # noqa: E402
+from jupyter_recap.record.statefold import StateFolder, fold  # noqa: E402
 from jupyter_recap.record.transcript import Entry  # noqa: E402
 
 SEED = 36

@@ -12,6 +12,12 @@
     │   ├── UnsafeStoreError       a store directory someone else could write (refused)
     │   └── StoreWriteError        a record or note could not be written (an OSError too)
     ├── ServerError                a jupyter_recap server answered with an error or not at all
+    │   └── LinkError              a kernel's request to its own server failed (``ipython/link``)
+    │       ├── LinkRefused        HTTP 401 / 403: this kernel may not use the route      (final)
+    │       ├── LinkNotFound       HTTP 404: not this server's kernel, or no jupyter_recap (final)
+    │       ├── LinkUnreachable    no answer: connection refused, DNS, timeout
+    │       ├── LinkBusy           HTTP 429: the server holds all it will; come back later
+    │       └── LinkBadAnswer      another status, or an answer that is not a JSON object
     └── ProviderError              one model call failed; ``reason`` is a short user-facing line
         ├── ProviderUnavailable    no connection (refused, DNS, TLS)
         ├── ProviderTimeout        no complete answer within ``timeout_seconds``
@@ -21,7 +27,8 @@
         └── ProviderBadResponse    an answer that is not the wire format we asked for
 
 ``generate_recap`` catches all of them and returns ``None`` with the reason; nothing here ever
-reaches a notebook as a traceback.
+reaches a notebook as a traceback. The link errors never leave the kernel's two clients of its
+server (the focus feed and the state reporter), which stop on a ``final`` one and retry the others.
 """
 
 from __future__ import annotations
@@ -85,7 +92,8 @@ class StoreWriteError(StoreError, OSError):
 
 
 class ServerError(RecapError):
-    """A call to a jupyter_recap server failed (:mod:`jupyter_recap.client`).
+    """A call to a jupyter_recap server failed (:mod:`jupyter_recap.client`, or a kernel's
+    link to its own server: :class:`LinkError`).
 
     ``status`` is the HTTP status, or 0 when no answer arrived (connection refused, timeout).
     """
@@ -93,6 +101,42 @@ class ServerError(RecapError):
     def __init__(self, message: str, *, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+
+class LinkError(ServerError):
+    """A kernel's request to the Jupyter server that started it failed
+    (:class:`jupyter_recap.ipython.link.ServerLink`); ``str(error)`` is one line saying why.
+
+    A ``final`` error ends the client that got it (the focus feed, the state reporter): asking
+    again would be refused again. The others are retried after a backoff. ``status`` is the
+    HTTP status, or 0 when no answer arrived.
+    """
+
+    final = False
+
+
+class LinkRefused(LinkError):
+    """HTTP 401 or 403: the server does not let this kernel in."""
+
+    final = True
+
+
+class LinkNotFound(LinkError):
+    """HTTP 404: not a kernel of this server, or a server without jupyter_recap."""
+
+    final = True
+
+
+class LinkUnreachable(LinkError):
+    """No answer: the connection was refused or failed, or the deadline passed."""
+
+
+class LinkBusy(LinkError):
+    """HTTP 429: the server holds all the long polls it will."""
+
+
+class LinkBadAnswer(LinkError):
+    """Any other status, or an answer that is not a JSON object (or far too large)."""
 
 
 class ProviderError(RecapError):

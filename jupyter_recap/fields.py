@@ -2,7 +2,9 @@
 
 Every check of what a browser or a kernel sends the server goes through these: the bodies of the
 routes (``server/handlers``, ``server/sessions``), their query arguments, and a kernel's agent
-report (:mod:`.validate`). A reader takes the object holding the field and the field's dotted
+report (:mod:`.validate`). So do the files and payloads the recap only reads (a chat document,
+an agent's hook payload, the hook spool), where a bad field is passed over (:func:`or_default`)
+rather than answered. A reader takes the object holding the field and the field's dotted
 path, which names the field in a message (its last part is the key); it returns the value or
 raises :class:`FieldError`, whose message is one line: ``"<path>: <why>"``.
 
@@ -13,10 +15,17 @@ default), a required one is refused. :func:`require` tells "absent" apart where 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, ParamSpec, TypeVar
 
 _S = TypeVar("_S", bound=str)
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_D = TypeVar("_D")
+
+MOST_SECONDS = 1e11
+"""A moment is less than this many seconds either side of 1970 (past the year 5000): beyond it,
+a time is a mistake, not a date."""
 
 
 class FieldError(ValueError):
@@ -60,7 +69,10 @@ def text(data: Mapping[str, Any], path: str, cap: int, *, blank: bool = True) ->
 def one_of(data: Mapping[str, Any], path: str, choices: Collection[_S]) -> _S | None:
     """One of ``choices``, or None when the field is null or absent."""
     value = get(data, path)
-    if value is not None and value not in choices:
+    # Only a string can be a choice: a list or an object is refused before it is looked up
+    # (a set of choices would raise TypeError on it, being unhashable).
+    chosen = isinstance(value, str) and value in choices
+    if value is not None and not chosen:
         raise FieldError(path, f"must be one of {', '.join(choices)} or null")
     return value  # type: ignore[no-any-return]
 
@@ -99,12 +111,43 @@ def seconds(data: Mapping[str, Any], path: str) -> float | None:
     return round(float(value), 3)
 
 
+def timestamp(data: Mapping[str, Any], path: str) -> float | None:
+    """A moment in UNIX seconds (a finite number within :data:`MOST_SECONDS` of 1970), or
+    None when the field is null or absent."""
+    value = get(data, path)
+    if value is None:
+        return None
+    # abs(value) < MOST_SECONDS also refuses NaN and the infinities, and compares a huge integer
+    # exactly (no float overflow).
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not abs(value) < MOST_SECONDS
+    ):
+        raise FieldError(path, "must be a time in seconds or null")
+    return float(value)
+
+
 def obj(data: Mapping[str, Any], path: str) -> dict[str, Any] | None:
     """A JSON object, or None."""
     value = get(data, path)
     if value is not None and not isinstance(value, dict):
         raise FieldError(path, "must be an object or null")
     return value
+
+
+def or_default(
+    default: _D, read: Callable[_P, _T], /, *args: _P.args, **kwargs: _P.kwargs
+) -> _T | _D:
+    """What ``read`` makes of a field, or ``default`` when the field is bad.
+
+    For what the recap reads without being asked (a chat document, an agent's hook payload):
+    there is nobody to answer, so a bad field is passed over in silence, as if it were absent.
+    """
+    try:
+        return read(*args, **kwargs)
+    except FieldError:
+        return default
 
 
 # -- query arguments: the same, from the text of a URL -------------------------------------------

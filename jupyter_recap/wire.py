@@ -5,8 +5,8 @@ Also :func:`strict_json`, which every JSON the project writes goes through. The 
 handlers answer these, the kernel sends :class:`AgentReport`, and
 ``labextension/src/api.ts`` declares the same shapes for the page: a change here is a change of
 the protocol and goes there too. A kernel proves which kernel it is with :func:`kernel_proof`
-in :data:`KERNEL_HEADER`; the server checks it (``server/handlers``), the kernel's feed sends it
-(``ipython/feed``).
+in :data:`KERNEL_HEADER`; the server checks it (``server/handlers``), the kernel's link sends it
+(``ipython/link``).
 """
 
 from __future__ import annotations

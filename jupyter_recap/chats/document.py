@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .. import fields
+from ..fields import or_default
 from ..redact import Redactor
 from ..textutil import printable, printable_line, shorten
 
@@ -41,7 +43,7 @@ NAME_CHARS = 80
 
 ChatState = Literal["running", "waiting", "finished", "errored", "idle"]
 Status = Literal["pending", "in_progress", "completed", "failed"]
-_STATUSES: frozenset[str] = frozenset({"pending", "in_progress", "completed", "failed"})
+_STATUSES: frozenset[Status] = frozenset({"pending", "in_progress", "completed", "failed"})
 _PATH_KEYS = ("path", "notebook_path", "file_path", "notebook", "filename")
 _CELL_KEYS = ("cell_id", "cellId", "id")
 _COMMAND_KEYS = ("command", "cmd")
@@ -163,19 +165,19 @@ def read_chat(data: object, *, env: Mapping[str, str] | None = None) -> ChatView
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
         raise ValueError("not a chat document: no messages list")
     clean = _Cleaner(Redactor(env))
-    users = data.get("users")
-    personas, humans = _people(users if isinstance(users, dict) else {}, clean)
-    metadata = data.get("metadata")
-    chat_id = metadata.get("id") if isinstance(metadata, dict) else None
+    users = or_default(None, fields.obj, data, "users") or {}
+    personas, humans = _people(users, clean)
+    metadata = or_default(None, fields.obj, data, "metadata") or {}
+    chat_id = metadata.get("id")
     chat_id = chat_id if isinstance(chat_id, str) else ""
     view = ChatView(chat_id=printable_line(chat_id, NAME_CHARS), personas=personas, turns=[])
     messages = [m for m in data["messages"][-MAX_MESSAGES:] if isinstance(m, dict)]
     for message in messages:
-        if message.get("deleted") is True:
+        if or_default(False, fields.flag, message, "deleted"):
             continue
         sender = message.get("sender")
         sender = sender if isinstance(sender, str) else ""
-        at = _number(message.get("time"))
+        at = or_default(None, fields.timestamp, message, "time") or 0.0
         if _is_persona(sender, personas, humans):
             _persona_wrote(view, sender, message, at, clean)
         else:
@@ -186,9 +188,9 @@ def read_chat(data: object, *, env: Mapping[str, str] | None = None) -> ChatView
             view.human = sender
             mentioned = [m for m in _strings(message.get("mentions")) if m in personas]
             # The chat input's persona picker names the persona in the message's metadata.
-            picked = message.get("metadata")
-            picked = picked.get("to_persona") if isinstance(picked, dict) else None
-            if isinstance(picked, str) and picked in personas:
+            picker = or_default(None, fields.obj, message, "metadata") or {}
+            picked = or_default(None, fields.one_of, picker, "metadata.to_persona", personas)
+            if picked is not None:
                 mentioned.insert(0, picked)
             persona = mentioned[0] if mentioned else ""
             view.turns.append(ChatTurn(prompt=body, at=at, persona=persona, last_at=at))
@@ -201,7 +203,7 @@ def _people(users: Mapping[Any, Any], clean: _Cleaner) -> tuple[dict[str, str], 
     for key, user in list(users.items())[:256]:
         if not isinstance(key, str) or not isinstance(user, dict):
             continue
-        if user.get("bot") is True or key.startswith("jupyter-ai-personas::"):
+        if or_default(False, fields.flag, user, "bot") or key.startswith("jupyter-ai-personas::"):
             name = user.get("display_name") or user.get("name") or _name_from_id(key)
             personas[key] = clean.text(name, NAME_CHARS) or _name_from_id(key)
         else:
@@ -226,8 +228,8 @@ def _persona_wrote(
     if not turn.persona:
         turn.persona = sender
     turn.last_at = max(turn.last_at, at)
-    metadata = message.get("metadata")
-    calls = metadata.get("tool_calls") if isinstance(metadata, dict) else None
+    metadata = or_default(None, fields.obj, message, "metadata") or {}
+    calls = metadata.get("tool_calls")
     if isinstance(calls, list) and calls:
         for call in calls[:MAX_TOOL_CALLS]:
             step = _step(call, at, clean)
@@ -253,11 +255,11 @@ def _step(call: object, at: float, clean: _Cleaner) -> ToolStep | None:
         return None
     raw_title = call.get("title") if isinstance(call.get("title"), str) else ""
     title = clean.text(_tool_name(raw_title or str(call.get("kind") or "tool")), NAME_CHARS)
-    given = call.get("status")
-    status: Status = given if given in _STATUSES else "completed"
+    given = or_default(None, fields.one_of, call, "status", _STATUSES)
+    status: Status = given or "completed"
     raw_input = call.get("raw_input")
     raw_output = call.get("raw_output")
-    inputs = raw_input if isinstance(raw_input, dict) else {}
+    inputs = or_default(None, fields.obj, call, "raw_input") or {}
     waiting = call.get("permission_status") == "pending" and status not in (
         "completed",
         "failed",
@@ -393,12 +395,6 @@ def bounded(
 
 def _strings(value: object) -> list[str]:
     return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
-
-
-def _number(value: object) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
-        return float(value) if abs(value) < 1e11 else 0.0
-    return 0.0
 
 
 def _name_from_id(user: str) -> str:

@@ -366,7 +366,8 @@ def _recap(
 
 def _print_state(transcript: Transcript, as_json: bool, extra: Mapping[str, object]) -> int:
     """Print the session's state (``--state``): no model, nothing sent."""
-    from ..record.state import fold, render_state
+    from ..record.statefold import fold
+    from ..record.statetext import render_state
     from .common import EXIT_OK, print_json, say
 
     text = render_state(fold(transcript.entries), os.environ)

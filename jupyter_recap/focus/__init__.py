@@ -1,4 +1,4 @@
 """The server's picture of the person and the agents: focus and execution state per kernel (the
-hub the kernel's feed reads), the agents board, the report a kernel sends to it and how the
-server reads that (and every other body it is sent: ``fields``). Pure state and rules, without
-I/O: the server adapter drives them."""
+hub the kernel's feed reads, each kernel's tabs in ``clients``), the agents board (its rows in
+``rows``, what it remembers of rows that left in ``departed``), and the report a kernel sends to
+it and its validation. Pure state and rules, without I/O: the server adapter drives them."""

@@ -1,10 +1,11 @@
 """Per-kernel focus, input and execution state: the server's sensor hub, without any I/O.
 
 Browsers report, per tab (``client_id``) and notebook (``path``), whether that notebook is
-focused; a kernel is focused when any (client, notebook) pair reporting for it is. Each change of
-that aggregate, and each input report, becomes an event in a per-kernel ring that the kernel
-reads with :meth:`FocusHub.events_since`. Execution state and the last time a cell finished are
-fed in from outside (the server's IOPub watcher).
+focused; a kernel is focused when any (client, notebook) pair reporting for it is (the pairs and
+their time-out are :mod:`.clients`). Each change of that aggregate, and each input report,
+becomes an event in a per-kernel ring that the kernel reads with :meth:`FocusHub.events_since`.
+Execution state and the last time a cell finished are fed in from outside (the server's IOPub
+watcher).
 
 Nothing here waits, sleeps, starts threads or knows about HTTP: the clock is injected, and the
 adapter learns about new events through the ``notify`` callback (it wakes its long polls there).
@@ -14,11 +15,12 @@ The hub is not thread-safe; the server touches it only from its event loop.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..wire import CHAT_ROW_PREFIX, FeedAnswer, FeedEvent, KernelState, OutsideEntry
+from .clients import Clients
 
 HEARTBEAT_SECONDS = 15.0
 """How often a page someone looks at re-reports its notebooks (the server tells the
@@ -120,17 +122,11 @@ class Feed:
 
 
 @dataclass(slots=True)
-class _Client:
-    focused: bool
-    seen: float
-
-
-@dataclass(slots=True)
 class _Kernel:
     first_seen: float
     events: deque[Event]
-    clients: OrderedDict[tuple[str, str], _Client] = field(default_factory=OrderedDict)
-    focused: bool | None = None
+    clients: Clients
+    """The tabs reporting the kernel's focus, and the aggregate focus they make."""
     seq: int = 0
     banner_model_id: str | None = None
     execution_state: str = "unknown"
@@ -175,27 +171,16 @@ class FocusHub:
         """One notebook's focus in one tab (also its heartbeat); True if the aggregate changed."""
         now = self._clock()
         kernel = self._kernel(kernel_id, now)
-        key = (client_id, path)
-        client = kernel.clients.pop(key, None)
-        if client is None:
-            client = _Client(focused, now)
-        else:
-            client.focused, client.seen = focused, now
-        kernel.clients[key] = client  # most recently heard from last: the cap drops the oldest
-        while len(kernel.clients) > self.max_clients:
-            kernel.clients.popitem(last=False)
-        self._expire_kernel(kernel_id, kernel, now, emit=False)
-        return self._update_aggregate(kernel_id, kernel, now)
+        kernel.clients.heard(client_id, path, focused, now)
+        kernel.clients.expire(now - self.heartbeat_timeout)
+        return self._refocus(kernel_id, kernel, now)
 
     def input(self, kernel_id: str, client_id: str | None = None) -> Event:
         """The person typed in this kernel's notebook; it also proves the tab is alive."""
         now = self._clock()
         kernel = self._kernel(kernel_id, now)
         if client_id is not None:
-            for key in [key for key in kernel.clients if key[0] == client_id]:
-                entry = kernel.clients.pop(key)
-                entry.seen = now
-                kernel.clients[key] = entry  # keep the order by last report (see _expire_kernel)
+            kernel.clients.alive(client_id, now)
         return self._append(kernel_id, kernel, "input", now)
 
     def set_banner(self, kernel_id: str, model_id: str | None) -> None:
@@ -239,20 +224,19 @@ class FocusHub:
         kernel = self._kernels.get(kernel_id)
         if kernel is None or not entries:
             return None
-        now = self._clock()
-        kernel.seq += 1
-        event = Event(
-            kernel.seq, "outside", now, entries=tuple(entries), cell="latest" if latest_cell else ""
+        cell = "latest" if latest_cell else ""
+        return self._append(
+            kernel_id, kernel, "outside", self._clock(), entries=tuple(entries), cell=cell
         )
-        return self._push(kernel_id, kernel, event)
 
     def expire(self, now: float | None = None) -> list[str]:
         """Forget clients silent for longer than ``heartbeat_timeout``; kernels that flipped."""
         now = self._clock() if now is None else now
+        limit = now - self.heartbeat_timeout
         return [
             kernel_id
             for kernel_id, kernel in list(self._kernels.items())
-            if self._expire_kernel(kernel_id, kernel, now, emit=True)
+            if kernel.clients.expire(limit) and self._refocus(kernel_id, kernel, now)
         ]
 
     def feed_polled(self, kernel_id: str) -> bool:
@@ -295,7 +279,7 @@ class FocusHub:
 
     def focused(self, kernel_id: str) -> bool | None:
         kernel = self._kernels.get(kernel_id)
-        return None if kernel is None else kernel.focused
+        return None if kernel is None else kernel.clients.focused
 
     def execution_state(self, kernel_id: str) -> str:
         kernel = self._kernels.get(kernel_id)
@@ -311,13 +295,14 @@ class FocusHub:
         if kernel is None:
             return Snapshot(kernel_id, None, None, "unknown", None)
         now = self._clock()
-        self._expire_kernel(kernel_id, kernel, now, emit=True)
+        if kernel.clients.expire(now - self.heartbeat_timeout):
+            self._refocus(kernel_id, kernel, now)
         idle: float | None = None
         if kernel.execution_state != "busy":
             since = kernel.first_seen if kernel.last_finished is None else kernel.last_finished
             idle = max(0.0, now - since)
         return Snapshot(
-            kernel_id, kernel.focused, kernel.banner_model_id, kernel.execution_state, idle
+            kernel_id, kernel.clients.focused, kernel.banner_model_id, kernel.execution_state, idle
         )
 
     def events_since(self, kernel_id: str, since: int) -> Feed:
@@ -339,29 +324,15 @@ class FocusHub:
     def _kernel(self, kernel_id: str, now: float) -> _Kernel:
         kernel = self._kernels.get(kernel_id)
         if kernel is None:
-            kernel = self._kernels[kernel_id] = _Kernel(now, deque(maxlen=self.max_events))
+            events: deque[Event] = deque(maxlen=self.max_events)
+            kernel = self._kernels[kernel_id] = _Kernel(now, events, Clients(self.max_clients))
         return kernel
 
-    def _expire_kernel(self, kernel_id: str, kernel: _Kernel, now: float, *, emit: bool) -> bool:
-        # Clients are ordered by their last report, oldest first: stop at the first fresh one,
-        # so a heartbeat costs O(expired) rather than a scan of every tab.
-        limit = now - self.heartbeat_timeout
-        expired = False
-        while kernel.clients:
-            oldest = next(iter(kernel.clients.values()))
-            if oldest.seen >= limit:
-                break
-            kernel.clients.popitem(last=False)
-            expired = True
-        return expired and emit and self._update_aggregate(kernel_id, kernel, now)
-
-    def _update_aggregate(self, kernel_id: str, kernel: _Kernel, now: float) -> bool:
-        # Once a browser has reported, the aggregate stays a bool: all clients gone is "away".
-        focused = any(client.focused for client in kernel.clients.values())
-        if focused == kernel.focused:
+    def _refocus(self, kernel_id: str, kernel: _Kernel, now: float) -> bool:
+        """Each change of the kernel's aggregate focus is an event; True when it changed."""
+        if not kernel.clients.refocus():
             return False
-        kernel.focused = focused
-        self._append(kernel_id, kernel, "focus", now, focused)
+        self._append(kernel_id, kernel, "focus", now, focused=kernel.clients.focused)
         return True
 
     def _append(
@@ -370,13 +341,14 @@ class FocusHub:
         kernel: _Kernel,
         kind: str,
         now: float,
+        *,
         focused: bool | None = None,
         what: str | None = None,
+        entries: tuple[OutsideEntry, ...] = (),
+        cell: str = "",
     ) -> Event:
         kernel.seq += 1
-        return self._push(kernel_id, kernel, Event(kernel.seq, kind, now, focused, what))
-
-    def _push(self, kernel_id: str, kernel: _Kernel, event: Event) -> Event:
+        event = Event(kernel.seq, kind, now, focused, what, entries, cell)
         kernel.events.append(event)  # the deque's maxlen keeps only the last max_events
         if self._notify is not None:
             self._notify(kernel_id)

@@ -1,9 +1,9 @@
 """What a kernel tells the agents panel about itself: its turn, its recap, where work stopped.
 
 Built from the transcript in the kernel (see :func:`agent_report`) and sent to the server by
-:class:`~jupyter_recap.ipython.feed.StateReporter`. The cell links in a recap are found here, by our
-code, from the cell ids the transcript recorded: a model's text only decides *where* an
-``In[12]`` stands, never what a link points at.
+:class:`~jupyter_recap.ipython.reporter.StateReporter`. The cell links in a recap are found
+here, by our code, from the cell ids the transcript recorded: a model's text only decides
+*where* an ``In[12]`` stands, never what a link points at.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ written anywhere: the spool holds nothing the transcript would not. Nothing here
 JSON: a hook must never break the agent that runs it.
 
 This module is on the hook command's path, which runs on every tool call of the agent: it
-imports only the standard library's light modules and the redaction and text helpers.
+imports only the standard library's light modules and the redaction, text and field helpers.
 """
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any, NamedTuple, TypeGuard
+from typing import Any, NamedTuple
 
+from .. import fields
+from ..fields import or_default
 from ..redact import Redactor
 from ..textutil import UNSAFE_CHARS, printable, shorten
 
@@ -142,21 +144,21 @@ def event_from_json(data: object) -> HookEvent | None:
     """
     if not isinstance(data, dict) or data.get("v") != 1:
         return None
-    kind, at = data.get("kind"), data.get("at")
-    if kind not in KINDS or not _finite_number(at):
+    kind = or_default(None, fields.one_of, data, "kind", KINDS)
+    at = or_default(None, fields.timestamp, data, "at")
+    if kind is None or at is None:
         return None
     agent, session = _text(data.get("agent"), NAME_CHARS), _text(data.get("session"), SESSION_CHARS)
     if not agent:
         return None
-    touch = data.get("touch")
     return HookEvent(
         agent=agent,
         session=session,
-        kind=str(kind),
-        at=float(at),
+        kind=kind,
+        at=at,
         cwd=_absolute(data.get("cwd")),
         notebook=_notebook(_absolute(data.get("notebook"))),
-        touch=touch if touch in TOUCHES else None,
+        touch=or_default(None, fields.one_of, data, "touch", TOUCHES),
         tool=_text(data.get("tool"), NAME_CHARS) or None,
         text=_block(data.get("text"), PROMPT_CHARS),
         output=_text(data.get("output"), OUTPUT_CHARS),
@@ -232,8 +234,7 @@ def _tool_event(
         return None
     raw_name = raw_name[: 4 * NAME_CHARS]
     tool = _clean_line(redact, short_tool_name(raw_name), NAME_CHARS) or "tool"
-    raw_input = payload.get("tool_input")
-    inputs: Mapping[str, Any] = raw_input if isinstance(raw_input, dict) else {}
+    inputs = or_default(None, fields.obj, payload, "tool_input") or {}
     named = [path for raw in _named_paths(inputs) if (path := _resolve(raw, event.cwd))]
     notebook = next((path for path in named if _notebook(path)), None)
     words = {word.lower() for word in _WORDS.findall(short_tool_name(raw_name))}
@@ -552,12 +553,3 @@ def _first(data: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
 def _first_text(data: Mapping[str, Any], keys: tuple[str, ...], limit: int) -> str:
     value = _first(data, keys)
     return _text(value, limit) if value is not None else ""
-
-
-def _finite_number(value: object) -> TypeGuard[int | float]:
-    return (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and value == value
-        and abs(value) < 1e11
-    )

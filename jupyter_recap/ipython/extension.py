@@ -9,6 +9,7 @@ the others through the callbacks it is given here:
 - :class:`~.surface.BannerSurface` is where recaps appear (the banner and its outputs);
 - :class:`~.session.KernelSession` keeps the stored session record;
 - :class:`~.reporting.AgentReporting` talks to the server (the focus feed, the agents panel);
+- :class:`~.live.LiveChanges` carries what changes while loaded (two settings, the task list);
 - the magics (:mod:`.magics`, :mod:`.statemagics`) see the extension through the narrow
   Protocols of :mod:`.host`.
 
@@ -23,7 +24,6 @@ import atexit
 import contextlib
 import sys
 import threading
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..capture.manager import Capture
@@ -34,6 +34,7 @@ from ..record.transcript import Transcript, current
 from ..settings import Recap
 from ..stores.workstate import current_state
 from .drafting import Drafting
+from .live import LiveChanges
 from .magics import RecapMagics, register_free, unregister
 from .recorder import Recorder
 from .reporting import AgentReporting
@@ -49,9 +50,9 @@ if TYPE_CHECKING:
     from ..pipeline.preview import RequestPreview
     from ..pipeline.results import RecapResult, WrittenRecap
     from ..stores.sessions import SessionRecord, SessionWriter
-    from ..stores.tasks import Task
     from ..stores.usage import UsageLedger
-    from .feed import FocusFeed, StateReporter
+    from .feed import FocusFeed
+    from .reporter import StateReporter
 
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
@@ -125,7 +126,18 @@ class RecapExtension:
             outside=self.drafting.runner.outside,
             worker=self.worker,
         )
-        self._unsubscribe_tasks: Callable[[], None] | None = None
+        self.live = LiveChanges(
+            self.settings,
+            self.capture,
+            self.state,
+            # A new task list is saved with the session, sent to the agents panel and shown on
+            # a banner that shows one.
+            [
+                self.session.save_tasks,
+                lambda tasks: self.reporting.changed(),
+                self.surface.tasks_changed,
+            ],
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -145,11 +157,8 @@ class RecapExtension:
         self.recorder.events.on_cell_end.append(self.runner.cell_ended)
         self.recorder.attach()
         self.capture.start(self.settings.capture)
-        self.settings.observe(self._on_capture_setting, names=["capture"])
         register_free(self.shell, self.magics)  # never a name IPython or another has
-        self.state.memory_enabled = bool(self.settings.memory)
-        self.settings.observe(self._on_memory_setting, names=["memory"])
-        self._unsubscribe_tasks = self.state.subscribe(self._on_tasks)
+        self.live.attach()
         self.drafting.start()
         atexit.register(self.runner.stop)
         resumed = self.session.attach()
@@ -183,34 +192,14 @@ class RecapExtension:
         self.drafting.stop()
         self.capture.stop()
         self.worker.stop()  # after every job's owner stopped: nothing schedules one again
-        with contextlib.suppress(ValueError):  # never observed: attach failed before it
-            self.settings.unobserve(self._on_capture_setting, names=["capture"])
+        self.live.detach()
         self.recorder.detach()
-        if self._unsubscribe_tasks is not None:
-            self._unsubscribe_tasks()
-            self._unsubscribe_tasks = None
-        with contextlib.suppress(ValueError):  # never observed: attach failed before it
-            self.settings.unobserve(self._on_memory_setting, names=["memory"])
         unregister(self.shell, self.magics)
         configurables = self._configurables
         for configurable in (self.settings, *self.magics):
             while configurable in configurables:
                 configurables.remove(configurable)
         self.surface.close()
-
-    # -- wiring ----------------------------------------------------------------------------
-
-    def _on_tasks(self, tasks: tuple[Task, ...]) -> None:
-        """The task list changed: save it with the session, refresh a shown banner's line."""
-        self.session.save_tasks(tasks)
-        self.reporting.changed()
-        self.surface.tasks_changed(tasks)
-
-    def _on_capture_setting(self, change: Any) -> None:
-        self.capture.restart(change["new"])
-
-    def _on_memory_setting(self, change: Any) -> None:
-        self.state.memory_enabled = bool(change["new"])
 
     # -- the collaborators' parts, as the magics, the status and the tests reach them --------
 

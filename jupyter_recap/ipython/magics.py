@@ -135,7 +135,7 @@ class RecapMagics(Magics):
             print(preview.render())
 
     def _state(self) -> None:
-        from ..record.state import render_state  # here: only %recap state needs it
+        from ..record.statetext import render_state  # here: only %recap state needs it
 
         # The session's text is anyone's: printed inert (render_state redacts it).
         print(printable(render_state(self.host.transcript.state)))

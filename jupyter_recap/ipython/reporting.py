@@ -1,10 +1,10 @@
 """The kernel and the server's agents panel: the focus feed in, the agent report out.
 
-:class:`AgentReporting` starts the kernel's clients of the server (:mod:`.feed`'s
-:class:`~.feed.FocusFeed` and :class:`~.feed.StateReporter`, used as they are) when a server with
-the extension started this kernel. What the feed hears (focus, typing elsewhere) goes to the
-callbacks it is given; kernel restarts and deaths go into the transcript, once each. What this
-kernel tells the panel is :meth:`report`, sent again whenever :meth:`changed` is called.
+:class:`AgentReporting` starts the kernel's clients of the server (:class:`~.feed.FocusFeed` and
+:class:`~.reporter.StateReporter`, used as they are) when a server with the extension started
+this kernel. What the feed hears (focus, typing elsewhere) goes to the callbacks it is given;
+kernel restarts and deaths go into the transcript, once each. What this kernel tells the panel
+is :meth:`report`, sent again whenever :meth:`changed` is called.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from ..focus.report import CellCounts
     from ..stores.workstate import WorkState
     from ..wire import AgentReport
-    from .feed import FocusFeed, StateReporter
+    from .feed import FocusFeed
+    from .reporter import StateReporter
 
 MAX_OUTSIDE_ENTRIES = 32
 """Entries of one ``outside`` event written (a tool call is two)."""
@@ -139,7 +140,9 @@ class AgentReporting:
                 fn()
 
     def _start_feed(self) -> None:
-        from .feed import FocusFeed, StateReporter, find_server, kernel_id_from_connection_file
+        from .feed import FocusFeed
+        from .link import find_server, kernel_id_from_connection_file
+        from .reporter import StateReporter
 
         server = find_server(os.environ)
         if server is None:

@@ -19,7 +19,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
-from ..record.state import state_lines
+from ..record.statetext import state_lines
 from ..record.transcript import LATEST_PROMPTS, SILENT_KINDS, Entry, Snapshot, Transcript
 from ..redact import Redactor, strip_reasoning
 from ..textutil import error_line, first_line, refers_back, shorten

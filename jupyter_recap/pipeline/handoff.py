@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 
 from ..errors import RecapError
-from ..record.state import Failure, SessionState, changed_parts
+from ..record.state import Failure, SessionState
+from ..record.statetext import changed_parts
 from ..redact import Redactor
 from ..textutil import printable, shorten
 

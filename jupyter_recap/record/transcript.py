@@ -50,7 +50,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .state import SessionState, StateFolder
+    from .state import SessionState
+    from .statefold import StateFolder
 
 _now = time.time
 
@@ -337,7 +338,7 @@ class Transcript:
         session's length."""
         with self._lock:
             if self._folder is None:
-                from .state import StateFolder  # here: a recap's first read loads it
+                from .statefold import StateFolder  # here: a recap's first read loads it
 
                 self._folder = StateFolder()
             for entry in self._entries[self._folded :]:

@@ -35,14 +35,13 @@ from ..focus.board import MAX_AGENTS, AgentBoard, RowChange, chat_row_id
 from ..focus.hub import HEARTBEAT_SECONDS, HEARTBEAT_TIMEOUT, CellRun, FocusHub
 from ..hooks.sessions import SILENCE_SECONDS
 from ..pipeline.providers.base import CancelToken
-from ..settings import LONG_CELL_SECONDS
+from ..settings import LONG_CELL_SECONDS, Recap
 from ..wire import CHAT_ROW_PREFIX, OutsideActivity
-from .changes import NotebookChanges
-from .chats import ChatSource
 from .handlers import ShuttingDown
-from .hooks import HookIntake
-from .mcp import McpAttribution
-from .oneshot import OneShotTurns
+from .outside import SourceList, make_sources
+from .outside.changes import NotebookChanges
+from .outside.chats import ChatSource
+from .outside.sink import ServerSink
 from .polls import LongPolls
 from .pool import DaemonPool
 from .routes import routes
@@ -223,22 +222,20 @@ class RecapServer(LoggingConfigurable):
         self._pending: set[Future[Any]] = set()
         """Work given to the drafts pool and not finished yet."""
         self.stopped = False
+        self._recap_settings: Recap | None = None
         self.url = ""
         self._periodic: PeriodicCallback | None = None
-        self.chats = ChatSource(self)
+        self.chats = ChatSource(ServerSink(self, ChatSource.name), self)
         """Jupyter AI chats (started once every extension is loaded: see RecapExtension)."""
         self.touches = Touches()
         """Who worked on which notebook, when (the attribution of a change line)."""
-        self.changes = NotebookChanges(self)
+        self.changes = NotebookChanges(
+            ServerSink(self, NotebookChanges.name), self.touches, lambda: self.event_bus
+        )
         """What changed in the notebooks the person looked at, while they were away."""
-        self._outside: dict[str, dict[str, OutsideActivity]] = {}
-        """Each source's lines of what happened in notebooks while the person was away."""
-        self.oneshot = OneShotTurns(self)
-        """Tool calls of the personas kernels' ``%%ai model@Persona`` cells address."""
-        self.hooks = HookIntake(self)
-        """CLI agents' hook events (``jupyter recap hook``), read into their notebooks."""
-        self.mcp = McpAttribution(self)
-        """Notebook changes made through MCP servers, attributed to them."""
+        self.sources = SourceList(make_sources(self))
+        """Every outside source (CLI agents' hooks, MCP servers, personas, chats, the
+        notebooks' changes), started once every extension is loaded (see RecapExtension)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -252,32 +249,16 @@ class RecapServer(LoggingConfigurable):
             if AGENTS_SCHEMA not in event_logger.schemas:
                 event_logger.register_event_schema(_AGENTS_EVENT)
         interval_ms = max(0.05, self.reconcile_interval) * 1000
-        self.changes.start()
         self._periodic = PeriodicCallback(self.reconcile, interval_ms)
         self._periodic.start()
         self.reconcile()
 
-    def start_chats(self) -> None:
-        """Follow Jupyter AI's chats when jupyterlab-chat runs in this server."""
+    def start_sources(self) -> None:
+        """Start the outside sources (:mod:`.outside`): Jupyter AI's chats and the rest need
+        every extension of the server loaded."""
         if self.stopped:
             return
-        try:
-            self.oneshot.start()
-        except Exception:  # an extra, like the chats
-            log.warning("jupyter_recap: could not follow one-shot persona chats", exc_info=True)
-        try:
-            self.hooks.start()
-        except Exception:  # an extra too: CLI agents' hooks are read when it starts
-            log.warning("jupyter_recap: could not read CLI agents' hook events", exc_info=True)
-        try:
-            self.mcp.start()
-        except Exception:  # an extra, like the chats
-            log.warning("jupyter_recap: could not attribute MCP servers' changes", exc_info=True)
-        try:
-            self.chats.start()
-        except Exception:  # chats are an extra: the rest of the extension works without
-            log.warning("jupyter_recap: could not follow the chats", exc_info=True)
-            return
+        self.sources.start()
         if self.chats.enabled:
             log.info("jupyter_recap: following Jupyter AI chats")
 
@@ -294,11 +275,7 @@ class RecapServer(LoggingConfigurable):
         if event_logger is not None:
             event_logger.remove_listener(schema_id=KERNEL_ACTIONS, listener=self._on_kernel_action)
         self.watcher.close()
-        self.changes.stop()
-        self.chats.stop()
-        self.oneshot.stop()
-        self.hooks.stop()
-        self.mcp.stop()
+        self.sources.stop()
         for token in list(self._drafts_cancel):
             token.cancel()
         self.drafts.shutdown(cancel_futures=True)
@@ -316,12 +293,9 @@ class RecapServer(LoggingConfigurable):
 
     def publish_outside(self, source: str, lines: dict[str, OutsideActivity]) -> None:
         """One source's lines of what happened in notebooks while the person was away (the
-        chats' agents, the notebooks' changes); a notebook's change line, which names who did
-        it, wins over a chat's line of the same notebook."""
-        self._outside[source] = lines
-        merged = dict(self._outside.get("chats", {}))
-        merged.update(self._outside.get("changes", {}))
-        self.board.set_outside(merged)
+        chats' agents, the notebooks' changes), merged with the others' by the precedence each
+        source declares."""
+        self.board.set_outside(self.sources.publish(source, lines))
 
     def notebook_touched(
         self,
@@ -338,6 +312,18 @@ class RecapServer(LoggingConfigurable):
         self.touches.note(
             path, who, time.time() if at is None else at, edited=edited, ran=ran, failed=failed
         )
+
+    @property
+    def event_bus(self) -> Any:
+        """jupyter_server's event logger, None in a server without one."""
+        return getattr(self.serverapp, "event_logger", None)
+
+    def recap_settings(self) -> Recap:
+        """``c.Recap.*`` of the server's configuration (read once): what recaps drafted in the
+        server (a chat's) are drafted with."""
+        if self._recap_settings is None:
+            self._recap_settings = Recap(parent=self)
+        return self._recap_settings
 
     # -- session recaps ----------------------------------------------------------------------
 
@@ -438,9 +424,18 @@ class RecapServer(LoggingConfigurable):
         else:
             self.polls.notify(kernel_id)
             row = self.board.row(kernel_id)
-            if row is not None and focused is not None and row["path"]:
-                self.changes.looked_at(row["path"], focused, kernel_id)  # e.g. the tab closed
+            if row is not None and row["path"]:
+                self.notebook_looked_at(kernel_id, row["path"])  # e.g. the tab closed
         self.board.focus(kernel_id, focused)
+
+    def notebook_looked_at(self, kernel_id: str, path: str) -> None:
+        """The one rule of whether the person looks at the notebook at ``path`` (served by
+        ``kernel_id``): when any of their tabs looks at it, the hub's focus of the kernel (a
+        tab that stopped reporting counts as gone). Told to the sources that care: the chats'
+        lines (an agent's work in a notebook looked at is no news) and the change tracker."""
+        looking = self.hub.focused(kernel_id) is True
+        self.chats.looked_at(path, looking)
+        self.changes.looked_at(path, looking, kernel_id)
 
     def _board_changed(self, kernel_id: str, action: RowChange, version: int) -> None:
         """Push which row changed on the event bus (the page then reads the row)."""
@@ -526,7 +521,7 @@ class RecapExtension(ExtensionApp):
         web_app.settings["jupyter_recap"] = self.recap = recap
         recap.start()
         # Once the loop runs: every extension has loaded then, jupyterlab-chat's ChatManager too.
-        IOLoop.current().add_callback(recap.start_chats)
+        IOLoop.current().add_callback(recap.start_sources)
         serverapp.log.info("jupyter_recap: focus hub loaded")
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:

@@ -15,7 +15,6 @@ import functools
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.utils import url_path_join
 from tornado import web
 
 from .. import fields
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
 
 DEFAULT_LIMIT = LISTED_SESSIONS
 MAX_LIMIT = 1000
-
-SESSION_ID = r"(?P<session_id>[^/]+)"
 
 
 def _trusted_store() -> SessionStore:
@@ -172,11 +169,3 @@ class SessionRecapHandler(RecapHandler):
         if self._cancel is not None:
             self._cancel.cancel()
         super().on_connection_close()
-
-
-def session_routes(api: str) -> list[tuple[str, type[RecapHandler]]]:
-    """The session routes under ``api`` (``…/jupyter-recap/api``)."""
-    return [
-        (url_path_join(api, "sessions"), SessionsHandler),
-        (url_path_join(api, "sessions", SESSION_ID, "recap"), SessionRecapHandler),
-    ]

@@ -22,7 +22,7 @@ from jupyter_server.base.handlers import log as server_log
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 
-from jupyter_recap.server import AGENTS_SCHEMA, handlers
+from jupyter_recap.server import AGENTS_SCHEMA, agents
 from jupyter_recap.stores.usage import UsageLedger, local_day
 from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
 
@@ -403,7 +403,7 @@ async def test_a_usage_figure_that_is_not_finite_is_null_not_a_500(
 ) -> None:
     """The last guard: whatever the ledger's totals hold, the answer is strict JSON (Python's
     ``json.loads`` would read ``Infinity`` as inf: None shows the server wrote ``null``)."""
-    read_usage = handlers.read_usage
+    read_usage = agents.read_usage
 
     def corrupt_usage() -> tuple[Any, list[str]]:
         answer, warnings = read_usage()
@@ -412,7 +412,7 @@ async def test_a_usage_figure_that_is_not_finite_is_null_not_a_500(
         today.update(cost=math.inf, tokens_in=-math.inf, models={"m": math.nan})
         return {**answer, "today": today}, warnings
 
-    monkeypatch.setattr(handlers, "read_usage", corrupt_usage)
+    monkeypatch.setattr(agents, "read_usage", corrupt_usage)
     code, answer = await api("usage")
     assert code == 200, answer
     today = answer["today"]

@@ -352,13 +352,14 @@ def chat_file(path: Path, *, waiting: bool) -> None:
 async def test_without_a_chat_manager_the_files_the_page_opens_are_read(
     jp_serverapp: Any, jp_root_dir: Path, api: Any, recap: Any
 ) -> None:
-    from jupyter_recap.server import chats
+    from jupyter_recap.server.outside.chats import ChatSource
+    from jupyter_recap.server.outside.sink import ServerSink
 
     # jupyterlab-chat before 0.25 has no ChatManager: the source falls back to the files.
     await asyncio.sleep(0.05)
     recap.chats.stop()
     del jp_serverapp.web_app.settings["chat_manager"]
-    recap.chats = chats.ChatSource(recap)
+    recap.chats = ChatSource(ServerSink(recap, ChatSource.name), recap)
     recap.chats.start()
     assert (recap.chats.enabled, recap.chats.fallback) == (True, True)
     assert recap.chats._poller is None  # nothing to read until a page opens a chat

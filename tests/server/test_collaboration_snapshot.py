@@ -2,7 +2,7 @@
 
 When the person leaves a notebook that real-time collaboration holds open, the server takes what
 they saw from the room's live document (jupyter_ydoc's ``YNotebook``), reading of each output
-only its type (:func:`jupyter_recap.server.changes.live_cells`); the room later saves that
+only its type (:func:`jupyter_recap.server.outside.changes.live_cells`); the room later saves that
 document to the file. A cell nobody touched must fingerprint the same both ways, or the next
 save would read as news. Over generated notebooks: code, markdown and raw cells, outputs of
 every kind, counts as Yjs sends them (floats), notebooks of nbformat 4.4 (no cell ids) and 4.5.
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from strength import examples
 
 from jupyter_recap.changes.cells import Fingerprint, notebook_cells
-from jupyter_recap.server.changes import live_cells
+from jupyter_recap.server.outside.changes import live_cells
 
 OUTPUTS = st.sampled_from(
     [

@@ -1,4 +1,5 @@
-"""Notebook changes made through MCP servers are attributed to them (jupyter_recap.server.mcp).
+"""Notebook changes made through MCP servers are attributed to them (jupyter_recap.outside.mcp
+and its three adapters in jupyter_recap.server.outside).
 
 Each source against the real thing, in a real jupyter_server with our extension:
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from outsidekit import FakeSink
 from server_fixtures import *  # noqa: F403
 from server_fixtures import asynctest
 
@@ -143,7 +145,7 @@ async def test_jupyter_mcp_server_tools_are_attributed_to_it(
     from fastmcp.client.transports import StreamableHttpTransport
 
     write_notebook(jp_root_dir, NOTEBOOK, CELLS)
-    await until(lambda: recap.mcp.hooked)
+    await until(lambda: recap.sources["mcp-hooks"].hooked)
     url = f"http://127.0.0.1:{jp_serverapp.port}{jp_base_url}mcp"
     token = jp_serverapp.identity_provider.token
     transport = StreamableHttpTransport(url, headers={"Authorization": f"token {token}"})
@@ -286,7 +288,7 @@ async def test_a_jupyter_mcp_server_process_is_attributed_from_its_span_file(
         (await jp_fetch("api", "sessions", method="POST", body=json.dumps(body))).body
     )
     kernel_id = session["kernel"]["id"]
-    await until(lambda: recap.mcp.otel_file == str(old_spans))
+    await until(lambda: recap.sources["mcp-spans"].otel_file == str(old_spans))
     process = McpProcess(old_spans)
     await process.use_notebook("churn", kernel_id)
     await process.tool("insert_cell", result="Cell inserted successfully at index 3 (code)!")
@@ -374,7 +376,7 @@ async def test_jupyter_server_mcp_tool_calls_are_attributed_to_the_client(
     }
     # As the server starts it: jupyter_server_mcp makes its MCP server only then, after ours.
     await jp_serverapp.extension_manager.start_all_extensions()
-    await until(lambda: recap.mcp._server_mcp is not None, timeout=10)
+    await until(lambda: recap.sources["server-mcp"].attached is not None, timeout=10)
     (app,) = jp_serverapp.extension_manager.extension_apps["jupyter_server_mcp"]
     url = f"http://127.0.0.1:{app.mcp_server_instance.port}/mcp"
 
@@ -409,64 +411,50 @@ async def test_jupyter_server_mcp_tool_calls_are_attributed_to_the_client(
 # -- the parts, alone ---------------------------------------------------------------------------
 
 
-def attribution(root: Path, **settings: Any) -> Any:
-    """An attribution for a server whose root is ``root`` (no server: the parts alone)."""
-    from types import SimpleNamespace
-
-    from jupyter_recap.changes.touches import Touches
-    from jupyter_recap.server.mcp import McpAttribution
-
-    touches = Touches()
-
-    def notebook_touched(path: str, who: str, at: float, **counts: int) -> None:
-        touches.note(path, who, at, **counts)
-
-    serverapp = SimpleNamespace(root_dir=str(root), extension_manager=None)
-    recap = SimpleNamespace(
-        serverapp=serverapp, touches=touches, notebook_touched=notebook_touched, **settings
-    )
-    return McpAttribution(recap)
-
-
 def test_only_notebooks_under_the_root_are_named(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "analysis").mkdir(parents=True)
     (tmp_path / "link").symlink_to(root)
-    mcp = attribution(root)
-    assert mcp.notebook_path("analysis/churn.ipynb") == "analysis/churn.ipynb"
-    assert mcp.notebook_path("./analysis//churn.ipynb") == "analysis/churn.ipynb"
-    assert mcp.notebook_path(str(root / "analysis" / "churn.ipynb")) == "analysis/churn.ipynb"
-    assert mcp.notebook_path(str(tmp_path / "link" / "churn.ipynb")) == "churn.ipynb"
+    from jupyter_recap.outside.mcp import notebook_path
+
+    def named(raw: object) -> str | None:
+        return notebook_path(str(root), raw)
+
+    assert named("analysis/churn.ipynb") == "analysis/churn.ipynb"
+    assert named("./analysis//churn.ipynb") == "analysis/churn.ipynb"
+    assert named(str(root / "analysis" / "churn.ipynb")) == "analysis/churn.ipynb"
+    assert named(str(tmp_path / "link" / "churn.ipynb")) == "churn.ipynb"
     for outside in ("../churn.ipynb", "analysis/../../churn.ipynb", str(tmp_path / "churn.ipynb")):
-        assert mcp.notebook_path(outside) is None, outside
+        assert named(outside) is None, outside
     for other in ("analysis/train.py", "", None, 3, "a\x00.ipynb", "x" * 5000 + ".ipynb"):
-        assert mcp.notebook_path(other) is None, other
+        assert named(other) is None, other
 
 
 def test_the_span_file_is_this_servers_variable_unless_configured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from jupyter_recap.server.mcp import OTEL_ENV
+    from jupyter_recap.outside.mcp import OTEL_ENV
+    from jupyter_recap.server.outside.mcp_spans import McpSpanSource
+
+    def span_file(configured: str) -> str | None:
+        source = McpSpanSource(FakeSink(tmp_path), configured)
+        source.start()
+        source.stop()
+        return source.otel_file
 
     monkeypatch.setenv(OTEL_ENV, str(tmp_path / "from-env.jsonl"))
-    mcp = attribution(tmp_path, mcp_otel_file="")
-    mcp._start_otel()
-    assert mcp.otel_file == str(tmp_path / "from-env.jsonl")
-    mcp = attribution(tmp_path, mcp_otel_file=str(tmp_path / "configured.jsonl"))
-    mcp._start_otel()
-    assert mcp.otel_file == str(tmp_path / "configured.jsonl")
+    assert span_file("") == str(tmp_path / "from-env.jsonl")
+    assert span_file(str(tmp_path / "configured.jsonl")) == str(tmp_path / "configured.jsonl")
     monkeypatch.delenv(OTEL_ENV)
-    mcp = attribution(tmp_path, mcp_otel_file="")
-    mcp._start_otel()
-    assert mcp.otel_file is None
+    assert span_file("") is None
 
 
 def test_the_tail_reads_whole_lines_only_and_skips_one_too_long(tmp_path: Path) -> None:
-    from jupyter_recap.server.mcp import LINE_BYTES, _Tail
+    from jupyter_recap.outside.mcp import LINE_BYTES, SpanTail
 
     path = tmp_path / "spans.jsonl"
     path.write_bytes(b'{"old": 1}\n')
-    tail = _Tail(str(path))
+    tail = SpanTail(str(path))
     tail.start_at_end()
     assert tail.read_lines() == []  # what was there before is not news
     with path.open("ab") as file:
@@ -484,10 +472,10 @@ def test_the_tail_reads_whole_lines_only_and_skips_one_too_long(tmp_path: Path) 
 def test_the_tail_reads_a_burst_over_several_polls_and_a_new_file_from_its_start(
     tmp_path: Path,
 ) -> None:
-    from jupyter_recap.server.mcp import READ_BYTES, _Tail
+    from jupyter_recap.outside.mcp import READ_BYTES, SpanTail
 
     path = tmp_path / "spans.jsonl"
-    tail = _Tail(str(path))
+    tail = SpanTail(str(path))
     tail.start_at_end()  # not there yet
     line = b'{"name": "tool_call:insert_cell", "attributes": {}}\n'
     count = READ_BYTES // len(line) * 3
@@ -506,11 +494,11 @@ def test_the_tail_reads_a_burst_over_several_polls_and_a_new_file_from_its_start
 
 
 def test_the_tail_never_reads_what_is_not_a_file(tmp_path: Path) -> None:
-    from jupyter_recap.server.mcp import _Tail
+    from jupyter_recap.outside.mcp import SpanTail
 
     pipe = tmp_path / "spans.fifo"
     os.mkfifo(pipe)
-    tail = _Tail(str(pipe))
+    tail = SpanTail(str(pipe))
     tail.start_at_end()
     assert tail.read_lines() == []  # would block the server's loop if it opened it
 
@@ -520,15 +508,15 @@ def test_hook_events_it_cannot_read_never_reach_jupyter_mcp_server(
 ) -> None:
     from jupyter_mcp_server.hooks import HookEvent
 
-    from jupyter_recap.server.mcp import _HookHandler
+    from jupyter_recap.server.outside.mcp_hooks import McpHookSource, _HookHandler
 
-    mcp = attribution(tmp_path)
-    handler = _HookHandler(mcp)
+    sink = FakeSink(tmp_path)
+    handler = _HookHandler(McpHookSource(sink))
     for event in HookEvent:
         run = jp_asyncio_loop.run_until_complete
         run(handler.on_event(event, context="not a dict", arguments=7))
         run(handler.on_event(event, context={}, tool_name=None, outputs=object()))
-    assert mcp.recap.touches.since("churn.ipynb", 0) == []
+    assert sink.touch_list == []
 
 
 def test_two_processes_writing_one_span_file_keep_their_own_notebooks(
@@ -536,7 +524,10 @@ def test_two_processes_writing_one_span_file_keep_their_own_notebooks(
 ) -> None:
     write_notebook(tmp_path, "churn.ipynb", ["a"])
     write_notebook(tmp_path, "report.ipynb", ["b"])
-    mcp = attribution(tmp_path)
+    from jupyter_recap.outside.mcp import SpanReader
+
+    sink = FakeSink(tmp_path)
+    reader = SpanReader(sink.root_dir, sink.notebook_of)
 
     def span(writer: str, name: str, **attributes: Any) -> dict[str, Any]:
         resource = {"attributes": {"service.instance.id": writer}}
@@ -554,7 +545,16 @@ def test_two_processes_writing_one_span_file_keep_their_own_notebooks(
         span("two", "tool_call:insert_cell"),  # in a notebook this server cannot name
     ]
     for each in spans:
-        jp_asyncio_loop.run_until_complete(mcp.span(each))
-    touches = mcp.recap.touches
+        touch = jp_asyncio_loop.run_until_complete(reader.span(each))
+        if touch is not None:
+            sink.touched(
+                touch.path,
+                touch.who,
+                touch.at,
+                edited=touch.edited,
+                ran=touch.ran,
+                failed=touch.failed,
+            )
+    touches = sink.touches
     assert totals(touches.since("churn.ipynb", 0)) == (1, 1, 1)
     assert totals(touches.since("report.ipynb", 0)) == (1, 0, 0)

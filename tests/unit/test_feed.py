@@ -12,14 +12,9 @@ from typing import Any
 
 import pytest
 
-from jupyter_recap.ipython.feed import (
-    POLL_SECONDS,
-    FocusFeed,
-    ServerInfo,
-    StateReporter,
-    find_server,
-    kernel_id_from_connection_file,
-)
+from jupyter_recap.ipython.feed import POLL_SECONDS, FocusFeed
+from jupyter_recap.ipython.link import ServerInfo, find_server, kernel_id_from_connection_file
+from jupyter_recap.ipython.reporter import StateReporter
 from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
 
 KERNEL = "4f1a2b3c-0000-4000-8000-000000000001"
@@ -211,13 +206,8 @@ def test_a_refusal_stops_the_feed_and_the_reporter(fake_feed: FakeFeed, status: 
 
 
 def test_link_errors_say_what_failed() -> None:
-    from jupyter_recap.ipython.feed import (
-        LinkBadAnswer,
-        LinkBusy,
-        LinkNotFound,
-        LinkRefused,
-        _status_error,
-    )
+    from jupyter_recap.errors import LinkBadAnswer, LinkBusy, LinkNotFound, LinkRefused
+    from jupyter_recap.ipython.link import _status_error
 
     kinds = {code: type(_status_error(code, "")) for code in (401, 403, 404, 429, 500, 502)}
     assert kinds == {
@@ -302,7 +292,8 @@ def test_a_hanging_report_holds_a_due_timer_up_for_at_most_the_report_deadline()
     """The state reports share the worker with the trigger timers: each report request has a
     short deadline of its own (not the 10 s of a general request), so a server that hangs
     delays a due recap timer by at most :data:`REPORT_TIMEOUT`."""
-    from jupyter_recap.ipython.feed import REPORT_TIMEOUT, LinkNotFound
+    from jupyter_recap.errors import LinkNotFound
+    from jupyter_recap.ipython.reporter import REPORT_TIMEOUT
     from jupyter_recap.ipython.worker import Worker
 
     asked: list[float] = []

@@ -20,15 +20,8 @@ from jupyter_recap.pipeline.handoff import (
     agent_magic,
     handoff_cell,
 )
-from jupyter_recap.record.state import (
-    Artifact,
-    Ask,
-    Decision,
-    Failure,
-    SessionState,
-    StateFolder,
-    fold,
-)
+from jupyter_recap.record.state import Artifact, Ask, Decision, Failure, SessionState
+from jupyter_recap.record.statefold import StateFolder, fold
 from jupyter_recap.record.transcript import Entry
 
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)

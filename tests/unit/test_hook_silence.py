@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from outsidekit import FakeSink
 from schedulefakes import Settings
 from strength import examples
 
@@ -39,7 +40,7 @@ from jupyter_recap.schedule import (
     ShowRecap,
     StartDraft,
 )
-from jupyter_recap.server.hooks import HookIntake
+from jupyter_recap.server.outside.hooks import HookIntake
 from jupyter_recap.settings import Recap
 from jupyter_recap.stores.hookspool import append
 from jupyter_recap.stores.workstate import WorkState
@@ -308,39 +309,6 @@ def test_the_kernel_s_own_turn_still_refuses_recap() -> None:
 # -- the server's intake -------------------------------------------------------------------------
 
 
-class ServerApp:
-    def __init__(self, root: Path) -> None:
-        self.root_dir = str(root)
-
-
-class Board:
-    """The agents panel: one notebook row, of kernel ``k1``."""
-
-    def rows(self) -> list[dict[str, Any]]:
-        return [{"kind": "notebook", "kernel_id": "k1", "path": "churn.ipynb"}]
-
-
-class Hub:
-    def __init__(self) -> None:
-        self.sent: list[list[dict[str, Any]]] = []
-
-    def outside(self, kernel_id: str, entries: list[dict[str, Any]]) -> None:
-        self.sent.append(entries)
-
-
-class Server:
-    """What the intake asks of the server (``RecapServer``)."""
-
-    def __init__(self, root: Path, silence: float) -> None:
-        self.serverapp = ServerApp(root)
-        self.hook_silence_seconds = silence
-        self.board = Board()
-        self.hub = Hub()
-
-    def notebook_touched(self, *args: Any, **kwargs: Any) -> None:
-        """The change line's attribution (not what this test is about)."""
-
-
 @pytest.mark.usefixtures("own_loop")
 def test_the_intake_ends_a_silent_turn_on_a_poll_with_nothing_new(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -348,8 +316,9 @@ def test_the_intake_ends_a_silent_turn_on_a_poll_with_nothing_new(
     monkeypatch.setenv("JUPYTER_RECAP_HOME", str(tmp_path / "store"))
     root = tmp_path / "root"
     root.mkdir()
-    server = Server(root, silence=50.0)
-    intake = HookIntake(server)
+    # The agents panel has one notebook row, of kernel k1.
+    server = FakeSink(root, kernels={"churn.ipynb": ["k1"]})
+    intake = HookIntake(server, silence=50.0)
     assert intake.sessions.silence == 50.0  # c.RecapServer.hook_silence_seconds
     intake.start()
     try:
@@ -359,16 +328,16 @@ def test_the_intake_ends_a_silent_turn_on_a_poll_with_nothing_new(
             assert event is not None
             append(event.to_json())
         intake.poll()
-        kinds = [entry["kind"] for entries in server.hub.sent for entry in entries]
+        kinds = [entry["kind"] for _, entries, _ in server.entries for entry in entries]
         assert kinds == ["user", "event", "tool_call", "tool_result"]
         # Nothing new in the spool: a poll still ends the turn, once it is silent long enough.
-        server.hub.sent.clear()
+        server.entries.clear()
         intake.poll()
-        assert server.hub.sent == [], "heard 40 s ago: a silence of 50 s is not over yet"
+        assert server.entries == [], "heard 40 s ago: a silence of 50 s is not over yet"
         intake.sessions.silence = 30.0
         intake.poll()
         intake.poll()
-        assert server.hub.sent == [
+        assert [entries for _, entries, _ in server.entries] == [
             [{"kind": "outcome", "text": "aborted", "name": None, "error": NO_STOP}]
         ]
     finally:

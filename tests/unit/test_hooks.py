@@ -24,6 +24,7 @@ import pytest
 from cliutil import VENV_BIN, offline_env
 from hypothesis import given
 from hypothesis import strategies as st
+from outsidekit import FakeSink
 
 from jupyter_recap.cli import hook as hook_command
 from jupyter_recap.errors import StoreWriteError, UnsafeStoreError
@@ -49,7 +50,7 @@ from jupyter_recap.hooks.sessions import (
     HookSessions,
     notebook_under,
 )
-from jupyter_recap.server.hooks import HookIntake
+from jupyter_recap.server.outside.hooks import HookIntake
 from jupyter_recap.stores import hookspool, sessionfiles
 from jupyter_recap.stores.hookspool import SpoolReader, append, spool_path, store_root
 
@@ -875,39 +876,10 @@ def test_any_json_in_a_spool_line_is_an_event_or_nothing(data: Any) -> None:
 # -- the server's intake -------------------------------------------------------------------------
 
 
-class FakeBoard:
-    def __init__(self, rows: list[dict[str, Any]]) -> None:
-        self._rows = rows
-
-    def rows(self) -> list[dict[str, Any]]:
-        return self._rows
-
-
-class FakeHub:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, list[dict[str, Any]]]] = []
-
-    def outside(self, kernel_id: str, entries: list[dict[str, Any]]) -> None:
-        self.sent.append((kernel_id, entries))
-
-
-class FakeRecap:
-    def __init__(self, root: Path) -> None:
-        self.serverapp = type("ServerApp", (), {"root_dir": str(root)})()
-        self.board = FakeBoard(
-            [
-                {"kind": "notebook", "kernel_id": "k1", "path": "analysis/churn.ipynb"},
-                {"kind": "notebook", "kernel_id": "k2", "path": "other.ipynb"},
-                {"kind": "chat", "kernel_id": None, "path": "analysis/churn.ipynb"},
-            ]
-        )
-        self.hub = FakeHub()
-        self.touched: list[tuple[str, str, float, int, int]] = []
-
-    def notebook_touched(
-        self, path: str, who: str, at: float | None = None, *, edited: int = 0, ran: int = 0
-    ) -> None:
-        self.touched.append((path, who, at or 0.0, edited, ran))
+def fake_sink(root: Path) -> FakeSink:
+    """A server whose agents panel has a notebook row for ``analysis/churn.ipynb`` (kernel k1)
+    and one for ``other.ipynb`` (k2)."""
+    return FakeSink(root, kernels={"analysis/churn.ipynb": ["k1"], "other.ipynb": ["k2"]})
 
 
 @pytest.mark.usefixtures("own_loop")
@@ -922,8 +894,8 @@ def test_the_intake_sends_new_events_to_the_notebook_s_kernel_and_notes_who(
     first = normalise(payloads[0], at=1.0)
     assert first is not None
     append({**first.to_json(), "text": "history, not news"})
-    recap = FakeRecap(root)
-    intake = HookIntake(recap)
+    sink = fake_sink(root)
+    intake = HookIntake(sink)
     intake.start()
     try:
         for payload in payloads:
@@ -935,9 +907,11 @@ def test_the_intake_sends_new_events_to_the_notebook_s_kernel_and_notes_who(
         intake.poll()
     finally:
         intake.stop()
-    assert recap.touched == [("analysis/churn.ipynb", CLAUDE_CODE, 2.0, 1, 0)]
-    assert {kernel for kernel, _ in recap.hub.sent} == {"k1"}
-    sent = [entry for _, entries in recap.hub.sent for entry in entries]
+    assert [(t.path, t.who, t.at, t.edited, t.ran) for t in sink.touch_list] == [
+        ("analysis/churn.ipynb", CLAUDE_CODE, 2.0, 1, 0)
+    ]
+    assert {kernel for kernel, _, _ in sink.entries} == {"k1"}
+    sent = [entry for _, entries, _ in sink.entries for entry in entries]
     texts = [entry["text"] for entry in sent if entry["kind"] == "user"]
     assert texts == [payloads[0]["prompt"]]
     assert sent[-1]["kind"] == "outcome"
@@ -957,11 +931,11 @@ def test_the_intake_reports_an_unsafe_store_once_and_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = Lines()
-    logging.getLogger("jupyter_recap.server.hooks").addHandler(lines)
+    logging.getLogger("jupyter_recap.server.outside.hooks").addHandler(lines)
     store = tmp_path / "store"
     monkeypatch.setenv("JUPYTER_RECAP_HOME", str(store))
     append(line(0), store=store)
-    intake = HookIntake(FakeRecap(tmp_path))
+    intake = HookIntake(fake_sink(tmp_path))
     intake.start()
     try:
         append(line(1), store=store)
@@ -973,7 +947,7 @@ def test_the_intake_reports_an_unsafe_store_once_and_goes_on(
     finally:
         intake.stop()
         store.chmod(0o700)
-        logging.getLogger("jupyter_recap.server.hooks").removeHandler(lines)
+        logging.getLogger("jupyter_recap.server.outside.hooks").removeHandler(lines)
     warnings = [line for line in lines.lines if "hook spool" in line]
     assert len(warnings) == 1 and "cannot be trusted" in warnings[0]
 

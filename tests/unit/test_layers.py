@@ -62,6 +62,7 @@ RANKS: dict[str, int] = {
     "chats": 3,
     "changes": 3,
     "hooks": 3,
+    "outside": 3,
     # 4: writing a recap, and every other model call
     "pipeline": 4,
     # 5: the pure state the adapters drive, and the HTTP client
@@ -438,3 +439,65 @@ def test_the_cycle_detector_catches_lazy_and_type_only_circles() -> None:
         ("jupyter_recap.kit.e", "jupyter_recap.kit.d"),
     }
     assert cycles(import_graph(FAKE_CYCLE, ignore=ignore)) == []
+
+
+# -- sizes ---------------------------------------------------------------------------------------
+
+#: No module longer: past it, a module holds more than one concern and a newcomer reads too much
+#: to find one.
+MAX_MODULE_LINES = 600
+#: No class with more methods (properties and dunders count): past it, a class does several jobs.
+MAX_CLASS_METHODS = 25
+#: Classes whose methods are a public API, each method one call a user makes.
+METHODS_EXEMPT = {"jupyter_recap.record.transcript.Transcript"}
+#: Today's known oversized modules and classes, each to be split, and then its entry removed here
+#: (a test fails when an entry is no longer oversized).
+KNOWN_OVERSIZED: dict[str, str] = {}
+
+
+def oversized(sources: dict[str, str]) -> dict[str, str]:
+    """Module or ``module.Class`` → what is too big about it, over ``sources`` (name → text)."""
+    found: dict[str, str] = {}
+    for name, source in sources.items():
+        lines = len(source.splitlines())
+        if lines > MAX_MODULE_LINES:
+            found[name] = f"{lines} lines"
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.ClassDef) or f"{name}.{node.name}" in METHODS_EXEMPT:
+                continue
+            methods = [
+                child
+                for child in node.body
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+            if len(methods) > MAX_CLASS_METHODS:
+                found[f"{name}.{node.name}"] = f"{len(methods)} methods"
+    return found
+
+
+def test_no_module_is_too_long_and_no_class_has_too_many_methods() -> None:
+    sources = {name: path.read_text(encoding="utf-8") for name, path in MODULES.items()}
+    found = oversized(sources)
+    new = {name: why for name, why in found.items() if name not in KNOWN_OVERSIZED}
+    assert new == {}, f"over {MAX_MODULE_LINES} lines or {MAX_CLASS_METHODS} methods: {new}"
+    gone = sorted(set(KNOWN_OVERSIZED) - set(found))
+    assert gone == [], f"no longer oversized: remove from KNOWN_OVERSIZED: {gone}"
+
+
+def test_the_size_check_catches_a_long_module_and_a_big_class() -> None:
+    """A positive control: a module one line too long, a class one method too many (an async
+    method and a property count), and the exempt class left alone."""
+    methods = "".join(f"    def m{n}(self) -> None: ...\n" for n in range(MAX_CLASS_METHODS - 1))
+    big = f"class Big:\n{methods}    async def a(self) -> None: ...\n"
+    big += "    @property\n    def p(self) -> int: return 1\n"
+    fits = f"class Fits:\n{methods}    def last(self) -> None: ...\n"
+    sources = {
+        "jupyter_recap.kit.long": "x = 1\n" * (MAX_MODULE_LINES + 1),
+        "jupyter_recap.kit.short": "x = 1\n" * MAX_MODULE_LINES,
+        "jupyter_recap.kit.classes": big + fits,
+        "jupyter_recap.record.transcript": big.replace("Big", "Transcript"),
+    }
+    assert oversized(sources) == {
+        "jupyter_recap.kit.long": f"{MAX_MODULE_LINES + 1} lines",
+        "jupyter_recap.kit.classes.Big": f"{MAX_CLASS_METHODS + 1} methods",
+    }

@@ -97,6 +97,8 @@ def test_the_worker_runs_jobs_in_time_order_on_one_thread() -> None:
 #: needs only for a cell with a magic or an agent cell).
 LATER_MODULES = (
     "jupyter_recap.record.state",  # folded when a recap or %recap state first reads it
+    "jupyter_recap.record.statefold",
+    "jupyter_recap.record.statetext",
     "jupyter_recap.record.phrases",
     "jupyter_recap.record.agentcells",
     "jupyter_recap.record.outputs",
@@ -113,6 +115,8 @@ LATER_MODULES = (
     "jupyter_recap.focus.validate",
     "jupyter_recap.fields",
     "jupyter_recap.ipython.feed",
+    "jupyter_recap.ipython.link",
+    "jupyter_recap.ipython.reporter",
     "jupyter_recap.schedule",
     "jupyter_recap.wire",
     "http.client",
@@ -177,10 +181,10 @@ def _reporting(worker: Worker) -> AgentReporting:
 def test_the_feed_starts_on_the_worker_and_a_stop_before_it_starts_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import jupyter_recap.ipython.feed as feed
+    import jupyter_recap.ipython.link as link
 
     looked: list[str] = []
-    monkeypatch.setattr(feed, "find_server", lambda env: looked.append("server"))
+    monkeypatch.setattr(link, "find_server", lambda env: looked.append("server"))
     worker = _HeldWorker()
     reporting = _reporting(worker)
     reporting.start()
@@ -199,6 +203,7 @@ def test_a_stop_racing_a_start_waits_for_it_and_stops_what_it_started(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import jupyter_recap.ipython.feed as feed
+    import jupyter_recap.ipython.link as link
 
     inside, release = threading.Event(), threading.Event()
     stopped: list[str] = []
@@ -211,7 +216,7 @@ def test_a_stop_racing_a_start_waits_for_it_and_stops_what_it_started(
         inside.set()
         release.wait(5)
 
-    monkeypatch.setattr(feed, "find_server", slow_server)
+    monkeypatch.setattr(link, "find_server", slow_server)
     worker = Worker("race")
     reporting = _reporting(worker)
     original = reporting._start_feed

@@ -6,20 +6,19 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from outsidekit import FakeSink
 
 from jupyter_recap.chats.document import ToolStep
 from jupyter_recap.ipython.reporting import AgentReporting
 from jupyter_recap.record.transcript import Transcript
-from jupyter_recap.server.oneshot import MATCH_SECONDS, OneShotTurn, OneShotTurns, _entries
+from jupyter_recap.server.outside.oneshot import MATCH_SECONDS, OneShotTurn, OneShotTurns, _entries
 
 
 def turns(cells: dict[str, tuple[str, float]]) -> OneShotTurns:
-    recap = SimpleNamespace(watcher=SimpleNamespace(persona_cells=cells))
-    return OneShotTurns(recap)
+    return OneShotTurns(FakeSink("/srv"), lambda: cells)
 
 
 def test_the_chat_belongs_to_the_kernel_whose_running_cell_addresses_the_persona() -> None:
@@ -133,9 +132,8 @@ def test_a_server_without_the_persona_manager_running_imports_none_of_jupyter_ai
     (that alone made every server with Jupyter AI installed some megabytes bigger)."""
     code = (
         "import sys\n"
-        "from types import SimpleNamespace\n"
-        "from jupyter_recap.server.oneshot import OneShotTurns\n"
-        "turns = OneShotTurns(SimpleNamespace())\n"
+        "from jupyter_recap.server.outside.oneshot import OneShotTurns\n"
+        "turns = OneShotTurns(None, dict)  # the sink is not used before a chat opens\n"
         "turns.start()\n"
         "print(turns.installed, sorted(m for m in sys.modules if m.startswith('jupyter_ai')))\n"
     )

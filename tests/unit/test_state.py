@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 from sessiongen import ACCEPTANCES, CORRECTIONS, GeneratedSession, generate
 
 from jupyter_recap.record import phrases
-from jupyter_recap.record.state import (
-    MAX_CONSTRAINTS,
-    MAX_FAILURES,
-    StateFolder,
-    fold,
-    render_state,
-)
+from jupyter_recap.record.statefold import MAX_CONSTRAINTS, MAX_FAILURES, StateFolder, fold
+from jupyter_recap.record.statetext import render_state
 from jupyter_recap.record.toolcalls import error_text, target_of
 from jupyter_recap.record.transcript import Entry, Transcript
 

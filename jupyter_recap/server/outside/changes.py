@@ -34,15 +34,18 @@ import logging
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import untrusted
-from ..changes.cells import MAX_CELLS, CellState, Fingerprint, notebook_cells
-from ..changes.diff import Change, change_line, diff, who_words
-from ..changes.touches import normal_path
-from ..errors import RefusedFile
-from ..wire import OutsideActivity, OutsideEntry
+from ... import untrusted
+from ...changes.cells import MAX_CELLS, CellState, Fingerprint, notebook_cells
+from ...changes.diff import Change, change_line, diff, who_words
+from ...changes.touches import Touches, normal_path
+from ...errors import RefusedFile
+from ...outside.source import API_VERSION, OutsideSink
+from ...wire import OutsideActivity, OutsideEntry
+from .sink import EventBus
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +101,23 @@ class Tracked:
 class NotebookChanges:
     """Tracks the notebooks the person looked at; makes their change lines (see the module)."""
 
-    def __init__(self, recap: Any) -> None:
-        self.recap = recap
+    name = "changes"
+    line_precedence = 1
+    """A change line names who changed the notebook: it wins over a chat's line about it."""
+    api_version = API_VERSION
+
+    def __init__(
+        self,
+        sink: OutsideSink,
+        touches: Touches,
+        event_bus: Callable[[], EventBus | None] = lambda: None,
+    ) -> None:
+        """``touches``: who worked on which notebook, when (the server's record, which every
+        source's :meth:`~OutsideSink.touched` writes); ``event_bus``: jupyter_server's event
+        logger, whose file renames and deletions the tracked notebooks follow."""
+        self.sink = sink
+        self.touches = touches
+        self.event_bus = event_bus
         self.notebooks: OrderedDict[str, Tracked] = OrderedDict()
         self._page_sessions: dict[str, OrderedDict[str, None]] = {}
         """Kernel id → the ids of the person's pages' connections to it."""
@@ -111,7 +129,7 @@ class NotebookChanges:
         """Kernel id → execution count → whether one of the person's pages sent that run (the
         latest run given the count: a restarted kernel counts from 1 again)."""
         self._poller: Any = None
-        self._root = Path(str(recap.serverapp.root_dir)).resolve()
+        self._root = Path(sink.root_dir).resolve()
         self.reads = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -119,7 +137,7 @@ class NotebookChanges:
     def start(self) -> None:
         from tornado.ioloop import PeriodicCallback
 
-        events = getattr(self.recap.serverapp, "event_logger", None)
+        events = self.event_bus()
         if events is not None:
             events.add_listener(schema_id=CONTENTS, listener=self._on_contents)
         self._poller = PeriodicCallback(self._poll, POLL_SECONDS * 1000)
@@ -129,7 +147,7 @@ class NotebookChanges:
         if self._poller is not None:
             self._poller.stop()
             self._poller = None
-        events = getattr(self.recap.serverapp, "event_logger", None)
+        events = self.event_bus()
         if events is not None:
             # jupyter_events raises KeyError for a schema nobody registered: nothing listened.
             with contextlib.suppress(KeyError):
@@ -234,13 +252,13 @@ class NotebookChanges:
         path = normal_path(path)
         if action == "rename":
             source = data.get("source_path")
-            moved = (
-                self.notebooks.pop(normal_path(source), None) if isinstance(source, str) else None
-            )
+            if not isinstance(source, str):
+                return
+            moved = self.notebooks.pop(normal_path(source), None)
             if moved is not None:
                 moved.path = path
                 self.notebooks[path] = moved
-                self.recap.touches.rename(source, path)
+                self.touches.rename(source, path)
             return
         tracked = self.notebooks.get(path)
         if tracked is None or tracked.looking or tracked.baseline is None:
@@ -250,7 +268,7 @@ class NotebookChanges:
             self._read_soon(tracked)
         elif action == "delete":
             self.notebooks.pop(path, None)
-            self.recap.publish_outside("changes", self._lines())
+            self.sink.publish_lines(self._lines())
 
     def _poll(self) -> None:
         for tracked in list(self.notebooks.values()):
@@ -291,7 +309,7 @@ class NotebookChanges:
                 if baseline or tracked.baseline is None:
                     # The room's document first: a save the room makes meanwhile holds no more.
                     live = await self._room_cells(tracked.path)
-                found = await self.recap.in_pool(lambda: self._read_file(tracked.path))
+                found = await self.sink.in_pool(lambda: self._read_file(tracked.path))
             except Exception:  # the server stopping, or a file being replaced
                 log.debug("jupyter_recap: reading %s failed", tracked.path, exc_info=True)
                 found = None
@@ -339,9 +357,8 @@ class NotebookChanges:
         """The cells of the notebook's collaboration room as the person's page shows them (None
         when no room holds it open: real-time collaboration off, or the notebook not open)."""
         try:
-            settings = self.recap.serverapp.web_app.settings
-            collaboration = settings.get("jupyter_server_ydoc")
-            file_ids = settings.get("file_id_manager")
+            collaboration: Any = self.sink.server_setting("jupyter_server_ydoc")
+            file_ids: Any = self.sink.server_setting("file_id_manager")
             if collaboration is None or file_ids is None:
                 return None
             file_id = file_ids.get_id(path)  # None when never indexed: no room ever held it
@@ -380,7 +397,7 @@ class NotebookChanges:
         if line == tracked.line:
             return
         tracked.line = line
-        self.recap.publish_outside("changes", self._lines())
+        self.sink.publish_lines(self._lines())
         if tracked.event_timer is not None:
             tracked.event_timer.cancel()
             tracked.event_timer = None
@@ -402,7 +419,7 @@ class NotebookChanges:
             )
         if not change:
             return None
-        names = self.recap.touches.who_since(tracked.path, tracked.left_at)
+        names = self.touches.who_since(tracked.path, tracked.left_at)
         by = who_words(names)
         if by is None:
             # A file whose changes were all the person's own (a collaboration room saving
@@ -414,7 +431,7 @@ class NotebookChanges:
             elif tracked.disk_changed:
                 by = "on disk"
         text, links = change_line(change, by)
-        touched = self.recap.touches.since(tracked.path, tracked.left_at)
+        touched = self.touches.since(tracked.path, tracked.left_at)
         at = max([t.at for t in touched], default=tracked.left_at)
         return {"text": text, "links": links, "at": at}
 
@@ -433,7 +450,7 @@ class NotebookChanges:
         entry: OutsideEntry = {"kind": "event", "text": line["text"], "name": None, "error": None}
         for kernel_id, path in self._kernel_paths.items():
             if path == tracked.path:
-                self.recap.hub.outside(kernel_id, [entry])
+                self.sink.add_entries(kernel_id, [entry])
 
     # -- bookkeeping -------------------------------------------------------------------------
 

@@ -28,14 +28,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any
 
 from tornado.ioloop import PeriodicCallback
 
-from ..errors import StoreError
-from ..hooks.events import event_from_json
-from ..hooks.sessions import SILENCE_SECONDS, Delivery, HookSessions, notebook_under
-from ..stores.hookspool import SpoolReader
+from ...errors import StoreError
+from ...hooks.events import event_from_json
+from ...hooks.sessions import SILENCE_SECONDS, Delivery, HookSessions, notebook_under
+from ...outside.source import API_VERSION, OutsideSink
+from ...stores.hookspool import SpoolReader
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +46,13 @@ POLL_SECONDS = 1.0
 class HookIntake:
     """Reads the hook spool for one server: :meth:`start` at load, :meth:`stop` at shutdown."""
 
-    def __init__(self, recap: Any) -> None:
-        self.recap = recap
-        silence = getattr(recap, "hook_silence_seconds", SILENCE_SECONDS)
+    name = "hooks"
+    line_precedence = 0
+    api_version = API_VERSION
+
+    def __init__(self, sink: OutsideSink, silence: float = SILENCE_SECONDS) -> None:
+        """``silence``: seconds after which a turn that heard nothing more is ended."""
+        self.sink = sink
         self.sessions = HookSessions(silence=float(silence))
         self.reader: SpoolReader | None = None
         self._periodic: PeriodicCallback | None = None
@@ -104,10 +108,7 @@ class HookIntake:
                 log.warning("jupyter_recap: a hook event was not delivered", exc_info=True)
 
     def _deliver(self, delivery: Delivery) -> None:
-        root = str(getattr(self.recap.serverapp, "root_dir", "") or "")
-        if not root:
-            return
-        roots = [os.path.abspath(os.path.expanduser(root))]
+        roots = [self.sink.root_dir]
         real = os.path.realpath(roots[0])
         if real != roots[0]:
             roots.append(real)  # the agent may name the notebook by the root's real path
@@ -115,21 +116,12 @@ class HookIntake:
         if path is None:
             return
         if delivery.edited or delivery.ran:
-            self.recap.notebook_touched(
+            self.sink.touched(
                 path, delivery.agent, delivery.at, edited=delivery.edited, ran=delivery.ran
             )
         if delivery.entries:
-            for kernel_id in self._kernels(path):
-                self.recap.hub.outside(kernel_id, delivery.entries)
-
-    def _kernels(self, path: str) -> list[str]:
-        """The kernels serving the notebook at ``path`` (relative to the root) whose
-        jupyter_recap reports to this server: its agents-panel rows."""
-        return [
-            row["kernel_id"]
-            for row in self.recap.board.rows()
-            if row["kind"] == "notebook" and row["kernel_id"] and row["path"] == path
-        ]
+            for kernel_id in self.sink.kernels_of(path):
+                self.sink.add_entries(kernel_id, delivery.entries)
 
     def _report(self, problem: str) -> None:
         if problem != self._problem:

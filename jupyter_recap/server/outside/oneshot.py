@@ -28,13 +28,16 @@ import logging
 import sys
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..chats.document import LINE_CHARS, MAX_MESSAGES, ToolStep, read_chat
-from ..textutil import shorten
-from ..wire import OutsideEntry
-from .chats import SETTLE_SECONDS, ChatLog, as_dict, chat_users
+from ...chats.document import LINE_CHARS, MAX_MESSAGES, ToolStep, read_chat
+from ...outside.source import API_VERSION, OutsideSink
+from ...textutil import shorten
+from ...wire import OutsideEntry
+from .chat_log import ChatLog, as_dict, chat_users
+from .chats import SETTLE_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +71,17 @@ class OneShotTurn:
 class OneShotTurns:
     """Follows the one-shot route's chats and sends their tool calls to the asking kernel."""
 
-    def __init__(self, recap: Any) -> None:
-        self.recap = recap
+    name = "oneshot"
+    line_precedence = 0
+    api_version = API_VERSION
+
+    def __init__(
+        self, sink: OutsideSink, persona_cells: Callable[[], dict[str, tuple[str, float]]]
+    ) -> None:
+        """``persona_cells``: kernel id → (the persona its running ``%%ai`` cell addresses,
+        when that cell started), as the server's execution watcher saw them."""
+        self.sink = sink
+        self.persona_cells = persona_cells
         self.turns: list[OneShotTurn] = []
         self.installed = False
         self._module: Any = None
@@ -163,7 +175,7 @@ class OneShotTurns:
             if state not in _SENT or turn.sent.get(item.call_id) == state:
                 continue
             turn.sent[item.call_id] = state
-            self.recap.hub.outside(turn.kernel_id, _entries(persona, item, state), latest_cell=True)
+            self.sink.add_entries(turn.kernel_id, _entries(persona, item, state), latest_cell=True)
 
     def _kernel_for(self, persona: str, turn: OneShotTurn) -> str | None:
         """The kernel whose running cell addresses ``persona`` and owns no other chat; of
@@ -176,7 +188,7 @@ class OneShotTurns:
         (within :data:`MATCH_SECONDS`: its input can reach the watcher after the request) owns
         it only when there is none, the first of them.
         """
-        cells: dict[str, tuple[str, float]] = self.recap.watcher.persona_cells
+        cells = self.persona_cells()
         # A cell makes one request: a kernel whose running cell owns a chat is taken.
         taken = {
             other.kernel_id

@@ -20,8 +20,9 @@ import pytest
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 
-from jupyter_recap.ipython import feed as feed_module
-from jupyter_recap.ipython.feed import FocusFeed, ServerInfo
+from jupyter_recap.ipython import link as link_module
+from jupyter_recap.ipython.feed import FocusFeed
+from jupyter_recap.ipython.link import ServerInfo
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -230,7 +231,7 @@ async def test_100_dropped_connections_leak_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The connection under a waiting poll is cut; the feed reconnects every time."""
-    monkeypatch.setattr(feed_module, "MIN_BACKOFF", 0.01)  # reconnect at once, not after 1 s
+    monkeypatch.setattr(link_module, "MIN_BACKOFF", 0.01)  # reconnect at once, not after 1 s
     proxy = DroppingProxy(jp_serverapp.port)
     await proxy.start()
     key = recap.kernel_manager.get_kernel(kernel_id).session.key

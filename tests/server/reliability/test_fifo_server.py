@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from labserver import LabServer, running_lab
 
-from jupyter_recap.server.changes import POLL_SECONDS
+from jupyter_recap.server.outside.changes import POLL_SECONDS
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -20,15 +20,15 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from chatkit import chat_lab
 from kernelutil import execute, stream_text
 from labserver import LabServer
+from outsidekit import FakeSink
 
-from jupyter_recap.server.oneshot import MATCH_SECONDS, OneShotTurn, OneShotTurns
+from jupyter_recap.server.outside.oneshot import MATCH_SECONDS, OneShotTurn, OneShotTurns
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -142,7 +142,7 @@ def test_the_cell_that_started_before_the_chat_opened_is_preferred() -> None:
     # The rule alone: A's cell started before the chat opened, B's after (within the time a
     # late cell input may take); A owns the chat, and B the next one.
     cells = {"k-a": ("Claude", 100.0), "k-b": ("Claude", 101.0)}
-    source = OneShotTurns(SimpleNamespace(watcher=SimpleNamespace(persona_cells=cells)))
+    source = OneShotTurns(FakeSink("/srv"), lambda: cells)
     chat_a = OneShotTurn(opened=100.2)
     source.turns.append(chat_a)
     assert source._kernel_for("Claude", chat_a) == "k-a"
@@ -152,6 +152,6 @@ def test_the_cell_that_started_before_the_chat_opened_is_preferred() -> None:
     assert source._kernel_for("Claude", chat_b) == "k-b"
     # With no cell from before the chat, the first cell heard after it (its input came late).
     late = {"k-c": ("Claude", 201.0), "k-d": ("Claude", 200.4)}
-    source = OneShotTurns(SimpleNamespace(watcher=SimpleNamespace(persona_cells=late)))
+    source = OneShotTurns(FakeSink("/srv"), lambda: late)
     assert source._kernel_for("Claude", OneShotTurn(opened=200.0)) == "k-d"
     assert source._kernel_for("Claude", OneShotTurn(opened=200.0 - MATCH_SECONDS - 1)) is None

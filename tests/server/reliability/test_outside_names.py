@@ -98,7 +98,7 @@ async def test_hostile_mcp_client_names_reach_the_change_line_printable(
     (jp_root_dir / NOTEBOOK).write_text(json.dumps(notebook), encoding="utf-8")
     await jp_serverapp.extension_manager.start_all_extensions()
     deadline = time.monotonic() + 10
-    while recap.mcp._server_mcp is None:
+    while recap.sources["server-mcp"].attached is None:
         assert time.monotonic() < deadline, "jupyter_server_mcp never started"
         await asyncio.sleep(0.05)
     (app,) = jp_serverapp.extension_manager.extension_apps["jupyter_server_mcp"]

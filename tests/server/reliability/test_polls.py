@@ -19,7 +19,8 @@ from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for thi
 from server_fixtures import asynctest
 from tornado.httpclient import HTTPResponse
 
-from jupyter_recap.ipython.feed import FocusFeed, ServerInfo
+from jupyter_recap.ipython.feed import FocusFeed
+from jupyter_recap.ipython.link import ServerInfo
 
 pytestmark = pytest.mark.timeout(120)
 

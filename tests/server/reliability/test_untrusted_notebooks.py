@@ -28,7 +28,7 @@ import pytest
 from server_fixtures import *  # noqa: F403
 from server_fixtures import asynctest
 
-from jupyter_recap.server.changes import POLL_SECONDS
+from jupyter_recap.server.outside.changes import POLL_SECONDS
 
 pytestmark = [
     pytest.mark.timeout(120),

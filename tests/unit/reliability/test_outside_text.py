@@ -24,6 +24,7 @@ from unittest import mock
 
 from hypothesis import given
 from hypothesis import strategies as st
+from outsidekit import FakeSink
 
 from jupyter_recap.changes.touches import Touches
 from jupyter_recap.chats.document import ToolStep, chat_name, read_chat
@@ -31,7 +32,7 @@ from jupyter_recap.chats.notebooks import outside_activity
 from jupyter_recap.chats.recap import waiting_line
 from jupyter_recap.hooks.events import event_from_json, normalise
 from jupyter_recap.hooks.sessions import HookSessions
-from jupyter_recap.server.mcp import McpAttribution
+from jupyter_recap.server.outside.mcp_tools import ServerMcpSource
 from jupyter_recap.textutil import UNSAFE_CHARS
 
 PAYLOAD = "pwned"
@@ -175,18 +176,9 @@ def mcp_call(name: str | None, title: str | None) -> SimpleNamespace:
     return SimpleNamespace(message=message, fastmcp_context=SimpleNamespace(session=session))
 
 
-def attribution() -> tuple[McpAttribution, Touches]:
-    touches = Touches()
-
-    def notebook_touched(path: str, who: str, at: float, **counts: int) -> None:
-        touches.note(path, who, at, **counts)  # what the server extension does with a touch
-
-    recap = SimpleNamespace(
-        serverapp=SimpleNamespace(root_dir="/srv/work", extension_manager=None),
-        touches=touches,
-        notebook_touched=notebook_touched,
-    )
-    return McpAttribution(recap), touches
+def attribution() -> tuple[ServerMcpSource, Touches]:
+    sink = FakeSink("/srv/work")
+    return ServerMcpSource(sink), sink.touches
 
 
 @given(name=st.one_of(st.none(), HOSTILE), title=st.one_of(st.none(), HOSTILE), persona=HOSTILE)

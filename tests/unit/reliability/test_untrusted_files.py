@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from cliutil import offline_env
@@ -212,14 +211,16 @@ def test_a_refusal_is_a_notebook_error() -> None:
 
 
 def _changes_reader(path: Path) -> object:
-    from jupyter_recap.server.changes import NotebookChanges
+    from outsidekit import FakeSink
 
-    server = SimpleNamespace(serverapp=SimpleNamespace(root_dir=str(path.parent)))
-    return NotebookChanges(server)._read_file(path.name)
+    from jupyter_recap.changes.touches import Touches
+    from jupyter_recap.server.outside.changes import NotebookChanges
+
+    return NotebookChanges(FakeSink(path.parent), Touches())._read_file(path.name)
 
 
 def _labels_reader(path: Path) -> object:
-    from jupyter_recap.server.chats import CellLabels
+    from jupyter_recap.server.outside.chat_labels import CellLabels
 
     labels = CellLabels(str(path.parent))
     labels.refresh([path.name])
@@ -227,15 +228,15 @@ def _labels_reader(path: Path) -> object:
 
 
 def _chat_files_reader(path: Path) -> object:
-    from jupyter_recap.server.chats import read_chat_files
+    from jupyter_recap.server.outside.chat_log import read_chat_files
 
     return read_chat_files(str(path.parent), [path.name], {})[path.name][1]
 
 
 def _span_reader(path: Path) -> object:
-    from jupyter_recap.server.mcp import _Tail
+    from jupyter_recap.outside.mcp import SpanTail
 
-    return _Tail(str(path)).read_lines()
+    return SpanTail(str(path)).read_lines()
 
 
 def _spool_reader(path: Path) -> object:
