@@ -15,11 +15,16 @@ for one notebook, the higher precedence wins (a change line naming who changed t
 outranks a chat's line about the same notebook).
 
 :data:`API_VERSION` is the version of this contract; a source built for another is refused.
+
+Sources are found through the entry-point group :data:`GROUP` (the project's own register there
+too): each entry point names a factory that takes a :class:`SourceContext` and returns the
+source. A plugin usually needs only ``context.sink``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, TypeVar, runtime_checkable
 
 from ..wire import OutsideActivity, OutsideEntry
@@ -27,6 +32,9 @@ from ..wire import OutsideActivity, OutsideEntry
 API_VERSION = 1
 """The version of :class:`OutsideSink` and :class:`OutsideSource` (raised on a breaking
 change: a source declaring another is not started)."""
+
+GROUP = "jupyter_recap.outside"
+"""The entry-point group of outside sources: ``name = "module:factory"``."""
 
 _T = TypeVar("_T")
 
@@ -112,6 +120,21 @@ class OutsideSource(Protocol):
     def start(self) -> None: ...
 
     def stop(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What a source's factory is given: its sink, and the server's own services, which only
+    the project's own sources use (a plugin must not: they are not part of the contract)."""
+
+    sink: OutsideSink
+    host: object = None
+
+
+class SourceFactory(Protocol):
+    """What an entry point of :data:`GROUP` names."""
+
+    def __call__(self, context: SourceContext) -> OutsideSource: ...
 
 
 def merge_lines(

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from jupyter_server.extension.application import ExtensionApp
 from tornado.ioloop import IOLoop, PeriodicCallback
-from traitlets import Float, Int, Unicode
+from traitlets import Float, Int, List, Unicode
 from traitlets.config import LoggingConfigurable
 
 from ..changes.touches import Touches
@@ -38,9 +38,10 @@ from ..pipeline.providers.base import CancelToken
 from ..settings import LONG_CELL_SECONDS, Recap
 from ..wire import CHAT_ROW_PREFIX, OutsideActivity
 from .handlers import ShuttingDown
-from .outside import SourceList, make_sources
 from .outside.changes import NotebookChanges
 from .outside.chats import ChatSource
+from .outside.plugins import make_sources
+from .outside.running import SourceList
 from .outside.sink import ServerSink
 from .polls import LongPolls
 from .pool import DaemonPool
@@ -178,6 +179,14 @@ class RecapServer(LoggingConfigurable):
         next prompt. A tool call or a stop that comes later still reaches the notebook.""",
     ).tag(config=True)
 
+    disabled_sources = List(
+        Unicode(),
+        help="""Outside sources not to load, by name (the names of the ``jupyter_recap.outside``
+        entry points: ``hooks``, ``oneshot``, ``mcp-hooks``, ``mcp-spans``, ``server-mcp``, or a
+        plugin's). The server log lists each source it loaded, with its distribution and
+        version.""",
+    ).tag(config=True)
+
     reconcile_interval = Float(
         10.0,
         help="""Seconds between two passes that expire silent tabs and notice kernels that
@@ -233,7 +242,7 @@ class RecapServer(LoggingConfigurable):
             ServerSink(self, NotebookChanges.name), self.touches, lambda: self.event_bus
         )
         """What changed in the notebooks the person looked at, while they were away."""
-        self.sources = SourceList(make_sources(self))
+        self.sources = SourceList(make_sources(self, self.disabled_sources))
         """Every outside source (CLI agents' hooks, MCP servers, personas, chats, the
         notebooks' changes), started once every extension is loaded (see RecapExtension)."""
 

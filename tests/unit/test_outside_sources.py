@@ -12,12 +12,12 @@ import pytest
 from outsidekit import FakeSink
 
 from jupyter_recap.outside.source import API_VERSION, OutsideSink, OutsideSource, merge_lines
-from jupyter_recap.server.outside import SourceList
 from jupyter_recap.server.outside.hooks import HookIntake
 from jupyter_recap.server.outside.mcp_hooks import McpHookSource
 from jupyter_recap.server.outside.mcp_spans import McpSpanSource
 from jupyter_recap.server.outside.mcp_tools import ServerMcpSource
 from jupyter_recap.server.outside.oneshot import OneShotTurns
+from jupyter_recap.server.outside.running import SourceList
 from jupyter_recap.wire import OutsideActivity
 
 

@@ -28,14 +28,16 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import cast
 
 from tornado.ioloop import PeriodicCallback
 
 from ...errors import StoreError
 from ...hooks.events import event_from_json
 from ...hooks.sessions import SILENCE_SECONDS, Delivery, HookSessions, notebook_under
-from ...outside.source import API_VERSION, OutsideSink
+from ...outside.source import API_VERSION, OutsideSink, SourceContext
 from ...stores.hookspool import SpoolReader
+from .host import SourceHost
 
 log = logging.getLogger(__name__)
 
@@ -127,3 +129,9 @@ class HookIntake:
         if problem != self._problem:
             self._problem = problem
             log.warning("jupyter_recap: %s", problem)
+
+
+def make_source(context: SourceContext) -> HookIntake:
+    """The entry point's factory (``c.RecapServer.hook_silence_seconds`` ends silent turns)."""
+    host = cast(SourceHost, context.host)
+    return HookIntake(context.sink, host.hook_silence_seconds)

@@ -29,7 +29,7 @@ from ...outside.mcp import (
     outputs_failed,
     remember_kernel,
 )
-from ...outside.source import API_VERSION, OutsideSink
+from ...outside.source import API_VERSION, OutsideSink, SourceContext
 
 log = logging.getLogger(__name__)
 
@@ -214,3 +214,8 @@ def _notebook_manager() -> Any:
 def _arguments(data: dict[str, Any]) -> dict[str, Any]:
     arguments = data.get("arguments")
     return arguments if isinstance(arguments, dict) else {}
+
+
+def make_source(context: SourceContext) -> McpHookSource:
+    """The entry point's factory."""
+    return McpHookSource(context.sink)

@@ -14,13 +14,15 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from typing import cast
 
 from tornado.ioloop import PeriodicCallback
 
 from ... import untrusted
 from ...errors import RefusedFile
 from ...outside.mcp import OTEL_ENV, POLL_SECONDS, SpanReader, SpanTail
-from ...outside.source import API_VERSION, OutsideSink
+from ...outside.source import API_VERSION, OutsideSink, SourceContext
+from .host import SourceHost
 from .mcp_hooks import EXTENSION
 
 log = logging.getLogger(__name__)
@@ -111,3 +113,14 @@ class McpSpanSource:
                     ran=touch.ran,
                     failed=touch.failed,
                 )
+
+
+def make_source(context: SourceContext) -> McpSpanSource:
+    """The entry point's factory: the file of ``c.RecapServer.mcp_otel_file``, unless the
+    ``mcp-hooks`` source hears this server's own jupyter-mcp-server."""
+    host = cast(SourceHost, context.host)
+
+    def hooked() -> bool:
+        return bool(getattr(host.sources.get("mcp-hooks"), "hooked", False))
+
+    return McpSpanSource(context.sink, host.mcp_otel_file, hooked)

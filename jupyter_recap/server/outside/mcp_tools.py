@@ -28,7 +28,7 @@ from ...outside.mcp import (
     plan_tool_call,
     result_failed,
 )
-from ...outside.source import API_VERSION, OutsideSink
+from ...outside.source import API_VERSION, OutsideSink, SourceContext
 
 log = logging.getLogger(__name__)
 
@@ -201,3 +201,8 @@ def _tool_call_middleware(owner: ServerMcpSource) -> Any:
             return result
 
     return RecapToolCalls()
+
+
+def make_source(context: SourceContext) -> ServerMcpSource:
+    """The entry point's factory."""
+    return ServerMcpSource(context.sink)

@@ -30,14 +30,15 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ...chats.document import LINE_CHARS, MAX_MESSAGES, ToolStep, read_chat
-from ...outside.source import API_VERSION, OutsideSink
+from ...outside.source import API_VERSION, OutsideSink, SourceContext
 from ...textutil import shorten
 from ...wire import OutsideEntry
 from .chat_log import ChatLog, as_dict, chat_users
 from .chats import SETTLE_SECONDS
+from .host import SourceHost
 
 log = logging.getLogger(__name__)
 
@@ -238,3 +239,9 @@ def _entries(persona: str, step: ToolStep, state: str) -> list[OutsideEntry]:
             "error": error,
         },
     ]
+
+
+def make_source(context: SourceContext) -> OneShotTurns:
+    """The entry point's factory: the persona cells are the server's execution watcher's."""
+    host = cast(SourceHost, context.host)
+    return OneShotTurns(context.sink, lambda: host.watcher.persona_cells)

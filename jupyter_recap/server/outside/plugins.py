@@ -1,0 +1,95 @@
+"""Finding the outside sources: the entry points of ``jupyter_recap.outside``, in name order.
+
+The project's own sources register there like anybody else's (``pyproject.toml``). Each entry
+point names a factory taking a :class:`~jupyter_recap.outside.source.SourceContext`; what it
+returns must be an :class:`~jupyter_recap.outside.source.OutsideSource` of the entry point's
+name. A plugin that cannot be loaded, whose factory raises, or that returns something else is
+left out with one warning line naming it; the others go on. ``c.RecapServer.disabled_sources``
+names those not to load at all. The sources the server drives itself (the chats and the
+notebooks' changes, which its routes and focus rules call) are made by the server and join the
+list after the discovered ones.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import cast
+
+from ...outside.source import GROUP, OutsideSource, SourceContext, SourceFactory
+from .host import SourceHost
+from .sink import ServerSink
+
+log = logging.getLogger(__name__)
+
+OWN_DISTRIBUTION = "jupyter-recap"
+
+
+@dataclass(frozen=True)
+class Found:
+    """One entry point of the group, with the distribution that declares it."""
+
+    name: str
+    entry: EntryPoint
+    distribution: str
+    version: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.distribution} {self.version})".replace("  ", " ")
+
+
+def found_sources(disabled: Collection[str] = ()) -> list[Found]:
+    """The group's entry points in name order, but those ``disabled`` names (one each: of two
+    with one name, the first distribution's wins, and the other is reported)."""
+    found: dict[str, Found] = {}
+    for entry in sorted(entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
+        dist = entry.dist
+        distribution = str(dist.metadata["Name"]) if dist is not None else "?"
+        version = str(dist.version) if dist is not None else ""
+        if entry.name in found:
+            log.warning(
+                "jupyter_recap: two outside sources named %s (%s and %s): the second is not loaded",
+                entry.name,
+                found[entry.name].distribution,
+                distribution,
+            )
+            continue
+        found[entry.name] = Found(entry.name, entry, distribution, version)
+    for name in sorted(set(disabled) & set(found)):
+        log.info("jupyter_recap: outside source %s is disabled", found.pop(name).label)
+    return list(found.values())
+
+
+def load_sources(host: SourceHost, found: list[Found]) -> list[OutsideSource]:
+    """Each found source made with its own sink; one that fails is left out with a warning."""
+    sources: list[OutsideSource] = []
+    for plugin in found:
+        try:
+            factory = cast(SourceFactory, plugin.entry.load())
+            source: object = factory(SourceContext(ServerSink(host, plugin.name), host))
+        except Exception as error:  # noqa: BLE001 - a plugin's bug must not cost the others
+            log.warning(
+                "jupyter_recap: outside source %s could not be loaded: %s",
+                plugin.label,
+                f"{type(error).__name__}: {error}".splitlines()[0][:300],
+            )
+            continue
+        if not isinstance(source, OutsideSource) or source.name != plugin.name:
+            log.warning(
+                "jupyter_recap: outside source %s is not an outside source named %s: not loaded",
+                plugin.label,
+                plugin.name,
+            )
+            continue
+        log.info("jupyter_recap: outside source %s", plugin.label)
+        sources.append(source)
+    return sources
+
+
+def make_sources(host: SourceHost, disabled: Collection[str] = ()) -> list[OutsideSource]:
+    """Every outside source of the server, in start order: the discovered ones in name order,
+    then the chats and the notebooks' changes, which the server makes and drives itself."""
+    return [*load_sources(host, found_sources(disabled)), host.changes, host.chats]
