@@ -141,3 +141,25 @@ def test_a_server_without_the_persona_manager_running_imports_none_of_jupyter_ai
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.strip() == "False []"
+
+
+@pytest.mark.parametrize("route_chat", ["another class", None])
+def test_a_swap_that_cannot_be_made_is_said_once_in_the_log(
+    route_chat: object, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A persona manager whose route does not make jupyterlab-chat's YChat (a newer release):
+    nothing is swapped, and the log says which cells lose what, in one line."""
+    import types
+
+    handlers = types.ModuleType("jupyter_ai_persona_manager.handlers")
+    if route_chat is not None:
+        handlers.YChat = route_chat  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "jupyter_ai_persona_manager.handlers", handlers)
+    turns = OneShotTurns(FakeSink("/srv"), dict)
+    with caplog.at_level("WARNING", logger="jupyter_recap"):
+        turns.start()
+    assert not turns.installed
+    assert getattr(handlers, "YChat", None) == route_chat  # left as it was
+    (line,) = [record.getMessage() for record in caplog.records]
+    assert line.startswith("jupyter_recap: %%ai persona cells' tool calls are not recorded")
+    assert "\n" not in line

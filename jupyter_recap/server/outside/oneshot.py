@@ -10,9 +10,15 @@ jupyter-ai has no hook for that chat, so this module gives the route one that re
 route's module makes its chat with the class its name ``YChat`` holds, and while this server
 runs that name is a subclass of jupyterlab-chat's ``YChat`` whose only addition is to hand
 itself to :class:`OneShotTurns` (which observes its messages like any chat's). The original is
-put back at stop. When the module is absent, or its ``YChat`` is not jupyterlab-chat's (another
-version, or someone else's wrapper), nothing is installed and these cells keep their
-prompt and reply only.
+put back at stop. When the module is absent (the persona manager does not run here), nothing is
+installed; when its ``YChat`` is not jupyterlab-chat's (another release, or someone else's
+wrapper), nothing is installed either and the server logs one warning saying these cells keep
+their prompt and reply only.
+
+Which kernel a one-shot chat belongs to is decided by timing (:meth:`OneShotTurns._kernel_for`),
+not by a link: checked against jupyter-ai-magic-commands 0.0.4 and persona-manager 0.2.2, the
+route's request carries the prompt, the cell's model parameters and the server's token, and
+nothing that names the kernel or its session.
 
 Each tool call that ends (or waits for the person's approval) is sent once, as a
 ``outside`` event of its feed, to the kernel whose running cell addresses that persona
@@ -100,9 +106,19 @@ class OneShotTurns:
         try:
             from jupyterlab_chat.ychat import YChat
         except ImportError:
+            log.warning(
+                "jupyter_recap: %%ai persona cells' tool calls are not recorded: the persona "
+                "manager runs without jupyterlab-chat's YChat"
+            )
             return
         if getattr(handlers, "YChat", None) is not YChat:
-            log.info("jupyter_recap: the persona manager's one-shot chat is not followed")
+            # Another persona-manager release (or someone else's wrapper): the swap this
+            # relies on cannot be made safely, and the person should hear why.
+            log.warning(
+                "jupyter_recap: %%ai persona cells' tool calls are not recorded: the persona "
+                "manager's one-shot route does not make jupyterlab-chat's YChat (another "
+                "release of jupyter-ai-persona-manager?)"
+            )
             return
         source = weakref.ref(self)
 
