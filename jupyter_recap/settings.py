@@ -19,8 +19,9 @@ MAX_PRICE = 10_000.0
 LONG_CELL_SECONDS = 60.0
 """A cell that ran at least this long is news to someone coming back (kernel and server)."""
 
-#: The capture sources, in the order ``%recap status`` lists them; ``capture/manager`` maps each
-#: name to its class. Plain names here, so checking ``Recap.capture`` loads no capture code.
+#: The project's own capture sources, in the order ``%recap status`` lists them;
+#: ``capture/specs`` has a spec for each. Plain names here, so checking ``Recap.capture`` loads
+#: no capture code.
 SOURCE_NAMES: tuple[str, ...] = (
     "openai-agents",
     "pydantic-ai",
@@ -29,6 +30,10 @@ SOURCE_NAMES: tuple[str, ...] = (
     "opentelemetry",
     "jupyter-ai",
 )
+
+#: The entry-point group of capture sources (the project's own and plugins'): each entry names
+#: a source and points at its ``CaptureSpec``.
+CAPTURE_GROUP = "jupyter_recap.capture"
 
 _FALSE = {"0", "false", "no", "off"}
 MEMORY_ENV = "JUPYTER_RECAP_MEMORY"
@@ -110,10 +115,14 @@ class Recap(Configurable):
         Unicode(),
         help="""Agent frameworks whose runs are recorded as agent turns, from plain cells and with
         no wiring: "openai-agents", "pydantic-ai", "langchain" (LangChain and LangGraph),
-        "smolagents", "opentelemetry" (GenAI spans of any instrumented library) and "jupyter-ai"
-        (its `%ai` line magic), or "all". Each is installed when its framework is first
-        imported. Defaults to all; JUPYTER_RECAP_CAPTURE=0 in the environment turns capture off,
-        and a comma-separated list there chooses sources.""",
+        "smolagents", "opentelemetry" (GenAI spans of any instrumented library), "jupyter-ai"
+        (its `%ai` line magic) and the sources of installed capture plugins (the
+        "jupyter_recap.capture" entry points), or "all". A name with a leading "-" turns that
+        source off: ["all", "-langchain"] (or ["-langchain"] alone) is every source but
+        LangChain's, and a plugin turned off this way is not even imported. Each source is
+        installed when its framework is first imported. Defaults to all;
+        JUPYTER_RECAP_CAPTURE=0 in the environment turns capture off, and a comma-separated list
+        there chooses sources ("all,-langchain").""",
     ).tag(config=True)
 
     @default("capture")
@@ -123,10 +132,11 @@ class Recap(Configurable):
             return ["all"]
         if value.strip().lower() in _FALSE:
             return []
-        names = [name.strip().lower() for name in value.split(",") if name.strip()]
+        names = [_normal(name) for name in value.split(",") if name.strip()]
         # A typo in the environment must not stop the extension from loading: it is dropped
         # (and %recap status shows which sources are on).
-        return [name for name in names if name == "all" or name in SOURCE_NAMES]
+        unknown = _unknown_sources(names)
+        return [name for name in names if name not in unknown]
 
     long_cell_seconds = Float(
         LONG_CELL_SECONDS,
@@ -231,14 +241,49 @@ class Recap(Configurable):
     @validate("capture")
     def _known_sources(self, proposal: dict[str, object]) -> object:
         value = proposal["value"]
-        names = [str(name).strip().lower() for name in value] if isinstance(value, list) else []
-        unknown = [name for name in names if name and name != "all" and name not in SOURCE_NAMES]
+        names = [_normal(str(name)) for name in value] if isinstance(value, list) else []
+        names = [name for name in names if name]
+        unknown = _unknown_sources(names)
         if unknown:
+            plugins = sorted(registered_sources() - set(SOURCE_NAMES))
+            known = ", ".join(("all", *SOURCE_NAMES, *plugins))
             raise TraitError(
-                f"Recap.capture: unknown source {unknown[0]!r} "
-                f"(known: all, {', '.join(SOURCE_NAMES)})"
+                f"Recap.capture: unknown source {unknown[0]!r} (known: {known}; a leading '-' "
+                "turns one off)"
             )
         return names
+
+
+def registered_sources() -> frozenset[str]:
+    """The names of every source in the :data:`CAPTURE_GROUP` entry points (the project's own
+    included), read from the installed distributions' metadata without loading any of them.
+
+    A scan of every distribution's metadata: it costs more than the whole ``%load_ext``, so it
+    runs only when a setting names a source that is not one of :data:`SOURCE_NAMES`.
+    """
+    from importlib.metadata import entry_points
+
+    return frozenset(_normal(name) for name in entry_points(group=CAPTURE_GROUP).names)
+
+
+def _normal(name: str) -> str:
+    """A ``Recap.capture`` entry as the sources are compared: ``" -LangChain"`` is
+    ``"-langchain"``."""
+    name = name.strip().lower()
+    return f"-{name[1:].strip()}" if name.startswith("-") else name
+
+
+def _unknown_sources(names: list[str]) -> list[str]:
+    """The entries of ``names`` that name no installed source, in their order.
+
+    Turning off a source that is not installed is not an error (a setting kept after a plugin
+    was uninstalled still loads); a bare ``"-"`` or ``"-all"`` is. The entry points are
+    scanned only when an entry is neither ``"all"`` nor a built-in source.
+    """
+    others = {name for name in names if name not in ("all", *SOURCE_NAMES) and name[:1] != "-"}
+    if others:
+        others -= registered_sources()
+    return [name for name in names if name in others or name in ("-", "-all")]
 
 
 def _is_price(value: object) -> bool:

@@ -25,7 +25,9 @@ def start_kernel(env: dict[str, str] | None = None) -> tuple[Any, Any]:
     # Session records go to a private temporary store unless the test names one.
     kernel_env["JUPYTER_RECAP_HOME"] = tempfile.mkdtemp(prefix="recap-home-")
     kernel_env.update(env or {})
-    kernel_env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TESTS)])
+    # A test's own PYTHONPATH (e.g. a plugin's folder) comes first.
+    extra = (env or {}).get("PYTHONPATH", "")
+    kernel_env["PYTHONPATH"] = os.pathsep.join([*filter(None, [extra]), str(ROOT), str(TESTS)])
     return start_new_kernel(kernel_name="python3", env=kernel_env, cwd=str(ROOT))
 
 

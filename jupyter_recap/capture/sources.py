@@ -30,6 +30,9 @@ from .runs import RunHub
 State = Literal["waiting", "active", "off", "failed", "missing"]
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: Why a source is off is cut to this on its status line (it quotes an exception's text).
+MAX_REASON = 300
+
 
 class CaptureWarning(UserWarning):
     """A capture source turned itself off (shown once, never raised)."""
@@ -56,6 +59,9 @@ class Source:
         self.hub = hub
         self.state: State = "waiting"
         self.reason = ""
+        self.origin = ""
+        """Where a plugin's source comes from, ``"plugin recap-toy 0.1.0"`` (empty for the
+        project's own): shown beside its name, in status and in its warning."""
         self._lock = threading.Lock()
 
     # -- what subclasses implement ----------------------------------------------------------
@@ -90,7 +96,8 @@ class Source:
     def label(self) -> str:
         """The source and its installed version as ``%recap status`` names them."""
         version = self.version()
-        return f"{self.name} {version}" if version else self.name
+        label = f"{self.name} {version}" if version else self.name
+        return f"{label} ({self.origin})" if self.origin else label
 
     def activate(self, module: ModuleType) -> None:
         """Install into the imported framework; a failure turns the source off with a warning."""
@@ -133,7 +140,7 @@ class Source:
             if self.state in ("failed", "off"):
                 return
             self.state = "failed"
-            self.reason = printable(reason)[:300]
+            self.reason = printable(reason)[:MAX_REASON]
         message = (
             f"capture of {self.label()} is off: {self.reason}; "
             "its runs are recorded as ordinary cells"
@@ -331,8 +338,30 @@ def is_installed(module: str) -> bool:
     return spec is not None
 
 
-def chosen(names: Iterable[str], known: Iterable[str]) -> set[str]:
-    """The source names ``Recap.capture`` selects (``"all"`` = every known one)."""
-    wanted = {name.strip().lower() for name in names if name.strip()}
-    known_set = set(known)
-    return known_set if "all" in wanted else wanted & known_set
+class Selection:
+    """Which sources a ``Recap.capture`` value selects, for any source name.
+
+    ``"all"`` is every source; a name is that source; ``"-name"`` turns that source off, also
+    under ``"all"``; a list of only ``"-name"`` entries is every source but those. An empty
+    list selects none.
+    """
+
+    __slots__ = ("dropped", "everything", "wanted")
+
+    def __init__(self, names: Iterable[str]) -> None:
+        entries = [name.strip().lower() for name in names if name.strip()]
+        self.dropped = frozenset(e[1:].strip() for e in entries if e.startswith("-"))
+        self.wanted = frozenset(e for e in entries if not e.startswith("-"))
+        self.everything = "all" in self.wanted or (not self.wanted and bool(self.dropped))
+
+    def selects(self, name: str) -> bool:
+        """Whether the source called ``name`` is on."""
+        return name not in self.dropped and (self.everything or name in self.wanted)
+
+    def beyond(self, known: Iterable[str]) -> bool:
+        """Whether a source not in ``known`` may be selected (the plugins must be looked for)."""
+        return self.everything or bool(self.wanted - {"all", *known})
+
+    def names_beyond(self, known: Iterable[str]) -> bool:
+        """Whether a source not in ``known`` is named (it must be looked for at once)."""
+        return bool(self.wanted - {"all", *known})

@@ -54,6 +54,10 @@ if TYPE_CHECKING:
     from .feed import FocusFeed
     from .reporter import StateReporter
 
+#: Seconds after the capture sources start (early in ``%load_ext``) that the worker looks for
+#: capture plugins: past the end of a load, which takes tens of milliseconds.
+PLUGIN_SCAN_DELAY = 0.5
+
 _instances: dict[int, RecapExtension] = {}
 _instances_lock = threading.Lock()
 
@@ -75,7 +79,12 @@ class RecapExtension:
         self._usage_lock = threading.Lock()
         self.hub = RunHub(lambda: self.transcript, on_start=lambda: self.drafting.turn_started())
         """Agent runs captured from plain cells become turns through this."""
-        self.capture = Capture(self.hub)
+        # The capture plugins are looked for on the worker, after the load: scanning the
+        # installed distributions costs more than the whole %load_ext, and would slow it down
+        # even from another thread (the GIL). A cell run before then waits for the scan.
+        self.capture = Capture(
+            self.hub, defer=lambda scan: self.worker.call_later(PLUGIN_SCAN_DELAY, scan)
+        )
         self.recorder = Recorder(shell, self.transcript, self.settings, self.hub)
         self.recorder.ai_lines = lambda: self.capture.source("jupyter-ai") is not None
         self.magics = [RecapMagics(shell, host=self), WorkStateMagics(shell, state=self.state)]

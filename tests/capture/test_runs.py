@@ -12,8 +12,8 @@ import pytest
 from traitlets import TraitError
 
 import jupyter_recap as jr
-from jupyter_recap.capture.manager import SOURCE_CLASSES, source_class
 from jupyter_recap.capture.sources import CaptureWarning, Source
+from jupyter_recap.capture.specs import BUILTIN_SPECS
 from jupyter_recap.ipython.extension import extension_for
 from jupyter_recap.record.transcript import MAX_ENTRY_CHARS
 from jupyter_recap.settings import SOURCE_NAMES, Recap
@@ -162,10 +162,10 @@ def test_capture_setting_names_sources_and_rejects_unknown_ones(
 
 def test_every_source_name_in_the_settings_has_a_class_and_no_other() -> None:
     """The settings list the names (to check ``Recap.capture`` without loading capture code);
-    the manager maps them to classes. The two lists must not drift apart."""
-    assert list(SOURCE_CLASSES) == list(SOURCE_NAMES)
-    for name in SOURCE_NAMES:
-        assert issubclass(source_class(name), Source)
+    the specs map them to classes. The two lists must not drift apart."""
+    assert [spec.name for spec in BUILTIN_SPECS] == list(SOURCE_NAMES)
+    for spec in BUILTIN_SPECS:
+        assert issubclass(spec.source_class(), Source)
 
 
 @pytest.mark.parametrize(

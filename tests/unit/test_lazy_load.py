@@ -13,22 +13,21 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from jupyter_recap.capture.manager import SOURCE_MODULES, source_class
 from jupyter_recap.capture.sources import is_installed, when_imported
+from jupyter_recap.capture.specs import BUILTIN_SPECS, CaptureSpec
 from jupyter_recap.ipython.reporting import AgentReporting
 from jupyter_recap.ipython.worker import Job, Worker
 from jupyter_recap.record.transcript import Transcript
-from jupyter_recap.settings import SOURCE_NAMES
 
 if TYPE_CHECKING:
     from jupyter_recap.focus.report import CellCounts
     from jupyter_recap.stores.workstate import WorkState
 
 
-@pytest.mark.parametrize("name", SOURCE_NAMES)
-def test_each_source_is_watched_by_the_imports_its_class_names(name: str) -> None:
-    cls = source_class(name)
-    assert SOURCE_MODULES[name] == (cls.module, *cls.also_modules)
+@pytest.mark.parametrize("spec", BUILTIN_SPECS, ids=lambda spec: spec.name)
+def test_each_source_is_watched_by_the_imports_its_class_names(spec: CaptureSpec) -> None:
+    cls = spec.source_class()
+    assert spec.modules == (cls.module, *cls.also_modules)
 
 
 def test_a_post_import_hook_fires_once_without_wrapt(

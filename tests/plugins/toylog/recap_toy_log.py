@@ -18,7 +18,7 @@ import json
 import os
 import time
 
-from jupyter_recap.outside.source import API_VERSION, OutsideSink, SourceContext
+from jupyter_recap.outside.source import OutsideSink, SourceContext
 from jupyter_recap.wire import OutsideActivity, OutsideEntry
 
 POLL_SECONDS = 0.2
@@ -28,7 +28,9 @@ WHO = "Toy agent"
 class ToyLogSource:
     name = "toy-log"
     line_precedence = 0
-    api_version = API_VERSION
+    api_version = 1
+    """The contract this source was written for, as a number: the constant, imported, would
+    claim whatever version the installed jupyter_recap speaks."""
 
     def __init__(self, sink: OutsideSink) -> None:
         self.sink = sink
@@ -93,7 +95,7 @@ def make_source(context: SourceContext) -> ToyLogSource:
 
 class _OldSource(ToyLogSource):
     name = "toy-old"
-    api_version = API_VERSION + 99  # written against a contract this jupyter_recap is not
+    api_version = 2  # written against a contract this jupyter_recap does not speak
 
 
 def make_old_source(context: SourceContext) -> ToyLogSource:
