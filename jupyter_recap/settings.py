@@ -261,9 +261,10 @@ def registered_sources() -> frozenset[str]:
     A scan of every distribution's metadata: it costs more than the whole ``%load_ext``, so it
     runs only when a setting names a source that is not one of :data:`SOURCE_NAMES`.
     """
-    from importlib.metadata import entry_points
+    from .entrypoints import group_entries
 
-    return frozenset(_normal(name) for name in entry_points(group=CAPTURE_GROUP).names)
+    entries, _ = group_entries(CAPTURE_GROUP)  # an unreadable distribution names no source
+    return frozenset(_normal(entry.name) for entry in entries)
 
 
 def _normal(name: str) -> str:

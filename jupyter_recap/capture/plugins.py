@@ -15,12 +15,12 @@ a spec whose name is not its entry point's, a name a built-in source or an earli
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Collection
 from typing import Any
 
 from .._version import __version__
 from ..debuglog import get_logger
+from ..entrypoints import group_entries
 from ..settings import CAPTURE_GROUP
 from ..textutil import printable
 from .sources import MAX_REASON
@@ -101,17 +101,14 @@ def find_plugins(builtin: Collection[str]) -> list[Plugin]:
     Reads every distribution's metadata: off the ``%load_ext`` path (see the manager).
     """
     found: list[Plugin] = []
-    for entry_point in importlib.metadata.entry_points(group=CAPTURE_GROUP):
-        # (Not ``entry_point.module``: it raises on a value that is not "module:attr".)
-        if entry_point.value.partition(":")[0].strip() == OWN_SPECS:
-            # The built-in sources: their specs are known without a scan. Known by the module
-            # the entry names, not by its distribution's name: that would parse jupyter_recap's
-            # METADATA (the whole README) once per entry.
-            continue
-        dist = getattr(entry_point, "dist", None)
-        name = str(getattr(dist, "name", "") or "")
-        version = str(getattr(dist, "version", "") or "")
-        found.append(Plugin(entry_point, name, version))
+    entries, problems = group_entries(CAPTURE_GROUP)
+    for problem in problems:
+        get_logger().warning("capture: plugins of %s", problem)
+    for entry in entries:
+        # (Not ``entry.entry.module``: it raises on a value that is not "module:attr".)
+        if entry.value.partition(":")[0].strip() == OWN_SPECS:
+            continue  # the built-in sources: their specs are known without a scan
+        found.append(Plugin(entry.entry, entry.distribution, entry.version))
     found.sort(key=lambda plugin: (plugin.name, _normal(plugin.distribution)))
     taken: dict[str, str] = {}
     for plugin in found:

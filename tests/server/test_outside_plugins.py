@@ -14,7 +14,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +34,32 @@ def plugins_installed() -> bool:
     return True
 
 
+class Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.fixture
+def logged() -> Iterator[list[str]]:
+    """What the server logs of its outside sources (on their own logger: the package's debug
+    log, when a test set it up, keeps its records from the root's handlers)."""
+    logger = logging.getLogger("jupyter_recap.server.outside")
+    handler, level = Lines(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    yield handler.lines
+    logger.removeHandler(handler)
+    logger.setLevel(level)
+
+
 @pytest.fixture(autouse=True)
-def installed(
-    plugins_installed: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+def installed(plugins_installed: bool, monkeypatch: pytest.MonkeyPatch, logged: list[str]) -> None:
     """The toy plugins' distributions on the path, before the server looks for sources (and
     what it logs of them kept)."""
-    caplog.set_level(logging.INFO, logger="jupyter_recap")
     if plugins_installed:
         monkeypatch.syspath_prepend(str(PLUGINS))
 
@@ -55,12 +74,11 @@ async def until(check: Callable[[], Any], seconds: float = 30.0) -> Any:
 
 @asynctest
 async def test_a_plugin_s_source_is_heard_and_broken_ones_cost_nothing(
-    recap: Any, jp_root_dir: Path, caplog: pytest.LogCaptureFixture
+    recap: Any, jp_root_dir: Path, logged: list[str]
 ) -> None:
     await until(lambda: recap.sources.running)
     assert recap.sources.running == [*OWN, "toy-log", "changes", "chats"]
-    records = caplog.get_records("setup") + caplog.get_records("call")
-    lines = [r.getMessage() for r in records if r.name.startswith("jupyter_recap")]
+    lines = logged
     assert "jupyter_recap: outside source toy-log (recap-toy-log 0.1.0)" in lines
     assert any(
         line.startswith("jupyter_recap: outside source toy-broken (recap-toy-broken 0.1.0) could")

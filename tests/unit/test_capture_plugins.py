@@ -131,7 +131,9 @@ def test_plugins_are_found_in_name_order_without_being_loaded(names: dict[str, s
         site = Path(tmp)
         by_dist: dict[str, dict[str, str]] = {}
         for name, dist in names.items():
-            by_dist.setdefault(dist, {})[name] = f"plugtest_never_imported:{name.upper()}"
+            by_dist.setdefault(dist, {})[name] = (
+                f"plugtest_never_imported:{name.upper().replace('-', '_')}"
+            )
         for dist, entries in by_dist.items():
             write_dist(site, dist, entries)
         sys.path.insert(0, tmp)
@@ -260,14 +262,14 @@ def test_the_scan_waits_for_the_worker_or_the_next_cell_whichever_comes_first(
     runs it first, so a framework imported in that cell is recorded."""
     monkeypatch.syspath_prepend(str(TOY))
     scans: list[str] = []
-    real = importlib.metadata.entry_points
+    from jupyter_recap.capture import plugins
+    from jupyter_recap.entrypoints import group_entries as real
 
-    def counted(**kwargs: str) -> Any:
-        if kwargs.get("group") == CAPTURE_GROUP:
-            scans.append(kwargs["group"])
-        return real(**kwargs)
+    def counted(group: str) -> Any:
+        scans.append(group)
+        return real(group)
 
-    monkeypatch.setattr(importlib.metadata, "entry_points", counted)
+    monkeypatch.setattr(plugins, "group_entries", counted)
     deferred: list[object] = []
     runs = hub()
     capture = Capture(runs, defer=deferred.append)
@@ -393,7 +395,9 @@ def test_a_plugin_turned_off_by_name_is_not_imported(monkeypatch: pytest.MonkeyP
         lines = capture.lines()
         assert "toy (plugin recap-toy 0.1.0): off" in lines
         assert "broken (plugin recap-capture-broken 0.1.0): off" in lines
-        assert not [m for m in sys.modules if m.startswith(("recap_toy", "recap_capture_b"))]
+        assert not [
+            m for m in sys.modules if m.startswith(("recap_toy_capture", "recap_capture_b"))
+        ]
         capture.restart(["all"])
         assert "toy (plugin recap-toy 0.1.0): on once toyagent is imported" in capture.lines()
         assert "recap_toy_capture.spec" in sys.modules
@@ -447,15 +451,15 @@ def test_loading_the_extension_scans_no_entry_point() -> None:
     """``%load_ext`` in a fresh process with a plugin installed: the load never reads the entry
     points (the worker does, once, after it), and the plugin is found."""
     code = (
-        "import importlib.metadata as md, sys, threading, time\n"
+        "import jupyter_recap.entrypoints as ep, sys, threading, time\n"
         f"sys.path.insert(0, {str(TOY)!r})\n"
         "calls = []\n"
-        "real = md.entry_points\n"
-        "def spy(**kw):\n"
-        "    if kw.get('group') == 'jupyter_recap.capture':\n"
+        "real = ep.group_entries\n"
+        "def spy(group):\n"
+        "    if group == 'jupyter_recap.capture':\n"
         "        calls.append(threading.current_thread().name)\n"
-        "    return real(**kw)\n"
-        "md.entry_points = spy\n"
+        "    return real(group)\n"
+        "ep.group_entries = spy  # before the capture modules import it\n"
         "from IPython.testing.globalipapp import start_ipython\n"
         "ip = start_ipython()\n"
         "ip.run_line_magic('load_ext', 'jupyter_recap')\n"

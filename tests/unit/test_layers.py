@@ -44,6 +44,7 @@ PACKAGE_INIT = "__init__"
 RANKS: dict[str, int] = {
     # 0: leaves, plain data and text: they import nothing of ours
     "_version": 0,
+    "entrypoints": 0,
     "errors": 0,
     "textutil": 0,
     "wire": 0,

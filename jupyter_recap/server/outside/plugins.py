@@ -15,9 +15,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import cast
 
+from ...entrypoints import group_entries
 from ...outside.source import GROUP, OutsideSource, SourceContext, SourceFactory
 from .host import SourceHost
 from .sink import ServerSink
@@ -45,19 +46,19 @@ def found_sources(disabled: Collection[str] = ()) -> list[Found]:
     """The group's entry points in name order, but those ``disabled`` names (one each: of two
     with one name, the first distribution's wins, and the other is reported)."""
     found: dict[str, Found] = {}
-    for entry in sorted(entry_points(group=GROUP), key=lambda e: (e.name, e.value)):
-        dist = entry.dist
-        distribution = str(dist.metadata["Name"]) if dist is not None else "?"
-        version = str(dist.version) if dist is not None else ""
+    entries, problems = group_entries(GROUP)
+    for problem in problems:
+        log.warning("jupyter_recap: outside sources of %s", problem)
+    for entry in sorted(entries, key=lambda e: (e.name, e.distribution)):
         if entry.name in found:
             log.warning(
                 "jupyter_recap: two outside sources named %s (%s and %s): the second is not loaded",
                 entry.name,
                 found[entry.name].distribution,
-                distribution,
+                entry.distribution,
             )
             continue
-        found[entry.name] = Found(entry.name, entry, distribution, version)
+        found[entry.name] = Found(entry.name, entry.entry, entry.distribution, entry.version)
     for name in sorted(set(disabled) & set(found)):
         log.info("jupyter_recap: outside source %s is disabled", found.pop(name).label)
     return list(found.values())
