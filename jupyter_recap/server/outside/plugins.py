@@ -14,38 +14,26 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
-from dataclasses import dataclass
-from importlib.metadata import EntryPoint
 from typing import cast
 
-from ...entrypoints import group_entries
+from ...entrypoints import Entry, group_entries
 from ...outside.source import GROUP, OutsideSource, SourceContext, SourceFactory
 from .host import SourceHost
 from .sink import ServerSink
 
 log = logging.getLogger(__name__)
 
-OWN_DISTRIBUTION = "jupyter-recap"
+
+def label(entry: Entry) -> str:
+    """``toy-log (recap-toy-log 0.1.0)``: a source as the log names it."""
+    origin = " ".join(part for part in (entry.distribution, entry.version) if part)
+    return f"{entry.name} ({origin})"
 
 
-@dataclass(frozen=True)
-class Found:
-    """One entry point of the group, with the distribution that declares it."""
-
-    name: str
-    entry: EntryPoint
-    distribution: str
-    version: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.name} ({self.distribution} {self.version})".replace("  ", " ")
-
-
-def found_sources(disabled: Collection[str] = ()) -> list[Found]:
+def found_sources(disabled: Collection[str] = ()) -> list[Entry]:
     """The group's entry points in name order, but those ``disabled`` names (one each: of two
     with one name, the first distribution's wins, and the other is reported)."""
-    found: dict[str, Found] = {}
+    found: dict[str, Entry] = {}
     entries, problems = group_entries(GROUP)
     for problem in problems:
         log.warning("jupyter_recap: outside sources of %s", problem)
@@ -58,13 +46,13 @@ def found_sources(disabled: Collection[str] = ()) -> list[Found]:
                 entry.distribution,
             )
             continue
-        found[entry.name] = Found(entry.name, entry.entry, entry.distribution, entry.version)
+        found[entry.name] = entry
     for name in sorted(set(disabled) & set(found)):
-        log.info("jupyter_recap: outside source %s is disabled", found.pop(name).label)
+        log.info("jupyter_recap: outside source %s is disabled", label(found.pop(name)))
     return list(found.values())
 
 
-def load_sources(host: SourceHost, found: list[Found]) -> list[OutsideSource]:
+def load_sources(host: SourceHost, found: list[Entry]) -> list[OutsideSource]:
     """Each found source made with its own sink; one that fails is left out with a warning."""
     sources: list[OutsideSource] = []
     for plugin in found:
@@ -74,18 +62,18 @@ def load_sources(host: SourceHost, found: list[Found]) -> list[OutsideSource]:
         except Exception as error:  # noqa: BLE001 - a plugin's bug must not cost the others
             log.warning(
                 "jupyter_recap: outside source %s could not be loaded: %s",
-                plugin.label,
+                label(plugin),
                 f"{type(error).__name__}: {error}".splitlines()[0][:300],
             )
             continue
         if not isinstance(source, OutsideSource) or source.name != plugin.name:
             log.warning(
                 "jupyter_recap: outside source %s is not an outside source named %s: not loaded",
-                plugin.label,
+                label(plugin),
                 plugin.name,
             )
             continue
-        log.info("jupyter_recap: outside source %s", plugin.label)
+        log.info("jupyter_recap: outside source %s", label(plugin))
         sources.append(source)
     return sources
 
