@@ -37,7 +37,7 @@ TARGET_MS = 150.0
 PAYLOAD = {
     "session_id": "7d3c1a52-90b4-4e1f-a8f2-3c5d9e0b6a11",
     "transcript_path": "/home/someone/.claude/projects/-work/7d3c1a52.jsonl",
-    "cwd": "/work",
+    "cwd": "/srv/project",
     "permission_mode": "default",
     "hook_event_name": "PostToolUse",
     "tool_name": "NotebookEdit",

@@ -83,8 +83,8 @@ LINE = HookEvent(
     session="s1",
     kind="tool",
     at=1_700_000_000.5,
-    cwd="/work",
-    notebook="/work/churn.ipynb",
+    cwd="/srv/project",
+    notebook="/srv/project/churn.ipynb",
     touch="edit",
     tool="apply_patch",
     text="patch: update churn.ipynb",
@@ -123,7 +123,7 @@ def document() -> dict[str, Any]:
             "status": status,
             "raw_input": {"path": "churn.ipynb", "cell_id": "c7", "source": "df = load()"},
             "raw_output": {"error": "KeyError: 'region'"} if status == "failed" else "ok",
-            "locations": [{"path": "/work/churn.ipynb"}],
+            "locations": [{"path": "/srv/project/churn.ipynb"}],
             **more,
         }
 
