@@ -94,6 +94,24 @@ async def test_a_plugin_s_source_is_heard_and_broken_ones_cost_nothing(
     assert [(t.who, t.edited) for t in touches] == [("Toy agent", 2)]
     line = await until(lambda: recap.board.outside.get("churn.ipynb"))
     assert line["text"] == "Toy agent edited 2 cell(s): dropped 2 cells"
+    # A second turn later: heard once more, and the notebook's line is the newest.
+    again = {"notebook": "churn.ipynb", "prompt": "plot", "reply": "added a chart", "edited": 1}
+    with (jp_root_dir / "toyagent.log").open("a", encoding="utf-8") as log:
+        log.write(json.dumps(again) + "\n")
+    touches = await until(
+        lambda: (
+            len(recap.touches.since("churn.ipynb", 0.0)) == 2
+            and recap.touches.since("churn.ipynb", 0.0)
+        )
+    )
+    assert [(t.who, t.edited) for t in touches] == [("Toy agent", 2), ("Toy agent", 1)]
+    line = await until(
+        lambda: (
+            "chart" in recap.board.outside["churn.ipynb"]["text"]
+            and recap.board.outside["churn.ipynb"]
+        )
+    )
+    assert line["text"] == "Toy agent edited 1 cell(s): added a chart"
 
 
 @pytest.mark.parametrize("recap_config", [{"disabled_sources": ["toy-log", "mcp-spans"]}])
