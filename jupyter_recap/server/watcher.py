@@ -21,6 +21,7 @@ from jupyter_client.session import Session
 
 from ..focus.hub import CellRun, FocusHub
 from ..record.agentcells import parse_agent_cell
+from .outside.host import PersonaCell
 
 log = logging.getLogger(__name__)
 
@@ -61,15 +62,15 @@ class ExecutionWatcher:
         """Called with (kernel id, the sending connection's session id, the request's msg id,
         the execution count the kernel gave the cell) as each cell starts: which client ran it,
         and which count in a saved notebook is that run's."""
+        """``on_restarter`` is called with (kernel id, ``restart`` or ``dead``) by the kernel's
+        auto-restarter: the process died and is being restarted, or could not be."""
         self._on_cell_error = on_cell_error
         """Called with (kernel id, the failed request's msg id)."""
-        """Called with (kernel id, ``restart`` or ``dead``) by the kernel's auto-restarter:
-        the process died and is being restarted, or could not be."""
         self._callbacks: dict[str, list[tuple[Any, str, Any]]] = {}
         self._streams: dict[str, Any] = {}
         self._failed: set[str] = set()  # not retried until the next sync (e.g. remote kernels)
-        self.persona_cells: dict[str, tuple[str, float]] = {}
-        """Kernel id → (persona, when) while the kernel runs a ``%%ai model@Persona`` cell."""
+        self.persona_cells: dict[str, PersonaCell] = {}
+        """Kernel id → its ``%%ai model@Persona`` cell, while the kernel runs one."""
 
     @property
     def kernel_ids(self) -> set[str]:
@@ -204,13 +205,17 @@ class ExecutionWatcher:
     def _cell_input(self, kernel_id: str, content: Any) -> None:
         """A cell starts: note the persona it addresses, when it is a Jupyter AI persona cell."""
         code = content.get("code") if isinstance(content, dict) else None
-        persona = None
-        # Only the first line is needed; most cells are not %%ai cells at all.
+        persona, prompt = None, ""
+        # Most cells are not %%ai cells at all: the first line says.
         if isinstance(code, str) and code.lstrip().startswith("%%ai"):
-            cell = parse_agent_cell(code.lstrip().split("\n", 1)[0], ("ai",))
+            line, _, body = code.lstrip().partition("\n")
+            cell = parse_agent_cell(line, ("ai",))
             persona = cell.persona if cell is not None else None
+            # What the magic sends as its prompt, before it fills in ``{name}`` fields: the
+            # cell's text after the magic's line, stripped.
+            prompt = body.strip()
         if persona:
-            self.persona_cells[kernel_id] = (persona, time.time())
+            self.persona_cells[kernel_id] = PersonaCell(persona, time.time(), prompt)
         else:
             self.persona_cells.pop(kernel_id, None)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -235,82 +234,3 @@ def test_the_cli_recaps_a_chat_the_persona_wrote(lab: LabServer) -> None:
         done = json.loads(run_cli("cli.chat", "--json", cwd=lab.root, env=offline_env()).stdout)
         assert (done["agent"], done["state"], done["approval"]) == ("Claude", "finished", None)
         assert "Waiting for your approval" not in done["recap"]
-
-
-ONE_SHOT_SETUP = """\
-import time
-%load_ext jupyter_recap
-%load_ext jupyter_ai_magic_commands
-from jupyter_recap.ipython.extension import extension_for
-ext = extension_for(get_ipython())
-deadline = time.time() + 20
-while not (ext.feed and ext.feed.connected) and time.time() < deadline:
-    time.sleep(0.05)
-print('connected' if ext.feed and ext.feed.connected else ext.feed and ext.feed.last_error)
-"""
-
-
-def kernel_value(kc: Any, expression: str) -> Any:
-    """A value of the kernel, read from the execute reply (no output in the way)."""
-    msg_id = kc.execute("", user_expressions={"v": expression}, store_history=False)
-    reply = kc.get_shell_msg(timeout=30)
-    while reply["parent_header"].get("msg_id") != msg_id:
-        reply = kc.get_shell_msg(timeout=30)
-    result = reply["content"]["user_expressions"]["v"]
-    assert result["status"] == "ok", result
-    return eval(result["data"]["text/plain"])  # our own kernel's repr
-
-
-def test_persona_cells_are_turns_with_the_persona_s_tool_calls(lab: LabServer) -> None:
-    """`%%ai model@Claude` cells in a notebook, one after the other: each is one turn, with the
-    prompt and reply from the kernel and the tool calls the persona made in the server's
-    one-shot chat written into that turn. A one-shot request no cell made reaches no kernel."""
-    from kernelutil import execute, stream_text
-
-    lab.write_notebook("oneshot.ipynb", ["import pandas as pd", "df = pd.DataFrame({'a': [1]})"])
-    session = {"path": "asks.ipynb", "type": "notebook", "name": "", "kernel": {"name": "python3"}}
-    kernel_id = lab.api("POST", "api/sessions", session)["kernel"]["id"]
-    kc = lab.connect(kernel_id)
-    entries = "[(e.kind, e.name, e.error, e.cell_id) for e in ext.transcript.entries]"
-    try:
-        assert stream_text(execute(kc, ONE_SHOT_SETUP)).strip() == "connected"
-        # Someone else's request to the route (a script, another tool): no cell asked for it.
-        answer = lab.api("POST", "api/ai/message/Claude", {"message": "please fix oneshot.ipynb"})
-        assert answer["response"].startswith("I'll look at oneshot.ipynb first.")
-        ask = "%%ai openai:gpt-4o@Claude\nplease fix oneshot.ipynb, fail"
-        shown = execute(kc, ask, 120, cell_id="cell-ask")
-        assert "KeyError" in json.dumps([m["content"] for m in shown])  # the reply, shown
-        calls = until_calls(kc, entries, 3)
-        assert [(name, cell) for _, name, _, cell in calls] == [
-            ("read_notebook", "cell-ask"),
-            ("edit_cell", "cell-ask"),
-            ("run_cell", "cell-ask"),
-        ]
-        assert "KeyError: 'region'" in (calls[-1][2] or "")
-        # What a model would read for a recap of this notebook: the persona's calls, the
-        # failed one with its error, in the turn of the cell that asked.
-        request = stream_text(execute(kc, "%recap --dry-run --model openai:gpt-test"))
-        assert "Tool error (run_cell): KeyError: 'region'" in request, request
-        prompt = request.index("User: please fix oneshot.ipynb, fail")
-        assert prompt < request.index("Tool call: edit_cell") < request.index("Assistant:")
-        # The next cell asks again, and this time the run works: a turn of its own.
-        execute(kc, "%%ai @Claude\nplease fix oneshot.ipynb", 120, cell_id="cell-again")
-        calls = until_calls(kc, entries, 6)
-        assert [cell for *_, cell in calls] == ["cell-ask"] * 3 + ["cell-again"] * 3
-        assert [error for _, _, error, _ in calls[3:]] == [None, None, None]
-        kinds = [kind for kind, *_ in kernel_value(kc, entries)]
-        assert kinds.count("user") == 2 and kinds.count("tool_call") == 6, kinds
-    finally:
-        kc.stop_channels()
-        lab.api("DELETE", f"api/kernels/{kernel_id}")
-
-
-def until_calls(kc: Any, entries: str, count: int) -> list[tuple[str, str, str | None, str]]:
-    """The tool results of the kernel's transcript, once there are ``count`` of them (a step
-    can reach the kernel just after the cell's end)."""
-    deadline = time.monotonic() + 20
-    while True:
-        calls = [entry for entry in kernel_value(kc, entries) if entry[0] == "tool_result"]
-        if len(calls) >= count or time.monotonic() > deadline:
-            return calls
-        time.sleep(0.1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ...changes.touches import Touches
 from ...outside.source import OutsideSource
@@ -10,10 +10,21 @@ from .running import SourceList
 from .sink import EventBus, ServerParts
 
 
+class PersonaCell(NamedTuple):
+    """A kernel's running ``%%ai model@Persona`` cell, as the server's execution watcher saw
+    it start."""
+
+    persona: str
+    started: float
+    """When its input reached the watcher (``time.time()``)."""
+    prompt: str | None = None
+    """Its text after the magic's line, stripped (None: not known)."""
+
+
 class Watcher(Protocol):
     @property
-    def persona_cells(self) -> dict[str, tuple[str, float]]:
-        """Kernel id → (the persona its running ``%%ai`` cell addresses, when it started)."""
+    def persona_cells(self) -> dict[str, PersonaCell]:
+        """Kernel id → its running ``%%ai model@Persona`` cell."""
         ...
 
 

@@ -15,10 +15,17 @@ installed; when its ``YChat`` is not jupyterlab-chat's (another release, or some
 wrapper), nothing is installed either and the server logs one warning saying these cells keep
 their prompt and reply only.
 
-Which kernel a one-shot chat belongs to is decided by timing (:meth:`OneShotTurns._kernel_for`),
-not by a link: checked against jupyter-ai-magic-commands 0.0.4 and persona-manager 0.2.2, the
-route's request carries the prompt, the cell's model parameters and the server's token, and
-nothing that names the kernel or its session.
+Which kernel a one-shot chat belongs to is read from the prompt, the one link there is
+(:meth:`OneShotTurns._kernel_for`). Checked against jupyter-ai-magic-commands 0.0.4 and the
+persona manager's route in 0.2.2 and 0.3.0: the magic's request carries the prompt, the
+cell's model parameters and the server's token, nothing that names its kernel or session; the
+route makes its chat, then in the same step (no ``await`` between) the ``Message`` holding the
+prompt. So the route's ``Message`` name is given a wrapper too, which hands the prompt to the
+chat made in the same request (a context variable: each request runs in a task of its own);
+the kernel is the one whose running cell addresses that persona with that prompt, its
+``{name}`` fields standing for any text (the magic fills them in). Only where no running cell
+or several could have sent it (``--eval`` makes the prompt from the cell's output; two cells
+asking the same thing) does timing decide, as before the link.
 
 Each tool call that ends (or waits for the person's approval) is sent once, as a
 ``outside`` event of its feed, to the kernel whose running cell addresses that persona
@@ -29,6 +36,7 @@ cell's turn. A one-shot chat nobody's cell addresses is left alone.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import sys
@@ -36,6 +44,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from string import Formatter
 from typing import Any, cast
 
 from ...chats.document import LINE_CHARS, MAX_MESSAGES, ToolStep, read_chat
@@ -44,7 +53,7 @@ from ...textutil import shorten
 from ...wire import OutsideEntry
 from .chat_log import ChatLog, as_dict, chat_users
 from .chats import SETTLE_SECONDS
-from .host import SourceHost
+from .host import PersonaCell, SourceHost
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +82,14 @@ class OneShotTurn:
     sent: dict[str, str] = field(default_factory=dict)
     """Tool call id → the state last sent to the kernel."""
     read_pending: bool = False
+    prompt: str | None = None
+    """The request's prompt, as the route's ``Message`` carried it (None: not seen)."""
+
+
+_ROUTE_TURN: contextvars.ContextVar[OneShotTurn | None] = contextvars.ContextVar(
+    "jupyter_recap_oneshot_turn", default=None
+)
+"""The chat the route made in the request running in this task (see the module's docstring)."""
 
 
 class OneShotTurns:
@@ -83,10 +100,10 @@ class OneShotTurns:
     api_version = API_VERSION
 
     def __init__(
-        self, sink: OutsideSink, persona_cells: Callable[[], dict[str, tuple[str, float]]]
+        self, sink: OutsideSink, persona_cells: Callable[[], dict[str, PersonaCell]]
     ) -> None:
-        """``persona_cells``: kernel id → (the persona its running ``%%ai`` cell addresses,
-        when that cell started), as the server's execution watcher saw them."""
+        """``persona_cells``: kernel id → its running ``%%ai model@Persona`` cell, as the
+        server's execution watcher saw it."""
         self.sink = sink
         self.persona_cells = persona_cells
         self.turns: list[OneShotTurn] = []
@@ -94,6 +111,8 @@ class OneShotTurns:
         self._module: Any = None
         self._original: Any = None
         self._observed: Any = None
+        self._message: tuple[Any, Any] | None = None
+        """The route's ``Message`` and the wrapper put in its place, while it is there."""
 
     def start(self) -> None:
         """Give the one-shot route a chat class that reports (see the module's docstring)."""
@@ -134,10 +153,38 @@ class OneShotTurns:
         self._module, self._original, self._observed = handlers, YChat, ObservedYChat
         handlers.YChat = ObservedYChat
         self.installed = True
+        self._wrap_message(handlers, source)
+
+    def _wrap_message(self, handlers: Any, source: weakref.ref[OneShotTurns]) -> None:
+        """Give the route a ``Message`` that hands each request's prompt to its chat."""
+        from jupyterlab_chat.models import Message  # YChat's own package, imported already
+
+        if getattr(handlers, "Message", None) is not Message:
+            log.info(
+                "jupyter_recap: the one-shot route makes no jupyterlab-chat Message here: "
+                "which kernel asked is decided by timing alone"
+            )
+            return
+
+        def observed_message(*args: Any, **kwargs: Any) -> Any:
+            # A function, so the route's message stays jupyterlab-chat's own class.
+            message = Message(*args, **kwargs)
+            turns = source()
+            if turns is not None:
+                turns.asked(message)
+            return message
+
+        handlers.Message = observed_message
+        self._message = (Message, observed_message)
 
     def stop(self) -> None:
         if self.installed and getattr(self._module, "YChat", None) is self._observed:
             self._module.YChat = self._original
+        if self._message is not None:
+            original, wrapper = self._message
+            if getattr(self._module, "Message", None) is wrapper:
+                self._module.Message = original
+            self._message = None
         self.installed = False
         self.turns.clear()  # their chats' observers then find them gone
 
@@ -152,8 +199,20 @@ class OneShotTurns:
             chat.observe(functools.partial(self._changed, turn, weakref.ref(chat)))
             self.turns.append(turn)
             del self.turns[:-MAX_TURNS]
+            _ROUTE_TURN.set(turn)
         except Exception:  # the route works without us
             log.warning("jupyter_recap: cannot follow a one-shot persona chat", exc_info=True)
+
+    def asked(self, message: Any) -> None:
+        """The route made the message of its request: the prompt of the chat it made just
+        before, in the same task (never raises into the route)."""
+        try:
+            turn = _ROUTE_TURN.get()
+            body = getattr(message, "body", None)
+            if turn is not None and turn.prompt is None and isinstance(body, str):
+                turn.prompt = body
+        except Exception:
+            log.debug("jupyter_recap: a one-shot request's prompt was not read", exc_info=True)
 
     def _changed(self, turn: OneShotTurn, chat: Any, name: str, event: Any) -> None:
         """A change of the chat (inside its transaction: the read comes a moment later)."""
@@ -195,8 +254,9 @@ class OneShotTurns:
             self.sink.add_entries(turn.kernel_id, _entries(persona, item, state), latest_cell=True)
 
     def _kernel_for(self, persona: str, turn: OneShotTurn) -> str | None:
-        """The kernel whose running cell addresses ``persona`` and owns no other chat; of
-        several, the one whose cell started last before the chat was made.
+        """The kernel whose running cell addresses ``persona`` and owns no other chat: the one
+        whose prompt the request carried; else (no such cell, or several) the one whose cell
+        started last before the chat was made.
 
         Decided at the chat's first read, which comes only once the persona wrote (seconds
         later, for an agent that starts slowly): by then another kernel's cell may have started
@@ -212,15 +272,29 @@ class OneShotTurns:
             for other in self.turns
             if other is not turn
             and other.kernel_id in cells
-            and cells[other.kernel_id][1] == other.cell_started
+            and cells[other.kernel_id].started == other.cell_started
         }
         wanted = persona.casefold()
+        asking = {
+            kernel_id: cell
+            for kernel_id, cell in cells.items()
+            if cell.persona.casefold() == wanted and kernel_id not in taken
+        }
+        if turn.prompt is not None:
+            sent = {
+                kernel_id: cell
+                for kernel_id, cell in asking.items()
+                if cell.prompt is not None and could_send(cell.prompt, turn.prompt)
+            }
+            if len(sent) == 1:
+                ((kernel_id, cell),) = sent.items()
+                turn.cell_started = cell.started
+                return kernel_id
+            asking = sent or asking
         candidates = [
-            (started, kernel_id)
-            for kernel_id, (name, started) in cells.items()
-            if name.casefold() == wanted
-            and kernel_id not in taken
-            and started <= turn.opened + MATCH_SECONDS
+            (cell.started, kernel_id)
+            for kernel_id, cell in asking.items()
+            if cell.started <= turn.opened + MATCH_SECONDS
         ]
         before = [candidate for candidate in candidates if candidate[0] <= turn.opened]
         if before:
@@ -230,6 +304,38 @@ class OneShotTurns:
         else:
             return None
         return kernel_id
+
+
+def could_send(cell: str, prompt: str) -> bool:
+    """Whether a ``%%ai`` cell whose text after the magic's line is ``cell`` (stripped) could
+    have sent ``prompt``.
+
+    The magic sends that text through ``str.format_map`` over the kernel's names (a name it
+    does not know is left as it was), so each ``{field}`` stands for any text and ``{{`` for a
+    brace. Literal pieces are matched in order, each at its first place: with nothing but
+    "any text" between them, the first place is never worse than a later one.
+    """
+    pieces = [""]
+    try:
+        for literal, name, _spec, _conversion in Formatter().parse(cell):
+            pieces[-1] += literal
+            if name is not None:
+                pieces.append("")
+    except ValueError:  # unbalanced braces: format_map fails too, and the magic sends nothing
+        return False
+    if len(pieces) == 1:
+        return pieces[0] == prompt
+    first, last = pieces[0], pieces[-1]
+    end = len(prompt) - len(last)
+    if len(first) > end or not prompt.startswith(first) or not prompt.endswith(last):
+        return False
+    at = len(first)
+    for piece in pieces[1:-1]:
+        found = prompt.find(piece, at, end)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
 
 
 def _entries(persona: str, step: ToolStep, state: str) -> list[OutsideEntry]:
