@@ -36,7 +36,7 @@ from labserver import LabServer, running_lab  # noqa: E402
 
 from jupyter_recap.changes.cells import Fingerprint, notebook_cells  # noqa: E402
 from jupyter_recap.changes.diff import diff  # noqa: E402
-from jupyter_recap.server.outside.changes import Tracked  # noqa: E402
+from jupyter_recap.server.outside.review import Tracked  # noqa: E402
 
 NAME = "bench.ipynb"
 OUTSIDE = ".jp-RecapBanner-outsideLine"

@@ -268,6 +268,53 @@ class UsageJSON(TypedDict):
     error: str | None
 
 
+ChangeKind = Literal["added", "edited", "ran", "failed"]
+"""What a changed cell's mark says (its ``.jp-Cell`` carries it as ``data-recap-change``): a run
+that failed first; else a cell that is new; else one whose source changed; else one that ran."""
+
+
+class CellMark(TypedDict):
+    """One cell of a notebook changed by someone other than the person's own page since they
+    last looked at it (``GET changes``)."""
+
+    cell_id: str
+    change: ChangeKind
+    label: str
+    """Plain text: what happened and who did it ("edited, ran — Claude via churn.chat")."""
+    before: str | None
+    """The source the person last saw: null for an added cell, or where no text was kept."""
+    error: str | None
+    """A failed run's error line ("KeyError: 'region'"), from the cell's outputs."""
+    reviewed: bool
+    """The person has seen it since (on screen a second, or selected): no mark."""
+
+
+class DeletedCell(TypedDict):
+    """A cell the person saw that is gone from the notebook."""
+
+    source: str | None
+    """Its last-seen source (null where no text was kept)."""
+    label: str
+    """Plain text: "deleted — on disk"."""
+
+
+class ChangeReview(TypedDict):
+    """``GET changes?path=`` and ``POST changes/reviewed``: the notebook's cells to review.
+
+    ``cells`` are in notebook order; ``reviewed`` of ``total`` of them are reviewed ("2 of 5
+    reviewed"). ``diffs`` is false when the notebook is past the bound on kept text: the marks
+    stay, without ``before``, and ``note`` says so in one line.
+    """
+
+    path: str
+    cells: list[CellMark]
+    deleted: list[DeletedCell]
+    reviewed: int
+    total: int
+    diffs: bool
+    note: str | None
+
+
 def finite(value: object) -> object:
     """``value`` with every NaN and infinity (in its dicts, lists and tuples) made ``None``.
 

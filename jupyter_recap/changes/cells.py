@@ -4,7 +4,9 @@ What the server keeps per notebook is a :class:`Fingerprint`: for each cell, a h
 hash of its source, its execution count and whether an output is an error, packed into
 :data:`CELL_BYTES` bytes (500 cells: 12 KiB). No source, output or id is kept, so a fingerprint
 says nothing of what someone wrote into a shared notebook; the cells' ids that a change line
-links come from the notebook as it is when the line is made.
+links come from the notebook as it is when the line is made. The cells of a notebook just read
+carry their text and error line too, for the moment they are needed: a change review keeps the
+text apart, on the person's terms (:mod:`..stores.seentext`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ class CellState:
     """An output of the cell is an error."""
     cell_id: str | None = None
     """The cell's id: known for the notebook as it is now, never kept in a fingerprint."""
+    source: str | None = None
+    """Its source text, for the cells of a notebook read now (what a review's diff shows and
+    the kept last-seen text holds; never kept in a fingerprint)."""
+    error: str | None = None
+    """The first error output's line (``KeyError: 'region'``), for the cells of now."""
 
 
 class Fingerprint:
@@ -94,17 +101,29 @@ def _cell(cell: Mapping[str, Any]) -> CellState:
     text = "".join(s for s in source if isinstance(s, str)) if isinstance(source, list) else source
     count = cell.get("execution_count")
     outputs = cell.get("outputs")
-    failed = isinstance(outputs, list) and any(
-        isinstance(o, dict) and o.get("output_type") == "error" for o in outputs
+    errors = (
+        [o for o in outputs if isinstance(o, dict) and o.get("output_type") == "error"]
+        if isinstance(outputs, list)
+        else []
     )
+    text = text if isinstance(text, str) else ""
     return CellState(
         id_hash=_hash(cell_id) if cell_id is not None else _NO_ID,
         # The cell type is part of what the person sees: a cell turned into markdown changed.
-        source_hash=_hash(f"{cell.get('cell_type')}\0{text if isinstance(text, str) else ''}"),
+        source_hash=_hash(f"{cell.get('cell_type')}\0{text}"),
         count=count if isinstance(count, int) and not isinstance(count, bool) else NO_COUNT,
-        failed=failed,
+        failed=bool(errors),
         cell_id=cell_id,
+        source=text,
+        error=_error_line(errors[0]) if errors else None,
     )
+
+
+def _error_line(output: Mapping[str, Any]) -> str:
+    """``ename: evalue`` of an error output (either may be missing or odd in a written file)."""
+    name, value = output.get("ename"), output.get("evalue")
+    name = name if isinstance(name, str) else "Error"
+    return f"{name}: {value}" if isinstance(value, str) and value else name
 
 
 def _hash(text: str) -> bytes:

@@ -29,8 +29,28 @@ WHO_SHOWN = 3
 
 
 @dataclass(frozen=True)
+class CellChange:
+    """One cell of now that changed: what happened to it, and what the person saw before."""
+
+    cell_id: str | None
+    added: bool = False
+    edited: bool = False
+    ran: bool = False
+    failed: bool = False
+    before: bytes | None = None
+    """The source hash of the cell the person saw (None for an added cell): the key of its
+    kept text."""
+    error: str | None = None
+    """The cell's error line now, when its run failed."""
+    state: tuple[bytes, int] = (b"", NO_COUNT)
+    """The cell now: its source hash and execution count (a review compares them)."""
+
+
+@dataclass(frozen=True)
 class Change:
-    """Counts of what changed, and the ids of the added, edited and first failed cells of now."""
+    """Counts of what changed, and the ids of the added, edited and first failed cells of now;
+    each changed cell (``cells``, notebook order) and the source hashes of the cells the person
+    saw that are gone (``gone``)."""
 
     added: list[str | None] = field(default_factory=list)
     edited: list[str | None] = field(default_factory=list)
@@ -39,6 +59,9 @@ class Change:
     failed: int = 0
     failed_cell: str | None = None
     """The first cell (notebook order) whose run failed, when the file says which."""
+    # The counts above are what a line says; two changes that say the same are equal.
+    cells: list[CellChange] = field(default_factory=list, compare=False)
+    gone: list[bytes] = field(default_factory=list, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.edited or self.deleted or self.ran)
@@ -59,6 +82,7 @@ def diff(
     edited: list[str | None] = []
     ran = failed = 0
     failed_cell: str | None = None
+    cells: list[CellChange] = []
     for cell in now:
         queue = by_id[cell.id_hash] if any(cell.id_hash) else None
         if not queue:
@@ -66,24 +90,35 @@ def diff(
             # (a writer that gave ids to an nbformat 4.4 notebook changed nothing else).
             queue = by_source[cell.source_hash]
         old = queue.pop(0) if queue else None
+        if old is not None:
+            matched.add(id(old))
+        edit = old is not None and old.source_hash != cell.source_hash
+        last = NO_COUNT if old is None else old.count
+        run = cell.count not in (NO_COUNT, last) and cell.count not in own_runs
         if old is None:
             added.append(cell.cell_id)
-            if cell.count != NO_COUNT and cell.count not in own_runs:
-                ran += 1
-                failed += cell.failed
-                if cell.failed and failed_cell is None:
-                    failed_cell = cell.cell_id
-            continue
-        matched.add(id(old))
-        if old.source_hash != cell.source_hash:
+        if edit:
             edited.append(cell.cell_id)
-        if cell.count not in (NO_COUNT, old.count) and cell.count not in own_runs:
+        if run:
             ran += 1
             failed += cell.failed
             if cell.failed and failed_cell is None:
                 failed_cell = cell.cell_id
-    deleted = sum(1 for cell in before if id(cell) not in matched)
-    return Change(added, edited, deleted, ran, failed, failed_cell)
+        if old is None or edit or run:
+            cells.append(
+                CellChange(
+                    cell.cell_id,
+                    added=old is None,
+                    edited=edit,
+                    ran=run,
+                    failed=run and cell.failed,
+                    before=None if old is None else old.source_hash,
+                    error=cell.error if run and cell.failed else None,
+                    state=(cell.source_hash, cell.count),
+                )
+            )
+    gone = [cell.source_hash for cell in before if id(cell) not in matched]
+    return Change(added, edited, len(gone), ran, failed, failed_cell, cells, gone)
 
 
 def change_line(change: Change, by: str | None) -> tuple[str, list[Link]]:

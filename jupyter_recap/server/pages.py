@@ -1,6 +1,7 @@
 """What a browser page reports of the person (docs/focus-protocol.md): ``POST focus`` (the
-focus of its notebooks and chats, and its heartbeat), ``POST input`` (typing in a cell) and
-``POST seen`` (a notebook saved); and ``GET capabilities``, what a page asks first.
+focus of its notebooks and chats, and its heartbeat), ``POST input`` (typing in a cell),
+``POST seen`` (a notebook saved) and ``POST changes/reviewed`` (changed cells the person saw);
+``GET capabilities``, what a page asks first, and ``GET changes``, a notebook's cells to review.
 
 Where the person's focus makes a notebook looked at or left for the changes it holds is
 :meth:`FocusHandler._notebook`.
@@ -34,6 +35,7 @@ FEATURES = [
     "sessions",
     "agents",
     "usage",
+    "changes",
 ]
 
 #: Longest accepted notebook path; ids (kernel, browser tab, widget model) are capped at
@@ -206,12 +208,52 @@ class SeenHandler(RecapHandler):
             fields.require(body, "path", "client_id")
             path = fields.string(body, "path", PATH_CHARS, blank=False)
             fields.string(body, "client_id", ID_CHARS)
-        if not path.endswith(".ipynb"):
-            raise web.HTTPError(400, "%s", "path: not the path of a notebook (.ipynb)")
-        if path.startswith(("/", "\\")) or ".." in path.replace("\\", "/").split("/"):
-            raise web.HTTPError(400, "%s", "path: not a path inside the server's root")
-        await self.recap.changes.page_saved(path)
+        await self.recap.changes.page_saved(notebook_path(path))
         self.reply({})
+
+
+MAX_REVIEWED = 1024
+"""Cell ids one ``POST changes/reviewed`` may name."""
+
+
+class ChangesHandler(RecapHandler):
+    """``GET changes?path=``: the notebook's cells changed since the person last saw them."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        raw = self.get_query_argument("path", "")
+        with reading_fields():
+            path = fields.string({"path": raw}, "path", PATH_CHARS, blank=False)
+        self.reply(await self.recap.changes.reviews.review(notebook_path(path)))
+
+
+class ReviewedHandler(RecapHandler):
+    """``POST changes/reviewed``: the person saw these changed cells (on screen, or selected)."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body()
+        with reading_fields():
+            fields.require(body, "path", "cell_ids", "client_id")
+            path = fields.string(body, "path", PATH_CHARS, blank=False)
+            fields.string(body, "client_id", ID_CHARS)
+            cell_ids = body["cell_ids"]
+            if not isinstance(cell_ids, list) or len(cell_ids) > MAX_REVIEWED:
+                raise FieldError("cell_ids", f"must be a list of at most {MAX_REVIEWED} ids")
+            for index, cell_id in enumerate(cell_ids):
+                fields.string({str(index): cell_id}, f"cell_ids.{index}", ID_CHARS, blank=False)
+        self.reply(await self.recap.changes.reviews.reviewed(notebook_path(path), cell_ids))
+
+
+def notebook_path(path: str) -> str:
+    """``path`` when it names a notebook inside the server's root; else a 400 saying why."""
+    if not path.endswith(".ipynb"):
+        raise web.HTTPError(400, "%s", "path: not the path of a notebook (.ipynb)")
+    if path.startswith(("/", "\\")) or ".." in path.replace("\\", "/").split("/"):
+        raise web.HTTPError(400, "%s", "path: not a path inside the server's root")
+    return path
 
 
 class InputHandler(RecapHandler):

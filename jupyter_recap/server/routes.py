@@ -10,7 +10,14 @@ from jupyter_server.utils import url_path_join
 from .agents import AgentHandler, AgentsHandler, UsageHandler
 from .handlers import RecapHandler
 from .kernels import AgentReportHandler, BannerHandler, EventsHandler, KernelHandler
-from .pages import CapabilitiesHandler, FocusHandler, InputHandler, SeenHandler
+from .pages import (
+    CapabilitiesHandler,
+    ChangesHandler,
+    FocusHandler,
+    InputHandler,
+    ReviewedHandler,
+    SeenHandler,
+)
 from .sessions import SessionRecapHandler, SessionsHandler
 
 _KERNEL_ID = r"(?P<kernel_id>[^/]+)"
@@ -25,6 +32,8 @@ def routes(base_url: str) -> list[tuple[str, type[RecapHandler]]]:
         (url_path_join(api, "focus"), FocusHandler),
         (url_path_join(api, "input"), InputHandler),
         (url_path_join(api, "seen"), SeenHandler),
+        (url_path_join(api, "changes"), ChangesHandler),
+        (url_path_join(api, "changes", "reviewed"), ReviewedHandler),
         (url_path_join(api, "kernels", _KERNEL_ID), KernelHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "banner"), BannerHandler),
         (url_path_join(api, "kernels", _KERNEL_ID, "events"), EventsHandler),

@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 import json
 import time
+import urllib.error
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,8 @@ from typing import Any
 import pytest
 from kernelutil import execute, stream_text
 from labserver import LabServer, running_lab
+
+from jupyter_recap.stores.seentext import FOLDER, file_name
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -273,3 +277,131 @@ def test_the_persons_own_run_reaching_the_file_after_they_left_is_no_news(
     finally:
         page.stop_channels()
         work.close()
+
+
+def review(work: Notebook) -> dict[str, Any]:
+    """``GET changes`` for the notebook, as the page asks it."""
+    query = urllib.parse.urlencode({"path": work.path})
+    answer: dict[str, Any] = work.lab.api("GET", f"jupyter-recap/api/changes?{query}")
+    return answer
+
+
+def reviewed(work: Notebook, *cell_ids: str) -> dict[str, Any]:
+    body = {"path": work.path, "cell_ids": list(cell_ids), "client_id": "page-1"}
+    answer: dict[str, Any] = work.lab.api("POST", "jupyter-recap/api/changes/reviewed", body)
+    return answer
+
+
+def refused(lab: LabServer, method: str, path: str, body: Any = None) -> tuple[int, str]:
+    """The status and body of a request the server is expected to refuse."""
+    try:
+        lab.api(method, path, body)
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+    return 200, ""
+
+
+def marks(answer: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    return [(c["cell_id"], c["change"], c["reviewed"]) for c in answer["cells"]]
+
+
+def kept_texts(work: Notebook) -> list[Path]:
+    """The file keeping what the person last saw of the notebook's cells, when there is one."""
+    kept = work.lab.root.parent / "recap-home" / FOLDER / file_name(work.path)
+    return [kept] if kept.exists() else []
+
+
+def test_each_changed_cell_waits_for_review_with_what_the_person_saw(lab: LabServer) -> None:
+    """A day of returns: every changed cell is marked in notebook order with what the person
+    last saw; a reviewed mark goes, the others last over the page's saves and leaving, a cell
+    changed again is marked again, and the kept text goes once all is reviewed."""
+    work = Notebook(lab)
+    try:
+        work.look(True)
+        work.leave()
+        until(lambda: kept_texts(work))
+        (kept,) = kept_texts(work)
+        assert kept.stat().st_mode & 0o777 == 0o600
+        assert kept.parent.stat().st_mode & 0o777 == 0o700
+        # On disk: "load" edited, "clean" deleted, "plot" added, "total" ran and failed.
+        failed = cell("total", "total = sum(rows)", 5)
+        failed["outputs"] = [
+            {"output_type": "error", "ename": "KeyError", "evalue": "'region'", "traceback": []}
+        ]
+        changed = notebook(
+            cell("load", "rows = load('2024.csv')", 1),
+            cell("plot", "plot(rows)"),
+            failed,
+            cell("show", "print(total)", 4),
+        )
+        work.file.write_text(json.dumps(changed, indent=1))
+        work.line()
+        work.look(True)
+        answer = until(lambda: (r := review(work))["total"] == 3 and r)
+        assert marks(answer) == [
+            ("load", "edited", False),
+            ("plot", "added", False),
+            ("total", "failed", False),
+        ]
+        by_id = {c["cell_id"]: c for c in answer["cells"]}
+        assert by_id["load"]["before"] == "rows = [1, 2, 3]"
+        assert by_id["load"]["label"] == "edited — on disk"
+        assert by_id["plot"]["before"] is None
+        assert by_id["total"]["label"] == "ran, failed — on disk"
+        assert by_id["total"]["error"] == "KeyError: 'region'"
+        assert answer["deleted"] == [
+            {"source": "rows = [r for r in rows if r]", "label": "deleted — on disk"}
+        ]
+        assert (answer["reviewed"], answer["diffs"], answer["note"]) == (0, True, None)
+        # Two seen; the page saves; one left to review, the deleted cell still listed.
+        assert reviewed(work, "load", "total")["reviewed"] == 2
+        lab.api("POST", "jupyter-recap/api/seen", {"path": work.path, "client_id": "page-1"})
+        answer = until(lambda: (r := review(work))["total"] == 1 and r)
+        assert marks(answer) == [("plot", "added", False)]
+        assert len(answer["deleted"]) == 1
+        # Away again; another client edits the reviewed "load": marked again, against what the
+        # person saw then; "plot" still waits; the deleted cell was in front of them: gone.
+        work.leave()
+        model = lab.api("GET", f"api/contents/{work.path}")
+        content = model["content"]
+        content["cells"][0]["source"] = "rows = load('2025.csv')"
+        lab.api("PUT", f"api/contents/{work.path}", {"type": "notebook", "content": content})
+        work.line("1 cell edited")
+        work.look(True)
+        answer = until(lambda: (r := review(work))["total"] == 2 and r)
+        assert marks(answer) == [("load", "edited", False), ("plot", "added", False)]
+        by_id = {c["cell_id"]: c for c in answer["cells"]}
+        assert by_id["load"]["before"] == "rows = load('2024.csv')"
+        assert by_id["load"]["label"] == "edited — another client of the server"
+        assert answer["deleted"] == []
+        assert kept_texts(work)
+        done = reviewed(work, "load", "plot")
+        assert (done["reviewed"], done["total"]) == (2, 2)
+        until(lambda: not kept_texts(work))
+    finally:
+        work.close()
+
+
+def test_a_review_refuses_what_is_not_a_notebook_of_the_server(lab: LabServer) -> None:
+    for path in ("../outside.ipynb", "notes.txt", ""):
+        query = urllib.parse.urlencode({"path": path})
+        status, body = refused(lab, "GET", f"jupyter-recap/api/changes?{query}")
+        assert status == 400 and "path" in body, (path, status, body)
+    status, body = refused(
+        lab,
+        "POST",
+        "jupyter-recap/api/changes/reviewed",
+        {"path": "a.ipynb", "cell_ids": ["x", 3], "client_id": "p"},
+    )
+    assert status == 400 and "cell_ids.1" in body, body
+    # A notebook nobody looked at: nothing to review, in the same shape.
+    answer = lab.api("GET", "jupyter-recap/api/changes?path=never.ipynb")
+    assert answer == {
+        "path": "never.ipynb",
+        "cells": [],
+        "deleted": [],
+        "reviewed": 0,
+        "total": 0,
+        "diffs": True,
+        "note": None,
+    }

@@ -23,6 +23,10 @@ save through the contents API, "on disk" for the rest. The line goes into the ag
 ``outside`` entry of the notebook (shown above the active cell and in its row, with the chats'
 lines) and, once it has settled, into the kernel's record as an event, where recaps read it.
 Reading a notebook runs on the drafts pool, never on the server's loop.
+
+Each changed cell also waits for the person's review (:mod:`...changes.review`, ``GET
+changes``): its mark, and the text they last saw of it, which is kept from their leaving until
+every mark is reviewed (:mod:`...stores.seentext`, also on the pool).
 """
 
 from __future__ import annotations
@@ -45,11 +49,13 @@ from ...changes.touches import Touches, normal_path
 from ...errors import RefusedFile
 from ...outside.source import API_VERSION, OutsideSink
 from ...wire import OutsideActivity, OutsideEntry
+from .review import ChangeReviews, Tracked
 from .sink import EventBus
 
 log = logging.getLogger(__name__)
 
 CONTENTS = "https://events.jupyter.org/jupyter_server/contents_service/v1"
+ON_DISK = "on disk"
 POLL_SECONDS = 2.0
 EVENT_SETTLE_SECONDS = 30.0
 """A change line enters the kernel's record once it stayed the same this long (or at return)."""
@@ -64,38 +70,6 @@ MAX_OWN_RUNS = 1024
 """Execution counts remembered per kernel, each as the person's or another client's."""
 SEEN_WAIT_SECONDS = 5.0
 """Longest a page's ``seen`` waits for its notebook to be read."""
-
-
-@dataclasses.dataclass(eq=False)
-class Tracked:
-    """One notebook: what the person last saw, and what happened since."""
-
-    path: str
-    baseline: Fingerprint | None = None
-    left_at: float = 0.0
-    """When the person stopped looking (what is news is what happened after)."""
-    looking: bool = False
-    stat: tuple[int, int] = (0, 0)
-    """(mtime_ns, size) of the file when it was last read."""
-    left_stat: tuple[int, int] = (0, 0)
-    """(mtime_ns, size) of the file when the snapshot was taken: unchanged since, it holds no
-    news (under collaboration it may still lag behind the snapshot, the room's document)."""
-    change: Change = dataclasses.field(default_factory=Change)
-    saved_by_api: bool = False
-    """The contents API saved it since the person left (the page's own saves say ``seen``)."""
-    disk_changed: bool = False
-    """The file changed since the person left."""
-    foreign_ran: int = 0
-    foreign_failed: int = 0
-    line: OutsideActivity | None = None
-    sent_text: str = ""
-    """The line the kernel's record last got."""
-    event_timer: asyncio.TimerHandle | None = None
-    reading: bool = False
-    again: bool = False
-    file: str | None = None
-    """The file's resolved path, kept for the stat every poll makes (resolving costs ~30 us, a
-    stat 2: at 70 notebooks every 2 s, about 0.1 % of a core for an idle server)."""
 
 
 class NotebookChanges:
@@ -131,6 +105,8 @@ class NotebookChanges:
         self._poller: Any = None
         self._root = Path(sink.root_dir).resolve()
         self.reads = 0
+        self.reviews = ChangeReviews(sink, self.notebooks)
+        """The cells to review and their kept texts (``GET changes``)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -288,6 +264,7 @@ class NotebookChanges:
 
     def _seen(self, tracked: Tracked) -> None:
         """Fingerprint the file as it is: the person's view from now on."""
+        tracked.review.viewed_again(leaving=not tracked.looking)
         tracked.left_at = time.time()
         tracked.file = None  # resolved afresh for this absence
         tracked.change = Change()
@@ -321,14 +298,18 @@ class NotebookChanges:
                     tracked.disk_changed = True
                 tracked.stat = stat
                 if baseline or tracked.baseline is None:
-                    tracked.baseline = Fingerprint(live if live is not None else cells)
+                    seen = live if live is not None else cells
+                    tracked.baseline = Fingerprint(seen)
                     tracked.left_stat = stat
                     tracked.change = Change()
+                    tracked.order = [cell.cell_id for cell in seen]
+                    await self.reviews.keep_texts(tracked, seen)
                 elif stat == tracked.left_stat:
                     tracked.change = Change()
                 else:
                     own = self._own_runs(tracked.path)
                     tracked.change = diff(tracked.baseline.cells(), cells, own)
+                    tracked.order = [cell.cell_id for cell in cells]
                 self._update(tracked)
             if tracked.again:
                 tracked.again = False
@@ -393,6 +374,9 @@ class NotebookChanges:
     # -- the line ----------------------------------------------------------------------------
 
     def _update(self, tracked: Tracked) -> None:
+        tracked.review.update(tracked.change, self._who(tracked), tracked.order)
+        if tracked.looking and tracked.texts_kept and tracked.review.settled_down():
+            self.reviews.drop_texts(tracked)
         line = self._line(tracked)
         if line == tracked.line:
             return
@@ -419,21 +403,27 @@ class NotebookChanges:
             )
         if not change:
             return None
-        names = self.touches.who_since(tracked.path, tracked.left_at)
-        by = who_words(names)
-        if by is None:
-            # A file whose changes were all the person's own (a collaboration room saving
-            # their page's work) says nothing of who ran the other client's cells.
-            if tracked.foreign_ran and not tracked.change:
-                by = "by another client of the kernel"
-            elif tracked.saved_by_api:
-                by = "by another client of the server"
-            elif tracked.disk_changed:
-                by = "on disk"
+        who = self._who(tracked)
+        by = f"by {who}" if who and who != ON_DISK else who
         text, links = change_line(change, by)
         touched = self.touches.since(tracked.path, tracked.left_at)
         at = max([t.at for t in touched], default=tracked.left_at)
         return {"text": text, "links": links, "at": at}
+
+    def _who(self, tracked: Tracked) -> str | None:
+        """Who changed the notebook since the person left, in words ("Claude via churn.chat",
+        "another client of the kernel", "on disk"), when anything says."""
+        names = self.touches.who_since(tracked.path, tracked.left_at)
+        by = who_words(names)
+        if by is not None:
+            return by.removeprefix("by ")
+        # A file whose changes were all the person's own (a collaboration room saving their
+        # page's work) says nothing of who ran the other client's cells.
+        if tracked.foreign_ran and not tracked.change:
+            return "another client of the kernel"
+        if tracked.saved_by_api:
+            return "another client of the server"
+        return ON_DISK if tracked.disk_changed else None
 
     def _lines(self) -> dict[str, OutsideActivity]:
         return {path: t.line for path, t in self.notebooks.items() if t.line is not None}
@@ -489,7 +479,11 @@ def live_cells(document: Any) -> list[CellState]:
                 "source": str(ycell.get("source") or ""),
                 # Counts that came through Yjs are floats (3.0).
                 "execution_count": int(count) if isinstance(count, float) else count,
-                "outputs": [{"output_type": o.get("output_type")} for o in outputs or ()],
+                # Of each output its type, and an error's line (a review shows it).
+                "outputs": [
+                    {key: o.get(key) for key in ("output_type", "ename", "evalue")}
+                    for o in outputs or ()
+                ],
             }
         )
     return notebook_cells({"cells": cells})
