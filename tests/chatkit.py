@@ -19,7 +19,6 @@ same through the chat's collaboration room, as a Y document.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -72,8 +71,6 @@ SYSTEM_USER = "hidden::jupyter_ai_system"
 #: Jupyter AI's MCP server).
 MCP_TOOL = "mcp__Jupyter_MCP_Server__"
 REPLY_PREFIXES = ("Done:", "Error:")
-#: jupyter-collaboration's own message type on a room's WebSocket (a save request, its reply).
-_RAW = 2
 
 
 @contextmanager
@@ -305,37 +302,26 @@ class Chat:
 @dataclass
 class RtcChat(Chat):
     """A ``.chat`` file open the way the browser opens it with real-time collaboration on: a Y
-    document synchronised over jupyter-collaboration's room WebSocket.
+    document synchronised over jupyter-collaboration's room WebSocket (tests/yroom.py).
 
-    The room is opened as the chat's front end opens it: ``PUT /api/collaboration/session/<path>``
-    gives the file id and the server's session, then ``/api/collaboration/room/text:chat:<id>``
-    speaks the Y sync protocol (``pycrdt``'s messages). The document has jupyterlab-chat's
-    layout (``YChat``): a ``messages`` array of maps, ``users``, ``attachments`` and ``metadata``
-    maps. :meth:`post` appends a message map as the front end's ``addMessage`` does, with the
-    person registered in ``users``; the server stamps its time. :meth:`read` is the live
-    document; :meth:`saved` is the ``.chat`` file, which the room writes only when it saves.
-    :meth:`answer` and :meth:`stop` use the same REST routes as without collaboration.
+    The document has jupyterlab-chat's layout (``YChat``): a ``messages`` array of maps,
+    ``users``, ``attachments`` and ``metadata`` maps. :meth:`post` appends a message map as the
+    front end's ``addMessage`` does, with the person registered in ``users``; the server stamps
+    its time. :meth:`read` is the live document; :meth:`saved` is the ``.chat`` file, which the
+    room writes only when it saves. :meth:`answer` and :meth:`stop` use the same REST routes as
+    without collaboration.
     """
 
-    _doc: Any = field(default=None, repr=False)
-    _awareness: Any = field(default=None, repr=False)
-    _lock: Any = field(default_factory=threading.Lock, repr=False)
-    _replies: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
-    _saves: int = field(default=0, repr=False)
+    _room: Any = field(default=None, repr=False)
     user: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, lab: LabServer, path: str, timeout: float = 30) -> Self:
         """Join the chat's collaboration room and wait until the document has loaded."""
-        from pycrdt import Array, Awareness, Doc, Map, create_sync_message
+        from pycrdt import Array, Doc, Map
+        from yroom import YRoomClient
 
-        session = lab.api(
-            "PUT",
-            f"api/collaboration/session/{_quote(path)}",
-            {"format": "text", "type": "chat"},
-        )
-        chat = cls(lab, path)
-        chat._doc = Doc()
+        doc: Any = Doc()
         for name, kind in (
             ("state", Map),
             ("messages", Array),
@@ -343,16 +329,10 @@ class RtcChat(Chat):
             ("attachments", Map),
             ("metadata", Map),
         ):
-            chat._doc[name] = kind()
-        chat._awareness = Awareness(chat._doc)
-        query = urllib.parse.urlencode({"sessionId": session["sessionId"], "token": lab.token})
-        room = f"text:chat:{session['fileId']}"
-        url = lab.url.replace("http", "ws", 1) + f"api/collaboration/room/{room}?{query}"
-        chat._socket = websocket.create_connection(url, timeout=timeout)
-        chat._socket.settimeout(None)
-        chat._reader = threading.Thread(target=chat._read_frames, daemon=True)
-        chat._reader.start()
-        chat._socket.send_binary(create_sync_message(chat._doc))
+            doc[name] = kind()
+        chat = cls(lab, path)
+        chat._room = YRoomClient(lab, path, "text", "chat", doc)
+        chat._socket = chat._room  # open: what Chat's methods check
         # The room loads the file after the first sync; YChat gives a chat without an id one.
         chat.wait(lambda c: c.read()["metadata"].get("id"), timeout)
         identity = lab.api("GET", "api/me")["identity"]
@@ -362,56 +342,24 @@ class RtcChat(Chat):
         }
         return chat
 
-    def _read_frames(self) -> None:
-        from pycrdt import Decoder, YMessageType, handle_sync_message
+    @property
+    def _doc(self) -> Any:
+        return self._room.doc
 
-        while True:
-            try:
-                raw = self._socket.recv()
-            except (OSError, websocket.WebSocketException):
-                return
-            if not raw:
-                return
-            if isinstance(raw, str):
-                continue
-            if raw[0] == YMessageType.SYNC:
-                with self._lock:
-                    reply = handle_sync_message(raw[1:], self._doc)
-                if reply is not None:
-                    self._send(reply)
-            elif raw[0] == YMessageType.AWARENESS:
-                with self._lock:
-                    self._awareness.apply_awareness_update(Decoder(raw[1:]).read_message(), "room")
-            elif raw[0] == _RAW:
-                decoder = Decoder(raw[1:])
-                with contextlib.suppress(ValueError):
-                    reply_json = json.loads(decoder.read_var_string())
-                    if isinstance(reply_json, dict) and "responseTo" in reply_json:
-                        self._replies[int(reply_json["responseTo"])] = reply_json
-
-    def _send(self, message: bytes) -> None:
-        with contextlib.suppress(OSError, websocket.WebSocketException):
-            self._socket.send_binary(message)
+    @property
+    def _lock(self) -> Any:
+        return self._room.lock
 
     def _change(self, change: Callable[[Any], None]) -> None:
-        """Apply ``change(doc)`` in one transaction and send the room the resulting update."""
-        from pycrdt import create_update_message
-
-        with self._lock:
-            before = self._doc.get_state()
-            with self._doc.transaction():
-                change(self._doc)
-            update = self._doc.get_update(before)
-        self._send(create_update_message(update))
+        self._room.change(change)
 
     def __enter__(self) -> RtcChat:
         return self
 
     def close(self) -> None:
         """Leave the room (the person closes the chat's tab)."""
-        if self._socket is not None:
-            self._socket.close()
-            self._reader.join(timeout=10)
+        if self._room is not None:
+            self._room.close()
             self._socket = None
 
     def read(self) -> dict[str, Any]:
@@ -428,22 +376,12 @@ class RtcChat(Chat):
 
     def save(self, timeout: float = 30) -> str:
         """Ask the room to save the document now (the front end's save command); its status."""
-        from pycrdt import Encoder
-
-        self._saves += 1
-        save_id = self._saves
-        encoder = Encoder()
-        encoder.write_var_uint(_RAW)
-        encoder.write_var_string("save")
-        encoder.write_var_uint(save_id)
-        self._send(encoder.to_bytes())
-        reply: dict[str, Any] = self.wait(lambda _: self._replies.get(save_id), timeout)
-        return str(reply.get("status"))
+        return str(self._room.save(lambda check, _: self.wait(check, timeout)))
 
     def writing(self) -> str | None:
         """The persona's status, which the server publishes in the room's awareness."""
         with self._lock:
-            states = list(self._awareness.states.values())
+            states = list(self._room.awareness.states.values())
         for state in states:
             for writer in state.get("writers") or []:
                 if writer.get("user", {}).get("username") == PERSONA_ID:

@@ -115,12 +115,22 @@ class Review:
 
     # -- what the tracker says ---------------------------------------------------------------
 
-    def update(self, change: Change, who: str | None, order: Sequence[str | None]) -> None:
+    def update(
+        self,
+        change: Change,
+        who: str | None,
+        order: Sequence[str | None],
+        writers: Mapping[str, str] | None = None,
+    ) -> None:
         """The notebook's latest diff from the person's view (``who``: who changed it, in
-        words; ``order``: the ids of its cells now)."""
+        words; ``order``: the ids of its cells now; ``writers``: who wrote a cell, where that
+        is known of the cell itself)."""
         self.order = [cell_id for cell_id in order if cell_id]
+        writers = writers or {}
         self.current = {
-            cell.cell_id: _mark(cell, who) for cell in change.cells if cell.cell_id is not None
+            cell.cell_id: _mark(cell, writers.get(cell.cell_id, who))
+            for cell in change.cells
+            if cell.cell_id is not None
         }
         self.gone = [Gone(before, who) for before in change.gone[:MAX_GONE]]
 

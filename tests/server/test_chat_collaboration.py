@@ -171,3 +171,56 @@ def test_a_turn_read_going_from_waiting_to_finished_gets_a_new_recap(lab: LabSer
         )
         assert "Waiting for" not in redrafted["recap"]["text"]
         assert redrafted["recap"]["text"].endswith(reply["body"])
+
+
+def test_a_collaborator_s_edits_in_the_room_are_marked_with_their_name(lab: LabServer) -> None:
+    """A notebook open in its room: while the person is away, another person (a client of the
+    room that says it is Ada) edits one cell and adds another through the shared document and
+    saves. Back, each cell's mark names Ada, and so does the line."""
+    from urllib.parse import urlencode
+
+    from yroom import RtcNotebook
+
+    path = "shared-work.ipynb"
+    lab.write_notebook(path, ["rows = [1, 2]", "total = sum(rows)"])
+    session = {"path": path, "type": "notebook", "name": path, "kernel": {"name": "python3"}}
+    kernel_id = lab.api("POST", "api/sessions", session)["kernel"]["id"]
+    page = RtcNotebook(lab, path, {"username": "person", "display_name": "The Person"})
+    ada: RtcNotebook | None = None
+
+    def look(focused: bool) -> None:
+        report = {"kernel_id": kernel_id, "path": path, "focused": focused, "client_id": "p-1"}
+        lab.api("POST", "jupyter-recap/api/focus", report)
+
+    try:
+        first, second = page.cell_ids()
+        look(True)
+        look(False)
+        lab.api("POST", "jupyter-recap/api/seen", {"path": path, "client_id": "p-1"})
+        ada = RtcNotebook(lab, path, {"username": "ada", "display_name": "Ada"})
+        ada.edit(second, "total = sum(rows) * 2")
+        ada.insert(2, "ada-plot", "plot(rows)")
+        assert ada.room.save(lambda check, timeout: ada.until(check, timeout)) == "success"
+        query = urlencode({"path": path})
+
+        def marked() -> dict[str, Any] | None:
+            answer: dict[str, Any] = lab.api("GET", f"jupyter-recap/api/changes?{query}")
+            return answer if answer["total"] == 2 else None
+
+        deadline = time.monotonic() + 30
+        while (answer := marked()) is None:
+            assert time.monotonic() < deadline, lab.api("GET", f"jupyter-recap/api/changes?{query}")
+            time.sleep(0.2)
+        assert [(c["cell_id"], c["label"]) for c in answer["cells"]] == [
+            (second, "edited — Ada"),
+            ("ada-plot", "added — Ada"),
+        ]
+        assert answer["cells"][0]["before"] == "total = sum(rows)"
+        line = listing(lab)["outside"][path]["text"]
+        assert line.endswith("— by Ada"), line
+        assert first not in [c["cell_id"] for c in answer["cells"]]
+    finally:
+        page.close()
+        if ada is not None:
+            ada.close()
+        lab.api("DELETE", f"api/kernels/{kernel_id}")

@@ -243,3 +243,45 @@ def test_a_file_the_store_s_rules_refuse_reads_as_nothing_kept(tmp_path: Path) -
     (tmp_path / "recap").chmod(0o777)
     with pytest.raises(UnsafeStoreError):
         store.keep("a.ipynb", {b"k" * 8: "mine"})
+
+
+# -- who wrote a cell in a collaboration room -------------------------------------------------
+
+
+def test_the_writer_of_a_room_transaction_is_the_client_whose_state_grew() -> None:
+    from pycrdt import Doc, Text
+
+    from jupyter_recap.server.outside.rooms import _grown
+
+    agent, room = Doc(), Doc()
+    agent["t"], room["t"] = Text(), Text()
+    grown: list[set[int]] = []
+    room.observe(lambda event: grown.append(_grown(event.before_state, event.after_state)))
+    start = agent.get_state()
+    agent["t"] += "plot(rows)"
+    room.apply_update(agent.get_update(start))
+    room["t"] += "!"
+    assert grown == [{agent.client_id}, {room.client_id}]
+
+
+@pytest.mark.parametrize(
+    ("state", "name"),
+    [
+        (
+            {"user": {"agent": "Datalayer-NbModelClient/0.14", "owner": "ada"}},
+            "Datalayer-NbModelClient/0.14",
+        ),
+        ({"user": {"username": "ada", "display_name": "Ada L.", "name": "Ada"}}, "Ada L."),
+        ({"user": {"username": "ada", "name": " "}}, "ada"),
+        ({"user": {"display_name": "Ada\x1b[2J\u202e"}}, "Ada"),
+        ({"user": "ada"}, None),
+        ({}, None),
+        (None, None),
+    ],
+)
+def test_a_room_client_is_named_by_what_its_awareness_says(state: Any, name: str | None) -> None:
+    from jupyter_recap.server.outside.rooms import _name
+
+    said = _name(state)
+    assert said == name or (name is not None and said is not None and said.startswith(name))
+    assert said is None or said.isprintable()

@@ -50,6 +50,7 @@ from ...errors import RefusedFile
 from ...outside.source import API_VERSION, OutsideSink
 from ...wire import OutsideActivity, OutsideEntry
 from .review import ChangeReviews, Tracked
+from .rooms import RoomWriters
 from .sink import EventBus
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,8 @@ class NotebookChanges:
         self.reads = 0
         self.reviews = ChangeReviews(sink, self.notebooks)
         """The cells to review and their kept texts (``GET changes``)."""
+        self.writers = RoomWriters(sink, lambda path, who: sink.touched(path, who))
+        """Who writes which cell in a collaboration room while the person is away."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -131,6 +134,7 @@ class NotebookChanges:
         for tracked in self.notebooks.values():
             if tracked.event_timer is not None:
                 tracked.event_timer.cancel()
+        self.writers.close()
 
     # -- what the page says ------------------------------------------------------------------
 
@@ -149,10 +153,12 @@ class NotebookChanges:
             return
         tracked.looking = focused
         if focused:
+            self.writers.unwatch(path)
             self._read_soon(tracked)  # the line as it stands now
             self._send_event(tracked)  # and into the kernel's record
         else:
             self._seen(tracked)
+            self.writers.watch(path)
 
     async def page_saved(self, path: str) -> None:
         """The person's page saved the notebook: what it holds now is what they saw (done when
@@ -231,6 +237,7 @@ class NotebookChanges:
             if not isinstance(source, str):
                 return
             moved = self.notebooks.pop(normal_path(source), None)
+            self.writers.unwatch(normal_path(source))  # its room is another one now
             if moved is not None:
                 moved.path = path
                 self.notebooks[path] = moved
@@ -244,6 +251,7 @@ class NotebookChanges:
             self._read_soon(tracked)
         elif action == "delete":
             self.notebooks.pop(path, None)
+            self.writers.unwatch(path)
             self.sink.publish_lines(self._lines())
 
     def _poll(self) -> None:
@@ -374,7 +382,8 @@ class NotebookChanges:
     # -- the line ----------------------------------------------------------------------------
 
     def _update(self, tracked: Tracked) -> None:
-        tracked.review.update(tracked.change, self._who(tracked), tracked.order)
+        writers = self.writers.writers(tracked.path)
+        tracked.review.update(tracked.change, self._who(tracked), tracked.order, writers)
         if tracked.looking and tracked.texts_kept and tracked.review.settled_down():
             self.reviews.drop_texts(tracked)
         line = self._line(tracked)
@@ -449,6 +458,7 @@ class NotebookChanges:
         self.notebooks[path] = tracked  # the most recently reported last
         while len(self.notebooks) > MAX_NOTEBOOKS:
             _, old = self.notebooks.popitem(last=False)
+            self.writers.unwatch(old.path)
             if old.event_timer is not None:
                 old.event_timer.cancel()
         return tracked
