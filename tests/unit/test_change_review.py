@@ -253,7 +253,8 @@ def test_the_writer_of_a_room_transaction_is_the_client_whose_state_grew() -> No
 
     from jupyter_recap.server.outside.rooms import _grown
 
-    agent, room = Doc(), Doc()
+    agent: Any = Doc()
+    room: Any = Doc()
     agent["t"], room["t"] = Text(), Text()
     grown: list[set[int]] = []
     room.observe(lambda event: grown.append(_grown(event.before_state, event.after_state)))

@@ -313,7 +313,13 @@ def test_the_route_s_message_hands_its_prompt_to_its_own_request_s_chat(
         second.cancel()
         return [done]
 
-    (message,) = asyncio.run(both())
+    # A loop of its own, never made current: asyncio.run would leave the thread without one,
+    # which later tests in this process (an SDK's fixtures, a server's) expect to find.
+    loop = asyncio.new_event_loop()
+    try:
+        (message,) = loop.run_until_complete(both())
+    finally:
+        loop.close()
     assert type(message) is Message  # the route's message is jupyterlab-chat's own
     assert [turn.prompt for turn in source.turns] == ["first prompt", None]
     source.stop()
