@@ -36,13 +36,17 @@ def kernel_proof(key: bytes, kernel_id: str) -> str:
 
 TurnState = Literal["running", "ok", "errored", "aborted"]
 RowState = Literal["running", "waiting", "finished", "errored", "idle", "restarting", "dead"]
-"""``waiting``: a chat's agent waits for the person to approve a tool call."""
-RowKind = Literal["notebook", "chat"]
+"""``waiting``: an agent (a chat's, or a CLI agent's) waits for the person to approve a tool
+call."""
+RowKind = Literal["notebook", "chat", "cli"]
+"""``cli``: a CLI agent's session waiting for approval where no notebook row can show it."""
 NeedsYou = Literal["approval", "finished", "errored"]
 """Why a row needs the person, most pressing first."""
 
 CHAT_ROW_PREFIX = "chat:"
 """A chat row's id is this and the chat's path (a notebook row's id is its kernel id)."""
+CLI_ROW_PREFIX = "cli:"
+"""A CLI row's id is this and a digest of the agent and its session."""
 
 
 class Capabilities(TypedDict):
@@ -165,14 +169,26 @@ class OutsideActivity(TypedDict):
     at: float
 
 
+class Attention(TypedDict):
+    """A row's place in the attention order (``focus/attention.py``): ``rank`` 0 waiting for
+    approval, 1 errored while away, 2 finished while away, 3 running, 4 seen; ``at`` the time
+    it sorts by within its rank, latest first."""
+
+    rank: int
+    at: float
+
+
 class AgentRow(AgentReport):
     """One row of the agents panel: the report plus what the server knows.
 
     ``id`` is the row's key: the kernel id of a notebook row, ``chat:`` and the path of a
-    chat row (whose ``kernel_id`` is None). ``agent``, ``model`` and ``approval`` are a chat's:
-    the persona's name, its model when known, and the tool call waiting for the person's
-    approval. ``outside`` is a notebook's: what a chat's agent did there while the person was
-    away.
+    chat row (whose ``kernel_id`` is None), ``cli:`` and a digest for a CLI agent's row.
+    ``agent``, ``model`` and ``approval`` are a chat's: the persona's name, its model when
+    known, and the tool call waiting for the person's approval; ``approval`` is also a CLI
+    agent's call waiting on a notebook's row or its own, with who waits and where to answer,
+    and ``agent`` names the CLI agent of its own row, whose ``folder`` is the agent's working
+    folder. ``outside`` is a notebook's: what a chat's agent did there while the person was
+    away. ``attention`` is the row's place in the order the rows are listed in.
     """
 
     id: str
@@ -186,6 +202,8 @@ class AgentRow(AgentReport):
     model: str | None
     approval: str | None
     outside: OutsideActivity | None
+    folder: str | None
+    attention: Attention
     notice: int
     focused: bool | None
     execution_state: str
@@ -203,6 +221,10 @@ class AgentList(TypedDict):
     outside: dict[str, OutsideActivity]
     left_out: int
     """Rows dropped to keep the board's bound whose kernel or chat is still there ("+N more")."""
+    left_out_needing: int
+    """Of ``left_out``, the rows that need the person."""
+    needing: int
+    """Every row that needs the person, those left out included (the page's title count)."""
 
 
 class AgentAnswer(TypedDict):

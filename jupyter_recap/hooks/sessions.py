@@ -27,6 +27,18 @@ did); so does the session's end.
 A tool that names no notebook but says it works on cells (an MCP server's ``insert_cell``)
 works on the notebook the session last named (its ``use_notebook``).
 
+A session may wait for the person's approval of a tool call (:meth:`HookSessions.waits`): from
+its ``approval`` event (``PermissionRequest``), or its ``permission`` notification when no
+``approval`` came (Claude Code's hooks may be set for one and not the other). The wait is on
+the notebook the pending call names, else the one the session named last. It ends at the
+session's next event that says the agent went on or stopped: a tool's result, a denial, a
+prompt, a stop, the session's end, or Claude Code's idle-input notification (the agent is back
+at its prompt: the person answered "no" in its terminal, which no hook tells). A session that
+waits is not silent: the person, not the agent, holds it up, so its turn is not ended by
+:meth:`HookSessions.quiet` while it waits (it would read as interrupted, and end the wait's
+notice while the agent still waits). A session forgotten for its idleness takes its wait
+along.
+
 Bounded: :data:`MAX_SESSIONS` sessions (the least recently heard from goes), each forgotten
 after :data:`IDLE_SECONDS` of silence (a turn of a session forgotten mid-turn ends in its
 notebooks as a silent one does); :data:`MAX_ASKS` held asks, :data:`MAX_NOTEBOOKS` notebooks
@@ -41,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..wire import OutsideEntry
-from .events import HookEvent
+from .events import WAITS, HookEvent
 
 MAX_SESSIONS = 64
 IDLE_SECONDS = 6 * 3600.0
@@ -56,6 +68,25 @@ MAX_NOTEBOOKS = 8
 """Notebooks one turn writes into."""
 MAX_CALLS = 32
 """Tool calls of one turn sent to its notebooks (after them, only the answer)."""
+
+
+class Wait(NamedTuple):
+    """A session's tool call waiting for the person's approval."""
+
+    agent: str
+    session: str
+    text: str
+    """The call in one line (``Bash rm -rf build/``), or its tool's name alone (from a
+    notification), or "" when not even that is known."""
+    at: float
+    """When the agent asked."""
+    notebook: str | None
+    """The absolute path of the notebook the call names, else of the one the session named
+    last; None when it named none."""
+    cwd: str | None
+    """The agent's working folder."""
+    precise: bool
+    """From the agent's ``PermissionRequest`` (the call itself), not its notification."""
 
 
 class Delivery(NamedTuple):
@@ -83,6 +114,8 @@ class _Session:
     calls: int = 0
     quiet: bool = False
     """The turn's notebooks were told it ended for its silence, and nothing of it came since."""
+    wait: Wait | None = None
+    """A tool call waiting for the person's approval."""
 
 
 class HookSessions:
@@ -113,6 +146,12 @@ class HookSessions:
         self._sessions[key] = session  # the most recently heard from last
         while len(self._sessions) > self.max_sessions:
             forgotten += self._forget(next(iter(self._sessions)), event.at)
+        if event.kind in WAITS:
+            self._wait(session, event)
+            return forgotten
+        session.wait = None  # any other event: the agent went on, stopped, or is at its prompt
+        if event.kind in ("denied", "idle"):
+            return forgotten
         if event.kind == "prompt":
             delivered = self._end_turn(session, event, aborted=True)
             session.asks = [*session.asks, event.text][-MAX_ASKS:]
@@ -130,9 +169,26 @@ class HookSessions:
         by ``now``: an ``aborted`` outcome with :data:`NO_STOP`, once per silence."""
         delivered: list[Delivery] = []
         for session in self._sessions.values():
-            if now - session.heard >= self.silence:
+            if now - session.heard >= self.silence and session.wait is None:
                 delivered += _silenced(session, now)
         return delivered
+
+    def waits(self) -> list[Wait]:
+        """The tool calls waiting for the person's approval, one per session at most."""
+        return [session.wait for session in self._sessions.values() if session.wait is not None]
+
+    def _wait(self, session: _Session, event: HookEvent) -> None:
+        """An ``approval`` (the call itself) or a ``permission`` notification: the latter only
+        when the session has no call waiting already (it tells less, and comes later)."""
+        precise = event.kind == "approval"
+        if not precise and session.wait is not None:
+            return
+        if event.notebook is not None:
+            session.current = event.notebook
+        notebook = event.notebook or session.current
+        session.wait = Wait(
+            event.agent, event.session, event.text, event.at, notebook, event.cwd, precise
+        )
 
     def _tool(self, session: _Session, event: HookEvent) -> list[Delivery]:
         if event.notebook is not None:

@@ -1,6 +1,7 @@
-"""The agents panel's routes (docs/focus-protocol.md): ``GET agents`` (every row),
-``GET agents/{id}`` (one row) and ``GET usage`` (today's model calls of recaps, the panel's
-usage line). A kernel's own row arrives at ``PUT kernels/{id}/agent`` (:mod:`.kernels`).
+"""The agents panel's routes (docs/focus-protocol.md): ``GET agents`` (every row, in the
+attention order, with how many need the person), ``GET agents/{id}`` (one row) and ``GET usage``
+(today's model calls of recaps, the panel's usage line). A kernel's own row arrives at
+``PUT kernels/{id}/agent`` (:mod:`.kernels`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from tornado import web
 from ..errors import StoreError
 from ..stores.usage import UsageLedger
 from ..textutil import format_cost, printable
-from ..wire import CHAT_ROW_PREFIX, DayUsageJSON, UsageJSON
+from ..wire import CHAT_ROW_PREFIX, CLI_ROW_PREFIX, AgentList, DayUsageJSON, UsageJSON
 from .handlers import RecapHandler, shown
 
 
@@ -26,15 +27,16 @@ class AgentsHandler(RecapHandler):
     @authorized
     def get(self) -> None:
         board = self.recap.board
-        self.reply(
-            {
-                "now": _now(),
-                "version": board.version,
-                "agents": board.rows(),
-                "outside": board.outside,
-                "left_out": len(board.left_out),
-            }
-        )
+        answer: AgentList = {
+            "now": _now(),
+            "version": board.version,
+            "agents": board.rows(),
+            "outside": board.outside,
+            "left_out": len(board.left_out),
+            "left_out_needing": board.needing(left_out=True),
+            "needing": board.needing(),
+        }
+        self.reply(answer)
 
 
 class AgentHandler(RecapHandler):
@@ -44,14 +46,15 @@ class AgentHandler(RecapHandler):
     @authorized
     def get(self, kernel_id: str) -> None:
         board = self.recap.board
-        chat = kernel_id.startswith(CHAT_ROW_PREFIX)
-        if not chat and not board.is_dead(kernel_id):  # a dead kernel's row is still the server's
+        # A chat's or a CLI agent's row is no kernel's.
+        other = kernel_id.startswith((CHAT_ROW_PREFIX, CLI_ROW_PREFIX))
+        if not other and not board.is_dead(kernel_id):  # a dead kernel's row is still the server's
             self.require_kernel(kernel_id)
         row = board.row(kernel_id)
         if row is None:
             message = (
                 f"no agents row for {shown(kernel_id)}"
-                if chat
+                if other
                 else f"kernel {shown(kernel_id)} has no agents row (jupyter_recap not loaded)"
             )
             raise web.HTTPError(404, "%s", message)

@@ -22,9 +22,10 @@ from jupyter_server.base.handlers import log as server_log
 from server_fixtures import *  # noqa: F403 - pytest-jupyter's fixtures, for this module only
 from server_fixtures import asynctest
 
+from jupyter_recap.focus.validate import Report
 from jupyter_recap.server import AGENTS_SCHEMA, agents
 from jupyter_recap.stores.usage import UsageLedger, local_day
-from jupyter_recap.wire import KERNEL_HEADER, kernel_proof
+from jupyter_recap.wire import KERNEL_HEADER, TurnState, kernel_proof
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -353,6 +354,81 @@ async def test_a_kernel_the_restarter_gives_up_on_is_dead_in_its_row(
     await send(api, recap, fresh, report("ok"))
     await api("focus", method="POST", body={**tab, "kernel_id": fresh})
     assert [r["kernel_id"] for r in (await api("agents"))[1]["agents"]] == [fresh]
+
+
+# -- past the board's bound: the attention order and the count ------------------------------
+
+
+@pytest.mark.parametrize("recap_config", [{"reconcile_interval": 3600.0}])
+@asynctest
+async def test_at_70_notebooks_that_need_you_the_count_is_70_and_the_list_says_how_many_more(
+    api: Any, recap: Any, recap_config: dict[str, Any]
+) -> None:
+    """Regression: at 70 notebooks whose turn ended while the person was away the board held
+    64 rows and the title said "(64)": six were not shown and nothing said so. Seventy kernels
+    do not fit a test machine, so the rows go into the running server's board as its kernel
+    route puts them (the reconcile, which would forget kernels it does not run, is an hour
+    away); everything else is the server's own answer over HTTP."""
+    board = recap.board
+    for n in range(70):
+        kernel = f"kernel-{n:02d}"
+        turn: TurnState = "errored" if n % 7 == 0 else "ok"  # ten failed, sixty finished
+        board.report(kernel, Report(turn="running", turn_started=100.0 + n, last_activity=100.0))
+        board.report(
+            kernel,
+            Report(turn=turn, turn_started=100.0 + n, turn_ended=200.0 + n, last_activity=200.0),
+        )
+        board.set_path(kernel, f"nb{n:02d}.ipynb")
+    code, answer = await api("agents")
+    assert code == 200
+    rows = answer["agents"]
+    assert len(rows) == 64 and all(row["needs_you"] for row in rows)
+    assert (answer["needing"], answer["left_out"], answer["left_out_needing"]) == (70, 6, 6)
+    # The attention order: the ten failures first, then the finished ones; latest first.
+    assert [row["needs_you"] for row in rows[:10]] == ["errored"] * 10
+    assert [row["attention"]["rank"] for row in rows] == [1] * 10 + [2] * 54
+    ended = [row["turn_ended"] for row in rows]
+    assert ended[:10] == sorted(ended[:10], reverse=True)
+    assert ended[10:] == sorted(ended[10:], reverse=True)
+    # The six left out are the finished turns that ended first.
+    shown = {row["id"] for row in rows}
+    assert sorted(set(board.left_out)) == sorted(f"kernel-{n:02d}" for n in (1, 2, 3, 4, 5, 6))
+    assert not shown & set(board.left_out)
+
+    # The person looks at a notebook shown: one of those left out takes its place.
+    board.focus(rows[0]["id"], True)
+    code, answer = await api("agents")
+    assert code == 200
+    assert (answer["needing"], answer["left_out"], answer["left_out_needing"]) == (69, 6, 5)
+    assert len(answer["agents"]) == 64 and rows[0]["id"] not in {r["id"] for r in answer["agents"]}
+    assert "kernel-06" in {r["id"] for r in answer["agents"]}  # the latest of the left out
+
+
+@pytest.mark.parametrize("recap_config", [{"max_agents": 1}])
+@asynctest
+async def test_a_full_board_shows_the_row_that_asks_most_and_counts_the_other(
+    api: Any, recap: Any, kernel_id: str, jp_fetch: Any, recap_config: dict[str, Any]
+) -> None:
+    """Two real kernels, a board of one row: a failure while away outranks a turn that finished;
+    both count; looking at the failure brings the other back."""
+    other = await start_kernel_in_loop(jp_fetch)
+    for kernel, path, turn in ((other, "done.ipynb", "ok"), (kernel_id, "failed.ipynb", "errored")):
+        tab = {"kernel_id": kernel, "path": path, "client_id": f"tab-{path}", "focused": False}
+        await api("focus", method="POST", body=tab)
+        await send(api, recap, kernel, report("running"))
+        await send(api, recap, kernel, report(turn, ended=100.0))
+    code, answer = await api("agents")
+    assert code == 200
+    assert [row["kernel_id"] for row in answer["agents"]] == [kernel_id]
+    assert answer["agents"][0]["needs_you"] == "errored"
+    assert (answer["needing"], answer["left_out"], answer["left_out_needing"]) == (2, 1, 1)
+    tab = {"kernel_id": kernel_id, "path": "failed.ipynb", "client_id": "tab-failed.ipynb"}
+    await api("focus", method="POST", body={**tab, "focused": True})
+    code, answer = await api("agents")
+    assert code == 200
+    assert [row["kernel_id"] for row in answer["agents"]] == [other]
+    assert answer["agents"][0]["needs_you"] == "finished"
+    assert (answer["needing"], answer["left_out"], answer["left_out_needing"]) == (1, 1, 0)
 
 
 # -- today's recap cost ---------------------------------------------------------------------

@@ -235,3 +235,186 @@ def test_an_interrupted_claude_code_turn_never_holds_the_notebook_s_recaps(
     finally:
         kc.stop_channels()
         server.api("DELETE", f"api/kernels/{kernel_id}")
+
+
+# -- CLI agents waiting for approval ---------------------------------------------------------------
+
+
+def claude_code(session: str, cwd: Path, event: str, **fields: Any) -> dict[str, Any]:
+    """A Claude Code hook payload of ``session`` working in ``cwd`` (the documented fields)."""
+    return {
+        "session_id": session,
+        "transcript_path": f"/home/someone/.claude/projects/-work/{session}.jsonl",
+        "cwd": str(cwd),
+        "permission_mode": "default",
+        "hook_event_name": event,
+        **fields,
+    }
+
+
+def documented_approval(name: str, cwd: Path, **fields: Any) -> dict[str, Any]:
+    """A documented approval payload (tests/data/hooks/approvals.json) in ``cwd``."""
+    text = (DATA / "approvals.json").read_text().replace("{home}", "/home/someone")
+    payload: dict[str, Any] = json.loads(text.replace("{root}", str(cwd)))[name]
+    return {**payload, **fields}
+
+
+def loaded_kernel(server: LabServer, path: str) -> tuple[str, Any]:
+    """A kernel with jupyter_recap loaded for the notebook at ``path``, its row there, and a tab
+    of it reporting that the person looks elsewhere."""
+    session = {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
+    kc = server.connect(kernel_id)
+    assert stream_text(execute(kc, SETUP)).strip() == "ready"
+    until(
+        lambda: server.api("GET", f"jupyter-recap/api/agents/{kernel_id}")["agent"]["path"] == path
+    )
+    tab = {"kernel_id": kernel_id, "path": path, "client_id": f"tab-{path}", "focused": False}
+    server.api("POST", "jupyter-recap/api/focus", tab)
+    return kernel_id, kc
+
+
+def test_a_claude_code_call_waiting_for_approval_tops_the_panel_until_its_result(
+    lab: tuple[LabServer, Path],
+) -> None:
+    """Three Claude Code sessions in a terminal while the person is away from two notebooks:
+    one's turn on failing.ipynb fails; one runs a command its rules allow; one, after reading
+    approve.ipynb, asks to run ``rm -rf build/``. The approval heads the panel on
+    approve.ipynb's row, before the failure, with a notice and in the title's count; the
+    allowed command made no row; the command's result clears it."""
+    server, tmp = lab
+    home = tmp / "recap-home"
+    fast = [str(VENV_BIN / "jupyter-recap"), "hook"]
+    approve = server.write_notebook("approve.ipynb", ["import shutil", "shutil.rmtree('build')"])
+    failing = server.write_notebook("failing.ipynb", ["import pandas as pd", "df = load()"])
+    clients: list[tuple[str, Any]] = []
+    try:
+        clients = [loaded_kernel(server, approve), loaded_kernel(server, failing)]
+        (approve_kernel, _), (failing_kernel, _) = clients
+        root = server.root
+        edit = {
+            "tool_name": "NotebookEdit",
+            "tool_input": {
+                "notebook_path": str(root / failing),
+                "cell_id": "cell-1",
+                "new_source": "df = load('churn.csv')",
+                "edit_mode": "replace",
+            },
+            "tool_response": {"cell_id": "cell-1", "edit_mode": "replace", "error": ""},
+        }
+        failed = {"error": "API Error: overloaded", "error_details": "529"}
+        run_hooks(
+            fast,
+            [
+                claude_code("b", root, "UserPromptSubmit", prompt="load the churn data"),
+                claude_code("b", root, "PostToolUse", **edit),
+                claude_code("b", root, "StopFailure", **failed),
+            ],
+            root,
+            home,
+        )
+        failing_row = f"jupyter-recap/api/agents/{failing_kernel}"
+        until(lambda: server.api("GET", failing_row)["agent"]["needs_you"] == "errored")
+
+        # A command the agent's rules allow: it runs, and only its result is told.
+        allowed = {
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls build/"},
+            "tool_response": {"stdout": "model.pkl", "stderr": "", "interrupted": False},
+        }
+        read = {
+            "tool_name": "Read",
+            "tool_input": {"file_path": str(root / approve)},
+            "tool_response": {"type": "notebook", "file": {"cells": []}},
+        }
+        run_hooks(
+            fast,
+            [
+                claude_code("c", root, "UserPromptSubmit", prompt="what is in build/?"),
+                claude_code("c", root, "PostToolUse", **allowed),
+                claude_code("a", root, "UserPromptSubmit", prompt="clean the build and rerun"),
+                claude_code("a", root, "PostToolUse", **read),
+            ],
+            root,
+            home,
+        )
+        # What approve.ipynb's row needs before (a kernel of this module's lab may resume an
+        # earlier test's session there, whose turn then ended while the person was away).
+        approve_row = f"jupyter-recap/api/agents/{approve_kernel}"
+        before = server.api("GET", approve_row)["agent"]["needs_you"]
+        # Then a call that waits, through the jupyter launcher as a configuration may name it.
+        asked = documented_approval("claude_code_bash", root, session_id="a")
+        run_hooks([str(VENV_BIN / "jupyter"), "recap", "hook"], [asked], root, home)
+        listing = until(
+            lambda: (
+                (found := server.api("GET", "jupyter-recap/api/agents"))["agents"][0]["state"]
+                == "waiting"
+                and found
+            )
+        )
+        first, second = listing["agents"][:2]
+        assert first["kernel_id"] == approve_kernel
+        assert first["approval"] == ("Bash rm -rf build/ (Claude Code, answer in its terminal)")
+        assert (first["needs_you"], first["notice"]) == ("approval", 1)
+        assert (second["kernel_id"], second["needs_you"]) == (failing_kernel, "errored")
+        assert listing["needing"] == 2  # the title's count
+        # The command the rules allowed made no row and waits for nobody.
+        assert [row["kind"] for row in listing["agents"]] == ["notebook", "notebook"]
+        assert [row["state"] for row in listing["agents"]].count("waiting") == 1
+
+        # The person approves in the terminal: the command's result clears the wait.
+        done = {
+            "tool_name": "Bash",
+            "tool_input": {"command": "rm -rf build/"},
+            "tool_response": {"stdout": "", "stderr": "", "interrupted": False},
+        }
+        run_hooks(fast, [claude_code("a", root, "PostToolUse", **done)], root, home)
+        cleared = until(
+            lambda: (row := server.api("GET", approve_row)["agent"])["state"] != "waiting" and row
+        )
+        # The row needs again what it needed before, if anything: the person has not looked.
+        assert (cleared["needs_you"], cleared["approval"]) == (before, None)
+        listing = server.api("GET", "jupyter-recap/api/agents")
+        assert listing["needing"] == 1 + (before is not None)
+        assert listing["agents"][0]["kernel_id"] == failing_kernel
+    finally:
+        for kernel_id, kc in clients:
+            kc.stop_channels()
+            server.api("DELETE", f"api/kernels/{kernel_id}")
+
+
+def test_a_codex_call_waiting_with_no_notebook_has_a_row_of_its_own_until_the_stop(
+    lab: tuple[LabServer, Path],
+) -> None:
+    server, tmp = lab
+    folder = tmp / "scripts"
+    folder.mkdir()
+    asked = documented_approval("codex_shell", folder, session_id="codex-1")
+    command = [str(VENV_BIN / "jupyter-recap"), "hook"]
+    run_hooks(command, [asked], folder, tmp / "recap-home")
+    row = until(
+        lambda: next(
+            (
+                r
+                for r in server.api("GET", "jupyter-recap/api/agents")["agents"]
+                if r["kind"] == "cli"
+            ),
+            None,
+        )
+    )
+    assert row["approval"] == "Bash pip install lightgbm (Codex, answer in its terminal)"
+    assert (row["name"], row["folder"], row["agent"], row["path"]) == (
+        "scripts",
+        str(folder),
+        "Codex",
+        "",
+    )
+    assert (row["state"], row["needs_you"], row["notice"]) == ("waiting", "approval", 1)
+    assert server.api("GET", f"jupyter-recap/api/agents/{row['id']}")["agent"]["id"] == row["id"]
+    stop = {key: asked[key] for key in ("session_id", "turn_id", "cwd", "transcript_path")}
+    run_hooks(command, [{**stop, "hook_event_name": "Stop"}], folder, tmp / "recap-home")
+    until(
+        lambda: all(
+            r["kind"] != "cli" for r in server.api("GET", "jupyter-recap/api/agents")["agents"]
+        )
+    )

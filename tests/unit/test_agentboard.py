@@ -222,8 +222,8 @@ def test_rows_put_needing_first_then_running_then_by_activity(
     clock.tick()
     board.report("fresh", Report())  # no activity: ordered by when the server saw it
     assert [r["kernel_id"] for r in board.rows()] == [
+        "need-old",  # errored while away: before a turn that finished (the attention order)
         "need-new",
-        "need-old",
         "run-new",
         "run-old",
         "fresh",  # updated at 1001 > any last_activity
