@@ -1,19 +1,21 @@
-"""Run every benchmark the README quotes and print the README's figure tables.
+"""Run every benchmark the performance page quotes and print its figure tables.
 
-    .venv/bin/python benchmarks/figures.py                # every benchmark, the README's settings
+    .venv/bin/python benchmarks/figures.py                # every benchmark, the page's settings
     .venv/bin/python benchmarks/figures.py --quick        # each quick form: a smoke run
     .venv/bin/python benchmarks/figures.py --only bench_state,bench_usage
-    .venv/bin/python benchmarks/figures.py --write-readme README.md
-    .venv/bin/python benchmarks/figures.py --only bench_agents --write-readme README.md
+    .venv/bin/python benchmarks/figures.py --write-docs             # into docs/performance.md
+    .venv/bin/python benchmarks/figures.py --only bench_agents --write-docs
 
 Each benchmark runs as a subprocess with ``JUPYTER_RECAP_FIGURES`` naming a file, to which it
-appends one JSON line per figure the README quotes (``benchmarks/figurelib.py``);
+appends one JSON line per figure the page quotes (``benchmarks/figurelib.py``);
 ``bench_recap_quality.py`` prints its figures as JSON instead (``--json``), read generically. The
 first table is every figure with its target and whether this run met it; the second, what the
 reliability suite exercises, counted from the tests without running them (``pytest
---collect-only`` and the tests' own lists). ``--write-readme`` puts the two tables between the
-README's ``<!-- figures:start -->`` / ``<!-- figures:end -->`` and ``<!-- counts:start -->`` /
-``<!-- counts:end -->`` markers, so the README's tables are exactly this script's output. With
+--collect-only`` and the tests' own lists). ``--write-docs`` puts the two tables between the
+``<!-- figures:start -->`` / ``<!-- figures:end -->`` and ``<!-- counts:start -->`` /
+``<!-- counts:end -->`` markers of ``docs/performance.md`` (or of the page it names), so the
+documentation's tables are exactly this script's output (``--write-readme PAGE``, its former
+name, still works). With
 ``--only``, it replaces only the rows of the benchmarks run (a new benchmark's rows go at the
 end) and says under the heading which ones were re-run when: the rest keep their run's figures.
 
@@ -40,12 +42,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
 TESTS = ROOT / "tests"
+PERFORMANCE_PAGE = ROOT / "docs" / "performance.md"
+"""Where ``--write-docs`` puts the tables unless it names another page."""
 SUITE = "suite"  # the --only name of the reliability counts
 
 
 @dataclass(frozen=True)
 class Bench:
-    """A benchmark script and its arguments: as the README quotes it, and its quick form."""
+    """A benchmark script and its arguments: as the performance page quotes it, and its quick
+    form."""
 
     script: str
     full: tuple[str, ...] = ()
@@ -53,7 +58,7 @@ class Bench:
     json_output: bool = False  # prints its figures as JSON on stdout (bench_recap_quality.py)
 
 
-# In the order of the README's table.
+# In the order of the performance page's table.
 BENCHES = [
     Bench("bench_foundation.py", full=("--rounds", "25")),
     Bench("bench_triggers.py"),
@@ -369,7 +374,8 @@ def route_counts() -> tuple[int, int, int]:
 
 
 def count_rows() -> list[tuple[str, str, str]]:
-    """(what, count, where) for every count the README's Reliability section states."""
+    """(what, count, where) for every count the performance page states of the reliability
+    suite."""
     nodes = collected()
     suite = [n for n in nodes if not n.startswith(PROVIDERS)]
     modules = {n.split("::", 1)[0] for n in suite}
@@ -499,15 +505,15 @@ def counts_table(rows: list[tuple[str, str, str]]) -> str:
     return "\n".join(lines)
 
 
-# -- the README ----------------------------------------------------------------------------------
+# -- the page ------------------------------------------------------------------------------------
 
 
 def read_block(text: str, name: str) -> str:
-    """What the README holds between ``<!-- name:start -->`` and ``<!-- name:end -->``."""
+    """What the page holds between ``<!-- name:start -->`` and ``<!-- name:end -->``."""
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     found = re.search(re.escape(start) + r"(.*?)" + re.escape(end), text, re.DOTALL)
     if found is None:
-        raise SystemExit(f"figures: no {start} … {end} block in the README")
+        raise SystemExit(f"figures: no {start} … {end} block in the page")
     return found.group(1)
 
 
@@ -515,7 +521,7 @@ def replace_block(text: str, name: str, block: str) -> str:
     start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), re.DOTALL)
     if not pattern.search(text):
-        raise SystemExit(f"figures: no {start} … {end} block in the README")
+        raise SystemExit(f"figures: no {start} … {end} block in the page")
     return pattern.sub(lambda _: f"{start}\n{block}\n{end}", text, count=1)
 
 
@@ -527,7 +533,7 @@ def _table_script(line: str) -> str | None:
 
 
 def merge_rows(block: str, rows: list[Row], scripts: list[str], note: str) -> str:
-    """The README's figures block with the rows of ``scripts`` replaced by ``rows`` (in place of
+    """The page's figures block with the rows of ``scripts`` replaced by ``rows`` (in place of
     their old rows; a script without old rows at the end of the table) and ``note`` added to
     its heading line."""
     fresh = figure_table(rows).splitlines()[2:]
@@ -550,7 +556,7 @@ def merge_rows(block: str, rows: list[Row], scripts: list[str], note: str) -> st
         if script is not None:
             last_row = len(out) - 1
     if last_row < 0:
-        raise SystemExit("figures: the README's figures block holds no table to update")
+        raise SystemExit("figures: the page's figures block holds no table to update")
     missing = [line for s in scripts if s not in placed for line in by_script.get(s, [])]
     out[last_row + 1 : last_row + 1] = missing
     if note:
@@ -567,7 +573,14 @@ def main() -> int:
         help=f"comma-separated benchmarks to run (bench_state,…; {SUITE!r}: the suite's counts)",
     )
     parser.add_argument(
-        "--write-readme", metavar="README", type=Path, help="put the tables into this README"
+        "--write-docs",
+        "--write-readme",
+        dest="write_docs",
+        metavar="PAGE",
+        type=Path,
+        nargs="?",
+        const=PERFORMANCE_PAGE,
+        help=f"put the tables into this page (default: {PERFORMANCE_PAGE.relative_to(ROOT)})",
     )
     parser.add_argument("--note", default="", help="a sentence to add under the heading line")
     args = parser.parse_args()
@@ -576,8 +589,8 @@ def main() -> int:
     known = {b.script.removesuffix(".py") for b in BENCHES} | {SUITE}
     if unknown := [n for n in names if n not in known]:
         parser.error(f"unknown: {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-    if names and args.write_readme and args.quick:
-        parser.error("--write-readme with --only writes the full runs' figures, not --quick's")
+    if names and args.write_docs and args.quick:
+        parser.error("--write-docs with --only writes the full runs' figures, not --quick's")
     chosen = [b for b in BENCHES if not names or b.script.removesuffix(".py") in names]
 
     load = os.getloadavg()[0]
@@ -637,8 +650,8 @@ def main() -> int:
     if failed:
         print(f"figures: FAILED: {', '.join(failed)}", file=sys.stderr)
         return 1
-    if args.write_readme:
-        text = args.write_readme.read_text()
+    if args.write_docs:
+        text = args.write_docs.read_text()
         if names:
             scripts = [b.script for b in chosen]
             if scripts:
@@ -654,8 +667,8 @@ def main() -> int:
         else:
             text = replace_block(text, "figures", figures)
             text = replace_block(text, "counts", counts)
-        args.write_readme.write_text(text)
-        print(f"figures: wrote the tables into {args.write_readme.name}", file=sys.stderr)
+        args.write_docs.write_text(text)
+        print(f"figures: wrote the tables into {args.write_docs.name}", file=sys.stderr)
     return 0
 
 

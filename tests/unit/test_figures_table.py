@@ -1,4 +1,5 @@
-"""benchmarks/figures.py: re-running some benchmarks rewrites only their rows of the README."""
+"""benchmarks/figures.py: re-running some benchmarks rewrites only their rows of the performance
+page (docs/performance.md)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_rows_of_the_rerun_benchmarks_are_replaced_in_place_and_new_ones_appende
     assert lines[-1] == "Arguments: `bench_a.py --rounds 5`; the others with their defaults."
 
 
-def test_the_readme_block_round_trips_through_read_and_replace() -> None:
+def test_the_page_block_round_trips_through_read_and_replace() -> None:
     text = f"intro\n<!-- figures:start -->{BLOCK}<!-- figures:end -->\nafter\n"
     block = figures.read_block(text, "figures")
     merged = figures.merge_rows(block, [], [], "")
@@ -50,6 +51,6 @@ def test_the_readme_block_round_trips_through_read_and_replace() -> None:
     assert figures.read_block(again, "figures").count("| `bench_") == 4
 
 
-def test_a_readme_without_the_block_is_a_clear_error() -> None:
+def test_a_page_without_the_block_is_a_clear_error() -> None:
     with pytest.raises(SystemExit, match="no <!-- figures:start -->"):
         figures.read_block("no markers here", "figures")

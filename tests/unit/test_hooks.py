@@ -121,16 +121,16 @@ def silent(result: subprocess.CompletedProcess[bytes]) -> None:
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
 
 
-# -- the README's configuration -----------------------------------------------------------------
+# -- the documented configuration ---------------------------------------------------------------
 
-README = Path(__file__).parent.parent.parent / "README.md"
+#: The user guide's page on CLI agents' hooks (the README's section of old).
+README = Path(__file__).parent.parent.parent / "docs" / "user-guide" / "cli-agents.md"
 
 
 def readme_hook_configurations() -> list[dict[str, Any]]:
-    """The JSON configurations of the README's section on CLI agents' hooks."""
+    """The JSON configurations of the documentation's page on CLI agents' hooks."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("### CLI agents", 1)[1].split("\n### ", 1)[0]
-    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.S)]
+    return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", text, re.S)]
 
 
 def commands_in(value: Any) -> list[str]:

@@ -1,8 +1,10 @@
-"""The README's own ``%%agent`` example, run as a person would copy it.
+"""The documentation's own ``%%agent`` example, run as a person would copy it.
 
 What used to happen: the README read as if ``%%agent`` came with the package, and a cell with it
-failed "Cell magic `%%agent` not found". The README now says that it is the person's own magic
-and shows how to define one; this runs that very code in a real shell with the extension loaded.
+failed "Cell magic `%%agent` not found". The notebook page of the user guide
+(``docs/user-guide/notebook.md``, where the README's section went) says that it is the person's
+own magic and shows how to define one; this runs that very code in a real shell with the
+extension loaded.
 """
 
 from __future__ import annotations
@@ -15,18 +17,18 @@ import pytest
 
 import jupyter_recap as jr
 
-README = Path(__file__).parents[2] / "README.md"
+README = Path(__file__).parents[2] / "docs" / "user-guide" / "notebook.md"
 
 
 def readme_example() -> str:
-    """The README's Python block that defines the ``%%agent`` cell magic."""
+    """The page's Python block that defines the ``%%agent`` cell magic."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
     (example,) = [block for block in blocks if "def agent(line, cell)" in block]
     return str(example)
 
 
 def readme_config_line() -> str:
-    """The README's ``%config Recap.agent_magics = …`` line for a magic of another name."""
+    """The page's ``%config Recap.agent_magics = …`` line for a magic of another name."""
     (line,) = re.findall(r"`(%config Recap\.agent_magics = [^`]+)`", README.read_text("utf-8"))
     return str(line)
 
