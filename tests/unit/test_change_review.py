@@ -286,3 +286,63 @@ def test_a_room_client_is_named_by_what_its_awareness_says(state: Any, name: str
     said = _name(state)
     assert said == name or (name is not None and said is not None and said.startswith(name))
     assert said is None or said.isprintable()
+
+
+# -- the tracker keeps and drops the texts -----------------------------------------------------
+
+
+def test_a_notebook_past_the_text_bound_gets_marks_without_diffs_and_says_so(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+    import json
+
+    from outsidekit import FakeSink
+
+    from jupyter_recap.changes.touches import Touches
+    from jupyter_recap.server.outside.changes import NotebookChanges
+    from jupyter_recap.server.outside.review import TOO_LARGE
+
+    def write(*cells: Any) -> None:
+        notebook = {"cells": list(cells), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+        (tmp_path / "big.ipynb").write_text(json.dumps(notebook))
+
+    huge = code("data", "x" * (seentext.MAX_NOTEBOOK_BYTES + 1))
+    small = code("small", "rows = [1]", 1)
+
+    async def day() -> list[Any]:
+        changes = NotebookChanges(FakeSink(tmp_path), Touches())
+
+        async def settled() -> None:
+            for _ in range(500):
+                await asyncio.sleep(0.01)
+                if not changes.notebooks["big.ipynb"].reading:
+                    return
+
+        answers = []
+        for big in (True, False):
+            write(huge if big else code("data", "x = 1"), small)
+            changes.looked_at("big.ipynb", True)
+            await settled()
+            changes.looked_at("big.ipynb", False)  # leaving: what they saw is kept, or not
+            await settled()
+            write(huge if big else code("data", "x = 1"), code("small", "rows = [2]", 1))
+            changes._read_soon(changes.notebooks["big.ipynb"])
+            await settled()
+            changes.looked_at("big.ipynb", True)
+            await settled()
+            answers.append(await changes.reviews.review("big.ipynb"))
+        return answers
+
+    loop = asyncio.new_event_loop()
+    try:
+        too_big, kept = loop.run_until_complete(day())
+    finally:
+        loop.close()
+    assert [c["cell_id"] for c in too_big["cells"]] == ["small"]
+    assert (too_big["diffs"], too_big["note"], too_big["cells"][0]["before"]) == (
+        False,
+        TOO_LARGE,
+        None,
+    )
+    assert (kept["diffs"], kept["note"], kept["cells"][0]["before"]) == (True, None, "rows = [1]")
