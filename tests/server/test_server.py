@@ -68,6 +68,7 @@ async def test_capabilities(api: Any) -> None:
         "sessions",
         "agents",
         "usage",
+        "changes",
     ]
     answer = {"version": __version__, "features": features, "heartbeat_seconds": 15.0}
     assert await api("capabilities") == (200, answer)
