@@ -93,7 +93,10 @@ export class AgentsModel implements IDisposable {
     return Date.now() / 1000 + this._offset;
   }
 
-  /** The rows in the server's order: needing the person first, then running turns, then the rest. */
+  /**
+   * The rows in the server's attention order: waiting for approval, errored while away, finished
+   * while away, running, seen.
+   */
   get rows(): readonly IAgentRow[] {
     return this._rows;
   }
@@ -105,6 +108,22 @@ export class AgentsModel implements IDisposable {
    */
   get leftOut(): number | null {
     return this._leftOut;
+  }
+
+  /**
+   * Of the rows left out, how many need the person, as of the last full list (0 when the server
+   * says nothing of it): they count in the title, and the panel says so.
+   */
+  get leftOutNeeding(): number {
+    return this._leftOutNeeding;
+  }
+
+  /**
+   * How many rows need the person, those the server left out of its bound included: the rows
+   * here whose `needs_you` the server set, and the left-out ones of the last full list.
+   */
+  get needing(): number {
+    return this._rows.filter(row => row.needs_you !== null).length + this._leftOutNeeding;
   }
 
   /** The row with this id (a kernel id, or `chat:<path>`). */
@@ -236,6 +255,7 @@ export class AgentsModel implements IDisposable {
     this._rows = mixed ? sortRows(rows) : rows;
     this._outside = outsideMap(answer.outside);
     this._leftOut = leftOutCount(answer.left_out);
+    this._leftOutNeeding = Math.min(leftOutCount(answer.left_out_needing) ?? 0, this._leftOut ?? 0);
     // After a reset (the server restarted and counts from 0 again) the server's number wins.
     this._version = reset ? answer.version : Math.max(this._version, answer.version);
     this._advance();
@@ -382,6 +402,7 @@ export class AgentsModel implements IDisposable {
   /** The last full list's `outside` entries, by notebook path. */
   private _outside = new Map<string, IOutsideActivity>();
   private _leftOut: number | null = null;
+  private _leftOutNeeding = 0;
   private _version = 0;
   private _offset = 0;
   private _seq = 0;
@@ -519,11 +540,13 @@ export class UsageModel implements IDisposable {
   private _disposed = false;
 }
 
+/** The rank of a row without a valid `attention` (an older server): after every other. */
+const LAST_RANK = 5;
+
 /**
- * The server's documented order, for rows that changed between full loads: a chat waiting for
- * the person's approval first (latest activity first), then the other rows needing the person
- * (latest `turn_ended` first), then running turns, then the rest by `last_activity`, newest
- * first. The sort is stable, so ties keep the order the server gave.
+ * The server's attention order, for rows that changed between full loads: by each row's
+ * `attention` as the server sent it (its rank, then its time within the rank, latest first),
+ * never by a rule of the page's own. The sort is stable, so ties keep the order the server gave.
  */
 export function sortRows(rows: IAgentRow[]): IAgentRow[] {
   return rows
@@ -533,27 +556,22 @@ export function sortRows(rows: IAgentRow[]): IAgentRow[] {
       if (byGroup !== 0) {
         return byGroup;
       }
-      const byTime = sortTime(b.row, b.group) - sortTime(a.row, a.group);
+      const byTime = sortTime(b.row) - sortTime(a.row);
       return byTime !== 0 && !Number.isNaN(byTime) ? byTime : a.index - b.index;
     })
     .map(item => item.row);
 }
 
-/** 0 waiting for approval, 1 needing the person otherwise, 2 running, 3 the rest. */
+/** The row's rank in the server's attention order (0 waiting for approval … 4 seen). */
 export function sortGroup(row: IAgentRow): number {
-  if (row.needs_you === 'approval' || row.state === 'waiting') {
-    return 0;
-  }
-  if (row.needs_you !== null) {
-    return 1;
-  }
-  return row.turn === 'running' || row.state === 'running' ? 2 : 3;
+  const rank = row.attention?.rank;
+  return typeof rank === 'number' && Number.isFinite(rank) ? rank : LAST_RANK;
 }
 
-/** The time a row sorts by within its group (newest first); running rows keep their order. */
-function sortTime(row: IAgentRow, group: number): number {
-  const value = group === 1 ? row.turn_ended : group === 2 ? 0 : row.last_activity;
-  return value ?? -Infinity;
+/** The time a row sorts by within its rank, as the server sent it (latest first). */
+function sortTime(row: IAgentRow): number {
+  const at = row.attention?.at;
+  return typeof at === 'number' && Number.isFinite(at) ? at : -Infinity;
 }
 
 /** The row id an event of the bus names (`kernel_id` from a server older than chat rows). */

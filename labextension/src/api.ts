@@ -156,13 +156,24 @@ export interface IOutsideActivity {
   at: number;
 }
 
-/** `waiting`: a chat's agent waits for the person to approve a tool call. */
+/** `waiting`: an agent (a chat's, or a CLI agent's) waits for the person to approve a tool call. */
 export type AgentState =
   'running' | 'waiting' | 'finished' | 'errored' | 'idle' | 'restarting' | 'dead';
 export type AgentTurn = 'running' | 'ok' | 'errored' | 'aborted';
 /** Why a row needs the person, the most pressing first. */
 export type NeedsYou = 'approval' | 'finished' | 'errored';
-export type AgentKind = 'notebook' | 'chat';
+/** `cli`: a CLI agent's session waiting for approval that no notebook row can show. */
+export type AgentKind = 'notebook' | 'chat' | 'cli';
+
+/**
+ * A row's place in the server's attention order: `rank` 0 waiting for approval, 1 errored while
+ * away, 2 finished while away, 3 running, 4 seen; `at` the time it sorts by within its rank,
+ * latest first. The page sorts by it and by nothing of its own.
+ */
+export interface IAttention {
+  rank: number;
+  at: number;
+}
 
 /** A chat row's id is this prefix and the chat's path; a notebook row's id is its kernel id. */
 export const CHAT_ROW_PREFIX = 'chat:';
@@ -190,10 +201,18 @@ export interface IAgentRow {
   agent: string | null;
   /** The chat agent's model, when known. */
   model: string | null;
-  /** The tool call a chat's agent waits to have approved: plain text, at most 200 characters. */
+  /**
+   * The tool call a chat's agent waits to have approved, or a CLI agent's with who waits and
+   * where to answer (`Bash rm -rf build/ (Claude Code, answer in its terminal)`): plain text, at
+   * most 200 characters.
+   */
   approval: string | null;
   /** A notebook's: what changed in it while the person was away (see IOutsideActivity). */
   outside: IOutsideActivity | null;
+  /** A CLI agent's row: the agent's working folder (absent from an older server). */
+  folder?: string | null;
+  /** The row's place in the attention order (absent from an older server). */
+  attention?: IAttention;
   /** +1 at most once per absence, when a turn ends while away. */
   notice: number;
   turn: AgentTurn | null;
@@ -225,6 +244,11 @@ export function isChat(row: Pick<IAgentRow, 'kind'>): boolean {
   return row.kind === 'chat';
 }
 
+/** Whether a row is a CLI agent's own (a session waiting for approval, no kernel). */
+export function isCli(row: Pick<IAgentRow, 'kind'>): boolean {
+  return row.kind === 'cli';
+}
+
 /** `GET jupyter-recap/api/agents`: every row, in the server's order (needing the person first). */
 export interface IAgentList {
   /** The server's UNIX time. */
@@ -239,6 +263,10 @@ export interface IAgentList {
    * An older server sends none.
    */
   left_out?: number;
+  /** Of `left_out`, the rows that need the person. */
+  left_out_needing?: number;
+  /** Every row that needs the person, those left out included: the title's count. */
+  needing?: number;
 }
 
 /** `GET jupyter-recap/api/agents/{id}`. */
@@ -289,6 +317,55 @@ export interface IUsage {
   error: string | null;
 }
 
+/**
+ * What happened to a changed cell, as its mark says it (and its `.jp-Cell` node carries it as
+ * `data-recap-change`): a run that failed first; else a cell that is new; else one whose source
+ * changed; else one that ran.
+ */
+export type ChangeKind = 'added' | 'edited' | 'ran' | 'failed';
+
+/**
+ * One cell of a notebook changed by someone other than the person's own page since they last
+ * looked at it.
+ */
+export interface ICellMark {
+  cell_id: string;
+  change: ChangeKind;
+  /** Plain text: what happened and who did it ("edited, ran — Claude via churn.chat"). */
+  label: string;
+  /** The source the person last saw: null for an added cell, or where no text was kept. */
+  before: string | null;
+  /** A failed run's error line ("KeyError: 'region'"). */
+  error: string | null;
+  /** The person has seen it since (on screen a second, or selected): no mark. */
+  reviewed: boolean;
+}
+
+/** A cell the person saw that is gone from the notebook. */
+export interface IDeletedCell {
+  /** Its last-seen source (null where no text was kept). */
+  source: string | null;
+  /** Plain text: "deleted — on disk". */
+  label: string;
+}
+
+/**
+ * `GET jupyter-recap/api/changes?path=` and `POST jupyter-recap/api/changes/reviewed`: the
+ * notebook's cells to review. `cells` are in notebook order; `reviewed` of `total` of them are
+ * reviewed ("2 of 5 reviewed"). `diffs` is false when the notebook is past the server's bound on
+ * kept text: the marks stay, without `before`, and `note` says so in one line. A path the server
+ * does not follow answers the same shape with empty lists.
+ */
+export interface IChangeReview {
+  path: string;
+  cells: ICellMark[];
+  deleted: IDeletedCell[];
+  reviewed: number;
+  total: number;
+  diffs: boolean;
+  note: string | null;
+}
+
 const API = 'jupyter-recap/api';
 
 /** The server routes the labextension uses. */
@@ -337,6 +414,21 @@ export class RecapApi {
 
   usage(): Promise<IUsage> {
     return this.request<IUsage>('GET', 'usage');
+  }
+
+  /** The cells of the notebook at `path` changed since the person last looked at them. */
+  changes(path: string): Promise<IChangeReview> {
+    // The query rides on the route's last part: an encoded path has no slash to split on.
+    return this.request<IChangeReview>('GET', `changes${URLExt.objectToQueryString({ path })}`);
+  }
+
+  /** The person has seen these cells of the notebook at `path`: their marks clear. */
+  reviewed(path: string, cellIds: string[], clientId: string): Promise<IChangeReview> {
+    return this.request<IChangeReview>('POST', 'changes', 'reviewed', {
+      path,
+      cell_ids: cellIds,
+      client_id: clientId
+    });
   }
 
   /**

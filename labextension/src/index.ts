@@ -2,13 +2,14 @@
  * jupyter_recap's JupyterLab 4 / Notebook 7 plugin.
  *
  * It tells the server which notebook the person is looking at (focus) and when they type in
- * one (input), shows the kernel's recap banner directly above the active cell, and (servers with
+ * one (input), shows the kernel's recap banner directly above the active cell, marks the cells
+ * changed while the person was away until they are reviewed (review.ts), and (servers with
  * the `agents` feature) an "Agents" side panel with notifications while the person is away.
  * Without the server extension it warns once and does nothing else: recaps then appear inline
  * only.
  */
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { Notification } from '@jupyterlab/apputils';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker, type NotebookPanel } from '@jupyterlab/notebook';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { UUID } from '@lumino/coreutils';
@@ -23,6 +24,8 @@ import { NotebookOpener } from './open';
 import { OutsideLine, OutsideSeen } from './outside';
 import { AgentsPanel } from './panel';
 import { DiskReload } from './reload';
+import type { NotebookReview } from './review';
+import { addReviewCommands, ChangeReviews } from './reviewcommands';
 import { SeenReporter } from './seen';
 import { RecapSettings } from './settings';
 
@@ -48,6 +51,8 @@ export interface IRecapClient {
   /** The agents board and its panel (servers with the `agents` feature). */
   readonly agents: AgentsModel | null;
   readonly panel: AgentsPanel | null;
+  /** The review of each notebook's changes: marks, diffs, navigation. */
+  readonly reviews: ChangeReviews;
 }
 
 /**
@@ -111,9 +116,12 @@ export async function startClient(
     agents.rowPushed.connect((_, id) => reporter.recapped(id));
   }
   const seen = new OutsideSeen();
-  // The panel's rows and each notebook's outside line show cells through it, reloading a
-  // notebook from disk when the cell a link names is only there.
-  const opener = new NotebookOpener(app, tracker, new DiskReload(app));
+  // The panel's rows, each notebook's outside line and its review show cells through it,
+  // reloading a notebook from disk when what it shows is older than the file.
+  const disk = new DiskReload(app);
+  const opener = new NotebookOpener(app, tracker, disk);
+  // Not tied to a feature either: a server without the changes route answers 404 once.
+  const reviews = new ChangeReviews({ api, clientId, shell: app.shell, source: agents, disk });
 
   const track = (panel: NotebookPanel): void => {
     if (panel.isDisposed || tracked.has(panel)) {
@@ -128,10 +136,20 @@ export async function startClient(
     if (mount !== null) {
       mounts.set(panel, mount);
     }
+    // Disposed with the panel by `reviews`.
+    const review = reviews.track(panel);
     const outside =
       agents !== null
         ? // eslint-disable-next-line jupyter/require-disposable-ownership -- disposed with the panel
-          new OutsideLine({ panel, source: agents, seen, shell: app.shell, banner: mount, opener })
+          new OutsideLine({
+            panel,
+            source: agents,
+            seen,
+            shell: app.shell,
+            banner: mount,
+            opener,
+            review: review.status
+          })
         : null;
     focus?.track(panel);
     saves.track(panel);
@@ -160,7 +178,7 @@ export async function startClient(
     void model.load();
   }
 
-  return { clientId, capabilities, focus, saves, banners, mounts, agents, panel };
+  return { clientId, capabilities, focus, saves, banners, mounts, agents, panel, reviews };
 }
 
 const plugin: JupyterFrontEndPlugin<void> = {
@@ -170,18 +188,26 @@ const plugin: JupyterFrontEndPlugin<void> = {
     'the Agents panel.',
   autoStart: true,
   requires: [INotebookTracker],
-  optional: [ISettingRegistry],
+  optional: [ISettingRegistry, ICommandPalette],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
-    registry: ISettingRegistry | null
+    registry: ISettingRegistry | null,
+    palette: ICommandPalette | null
   ): void => {
     const settings = new RecapSettings();
     if (registry !== null) {
       void settings.follow(registry, PLUGIN_ID);
     }
+    // The commands exist from the start (their shortcuts are in the settings schema); they act
+    // once the server answered.
+    let reviews: ChangeReviews | null = null;
+    const current = (): NotebookReview | null => reviews?.get(tracker.currentWidget) ?? null;
+    addReviewCommands(app.commands, current, palette);
     // Not awaited: the application's start never waits for the server's answer.
-    void startClient(app, tracker, settings);
+    void startClient(app, tracker, settings).then(client => {
+      reviews = client?.reviews ?? null;
+    });
   }
 };
 

@@ -1,7 +1,10 @@
 /**
- * Telling the person, while they are away, that an agent notebook finished or failed:
- * JupyterLab notifications, optionally the browser's desktop notifications, and `(N) ` in front
- * of the page title while N notebooks need them.
+ * Telling the person, while they are away, that an agent notebook finished or failed, or that an
+ * agent (a chat's, or a CLI agent's in a terminal) waits for their approval: JupyterLab
+ * notifications, optionally the browser's desktop notifications, and `(N) ` in front of the page
+ * title while N rows need them. Which rows need the person, and in which order they come, is the
+ * server's `needs_you` and `attention` (focus/attention.py): the page counts and notifies by
+ * them, with no rule of its own.
  *
  * A notification made while the person is away has to outlive the absence: a toast that closes
  * itself after a few seconds is gone before anyone sees it. So it stays until the person is
@@ -14,7 +17,7 @@ import type { INotebookTracker } from '@jupyterlab/notebook';
 import type { IDisposable } from '@lumino/disposable';
 
 import type { AgentsModel } from './agents';
-import { isChat, rowId, type IAgentRow } from './api';
+import { isChat, isCli, rowId, type IAgentRow } from './api';
 import { chatPath, pageLookedAt } from './focus';
 import { agentName, approvalText, firstLine, firstSentence } from './format';
 import { hasNotebook, type NotebookOpener } from './open';
@@ -67,7 +70,8 @@ export interface INotifierOptions {
 
 /**
  * Notifies once per notebook or chat per absence when a turn ended while the person was away,
- * or a chat's agent started waiting for the person's approval.
+ * or an agent (a chat's, or a CLI agent's) started waiting for the person's approval. Rows are
+ * claimed in the server's attention order, so approvals come first.
  */
 export class Notifier implements IDisposable {
   constructor(options: INotifierOptions) {
@@ -292,6 +296,9 @@ export class Notifier implements IDisposable {
     if (isChat(row)) {
       return chatPath(current) === row.path;
     }
+    if (isCli(row) && !hasNotebook(row.path)) {
+      return false; // answered in the agent's terminal: nothing in the page is it
+    }
     const panel = this._options.tracker.find(candidate => candidate === current);
     if (panel === undefined) {
       return false;
@@ -339,12 +346,15 @@ function withDetail(what: string, detail: string): string {
  * What a notice says after the row's name. A notebook: `the agent finished — <first sentence>` /
  * `the agent failed — <first sentence or error>`. A chat: `Claude is waiting for your approval —
  * <tool call>`, `Claude finished while you were away — <first sentence>`, `Claude errored while
- * you were away — <first sentence or error>`. Server and model text is made plain (text.ts)
+ * you were away — <first sentence or error>`. A CLI agent's wait, on a notebook's row or its
+ * own, whose line names the agent and where to answer: `waiting for your approval — Bash rm -rf
+ * build/ (Claude Code, answer in its terminal)`. Server and model text is made plain (text.ts)
  * before its first sentence or line is taken.
  */
 export function noticeBody(row: IAgentRow): string {
   if (row.needs_you === 'approval') {
-    return withDetail(`${agentName(row)} is waiting for your approval`, approvalText(row));
+    const who = isChat(row) ? `${agentName(row)} is waiting` : 'waiting';
+    return withDetail(`${who} for your approval`, approvalText(row));
   }
   const recap = freshRecap(row);
   const sentence = recap !== null ? firstSentence(plainText(recap)) : '';
@@ -423,9 +433,10 @@ function forgetOthers(present: Set<string>): void {
 const memory = new Map<string, INotified>();
 
 /**
- * `(N) ` in front of the page title while N > 0 rows (notebooks and chats) need the person.
- * JupyterLab rewrites the
- * title whenever the current widget changes, so the `<title>` is watched and the prefix put back.
+ * `(N) ` in front of the page title while N > 0 rows (notebooks, chats, CLI agents) need the
+ * person, those the server left out of its bound included (`AgentsModel.needing`). JupyterLab
+ * rewrites the title whenever the current widget changes, so the `<title>` is watched and the
+ * prefix put back.
  */
 export class TitleCount implements IDisposable {
   constructor(
@@ -460,7 +471,7 @@ export class TitleCount implements IDisposable {
   }
 
   private _apply(): void {
-    const count = this._model.rows.filter(row => row.needs_you !== null).length;
+    const count = this._model.needing;
     const wanted =
       !this._disposed && this._settings.current.titleCount && count > 0 ? `(${count}) ` : '';
     let title = document.title;

@@ -75,6 +75,11 @@ export interface IOutsideLineOptions {
   banner?: IBannerView | null;
   /** Shows the cell a link names, reloading the notebook from disk when the cell is only there. */
   opener: Pick<NotebookOpener, 'showCell'>;
+  /**
+   * Shown after the line's text while the line shows: the review's count of changed cells, its
+   * arrows and its deleted cells (reviewstatus.ts), an element its owner keeps up to date.
+   */
+  review?: { readonly node: HTMLElement } | null;
 }
 
 /** Keeps the outside line of one notebook panel. */
@@ -86,6 +91,7 @@ export class OutsideLine implements IDisposable {
     this._shell = options.shell;
     this._banner = options.banner ?? null;
     this._opener = options.opener;
+    this._review = options.review ?? null;
     this._holder = new Widget();
     this._holder.addClass('jp-RecapBanner');
     this._holder.addClass(HOLDER_CLASS);
@@ -171,6 +177,9 @@ export class OutsideLine implements IDisposable {
     text.className = 'jp-RecapBanner-outsideText';
     appendLinked(text, entry.text, entry.links, cellLink);
     this._line.appendChild(text);
+    if (this._review !== null) {
+      this._line.appendChild(this._review.node);
+    }
     this._line.appendChild(closeButton());
     this._shown = true;
     this._place();
@@ -259,6 +268,7 @@ export class OutsideLine implements IDisposable {
   private readonly _shell: JupyterFrontEnd.IShell;
   private readonly _banner: IBannerView | null;
   private readonly _opener: Pick<NotebookOpener, 'showCell'>;
+  private readonly _review: { readonly node: HTMLElement } | null;
   private readonly _holder: Widget;
   private readonly _line: HTMLElement;
   private _shown = false;

@@ -1,11 +1,16 @@
 /**
- * The "Agents" side panel: which agent notebooks and Jupyter AI chats finished, failed, or need
- * the person (a chat waiting for the approval of a tool call first).
+ * The "Agents" side panel: which agent notebooks, Jupyter AI chats and CLI agents finished,
+ * failed, or need the person (an agent waiting for the approval of a tool call first).
  *
- * One `<li>` per row of the board, in the server's order, then "+N more" when the server left
- * rows out of its bound. Above the list a header (title, controls), below it one line of what
- * recaps cost today: both stay in view while the list between them scrolls, so with seventy
- * notebooks the title and the day's cost are still where they were.
+ * One `<li>` per row of the board, in the server's attention order, then "+N more" when the
+ * server left rows out of its bound: how many, how many of those need the person, and how they
+ * come into view. Above the list a header (title, controls), below it one line of what recaps
+ * cost today: both stay in view while the list between them scrolls, so with seventy notebooks
+ * the title and the day's cost are still where they were.
+ *
+ * A CLI agent's row (`kind` `cli`: Claude Code or Codex waiting for approval in a terminal, where
+ * no notebook row can show it) names the agent and its folder; a click opens the notebook the
+ * waiting call names, or says where to answer.
  *
  * A row is compact, two lines (name and time; state and the first line of the recap), so about
  * twenty fit a 900 px panel. The rest of it (chat agent, path, the outside line, progress, where
@@ -23,9 +28,10 @@ import type { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
 import type { AgentsModel } from './agents';
-import { isChat, rowId, type IAgentLink, type IAgentRow } from './api';
+import { isChat, isCli, rowId, type IAgentLink, type IAgentRow } from './api';
 import {
   agentLine,
+  agentName,
   ago,
   appendLinked,
   approvalText,
@@ -34,6 +40,7 @@ import {
   LEFT_OUT_TITLE,
   leftOutText,
   NO_NOTEBOOK,
+  shownCount,
   shownProgress,
   stateText,
   stopLine,
@@ -108,6 +115,8 @@ export class AgentsPanel extends Widget {
     this._list.addEventListener('keydown', this);
     this._more = part('div', 'jp-RecapAgents-more', body);
     this._more.hidden = true;
+    this._moreHint = part('div', 'jp-RecapAgents-moreHint', body);
+    this._moreHint.hidden = true;
     this._usage = part('div', 'jp-RecapAgents-usage', this.node);
     this._usage.hidden = true;
 
@@ -146,7 +155,7 @@ export class AgentsPanel extends Widget {
         // Opening "" would open an empty, broken tab: say why nothing opens instead.
         const note = li.querySelector<HTMLElement>('.jp-RecapAgents-note');
         if (note !== null) {
-          note.textContent = NO_NOTEBOOK;
+          note.textContent = isCli(row) ? cliNoNotebook(row) : NO_NOTEBOOK;
           note.hidden = false;
         }
       }
@@ -318,9 +327,9 @@ export class AgentsPanel extends Widget {
     const details = part('div', 'jp-RecapAgents-details', li);
     details.id = `jp-RecapAgents-details-${++detailsCount}`;
     toggle.setAttribute('aria-controls', details.id);
-    if (isChat(row)) {
+    if (isChat(row) || isCli(row)) {
       const agent = part('div', 'jp-RecapAgents-agent', details);
-      agent.textContent = agentLine(row);
+      agent.textContent = isChat(row) ? agentLine(row) : agentName(row);
       agent.title = agent.textContent;
     }
     this._renderPath(li, details, row);
@@ -383,12 +392,20 @@ export class AgentsPanel extends Widget {
     }
   }
 
-  /** "+N more" after the list: rows the server left out to keep its bound (none: hidden). */
+  /**
+   * "+N more" after the list: rows the server left out to keep its bound (none: hidden). When
+   * some of them need the person, it says how many, and below it how they come into view.
+   */
   private _renderMore(): void {
-    const text = leftOutText(this._model.leftOut);
+    const { leftOut, leftOutNeeding } = this._model;
+    const needing = moreNeedingText(leftOut, leftOutNeeding);
+    const text = needing || leftOutText(leftOut);
     this._more.textContent = text;
-    this._more.title = text ? LEFT_OUT_TITLE : '';
+    this._more.title = !text ? '' : needing ? MORE_NEEDING_TITLE : LEFT_OUT_TITLE;
     this._more.hidden = !text;
+    this._more.classList.toggle('jp-mod-needsYou', needing !== '');
+    this._moreHint.textContent = needing ? MORE_NEEDING_HINT : '';
+    this._moreHint.hidden = !needing;
   }
 
   /** The parts of a row that change with the clock alone. */
@@ -412,17 +429,18 @@ export class AgentsPanel extends Widget {
 
   /**
    * The row's classes and data attributes: `jp-RecapAgents-row` always, `-chat` for a chat,
-   * `-waiting` while a chat waits for approval, `jp-mod-needsYou` while the row needs the person;
-   * `data-row-id`, `data-kind`, `data-state`, `data-needs-you`, and a notebook row's
-   * `data-kernel-id`.
+   * `-cli` for a CLI agent's own row, `-waiting` while an agent waits for approval,
+   * `jp-mod-needsYou` while the row needs the person; `data-row-id`, `data-kind`, `data-state`,
+   * `data-needs-you`, and a notebook row's `data-kernel-id`.
    */
   private _markRow(li: HTMLLIElement, row: IAgentRow): void {
     li.className = 'jp-RecapAgents-row'; // `jp-mod-expanded` is set again after (_showExpanded)
     li.classList.toggle('jp-RecapAgents-row-chat', isChat(row));
+    li.classList.toggle('jp-RecapAgents-row-cli', isCli(row));
     li.classList.toggle('jp-RecapAgents-row-waiting', row.state === 'waiting');
     li.classList.toggle('jp-mod-needsYou', row.needs_you !== null);
     li.dataset.rowId = rowId(row);
-    li.dataset.kind = isChat(row) ? 'chat' : 'notebook';
+    li.dataset.kind = isChat(row) ? 'chat' : isCli(row) ? 'cli' : 'notebook';
     li.dataset.state = row.state;
     setData(li, 'kernelId', row.kernel_id);
     setData(li, 'needsYou', row.needs_you);
@@ -430,9 +448,15 @@ export class AgentsPanel extends Widget {
 
   /**
    * The row's notebook (or chat) path, and what a click on the row does (its tooltip). A kernel
-   * started on its own has no notebook: the row says so, and a click shows why nothing opens.
+   * started on its own has no notebook: the row says so, and a click shows why nothing opens. A
+   * CLI agent's row shows the agent's folder, and with no notebook says where to answer.
    */
   private _renderPath(li: HTMLLIElement, details: HTMLElement, row: IAgentRow): void {
+    if (isCli(row) && row.folder) {
+      const folder = part('div', 'jp-RecapAgents-folder', details);
+      folder.textContent = `in ${plainText(row.folder)}`;
+      folder.title = folder.textContent;
+    }
     const path = part('div', 'jp-RecapAgents-path', details);
     if (hasNotebook(row.path)) {
       path.textContent = plainText(row.path);
@@ -441,9 +465,10 @@ export class AgentsPanel extends Widget {
       li.removeAttribute('aria-disabled');
       return;
     }
+    const nothing = isCli(row) ? cliNoNotebook(row) : NO_NOTEBOOK;
     path.textContent = 'no notebook';
     path.classList.add('jp-mod-noNotebook');
-    li.title = NO_NOTEBOOK;
+    li.title = nothing;
     li.setAttribute('aria-disabled', 'true');
     // Filled on a click; a status, so a screen reader says it as it appears. Not among the
     // details: a compact row shows it too.
@@ -544,12 +569,43 @@ export class AgentsPanel extends Widget {
   private readonly _message: HTMLElement;
   private readonly _list: HTMLUListElement;
   private readonly _more: HTMLElement;
+  private readonly _moreHint: HTMLElement;
   private readonly _usage: HTMLElement;
   private readonly _views = new Map<string, IRowView>();
   /** The ids of the rows the person expanded. */
   private readonly _expanded = new Set<string>();
   private _clock = 0;
   private _period = 0;
+}
+
+/** The tooltip of the "+N more" line when some of the rows left out need the person. */
+export const MORE_NEEDING_TITLE =
+  'The panel holds at most c.RecapServer.max_agents rows (64 unless the server sets it). ' +
+  'The title counts every row that needs you, those not shown too.';
+
+/** How rows that need the person and were left out come into view (below "+N more"). */
+export const MORE_NEEDING_HINT =
+  'They take the place of rows above as you look at those (open a notebook, answer an ' +
+  'agent); to show more at once, raise c.RecapServer.max_agents.';
+
+/**
+ * "+N more" when some of the rows left out need the person: `+6 more need you, not shown`, or
+ * `+9 more not shown, 6 of them need you`; '' when none of them does (or nothing was left out).
+ */
+export function moreNeedingText(leftOut: number | null, needing: number): string {
+  if (leftOut === null || !(leftOut > 0) || !(needing > 0)) {
+    return '';
+  }
+  const shown = Math.min(needing, leftOut);
+  if (shown >= leftOut) {
+    return `+${shownCount(leftOut)} more need you, not shown`;
+  }
+  return `+${shownCount(leftOut)} more not shown, ${shownCount(shown)} of them need you`;
+}
+
+/** Where to answer a CLI agent's row that has no notebook to open. */
+function cliNoNotebook(row: IAgentRow): string {
+  return `Answer ${agentName(row)} in its terminal: this row has no notebook to open.`;
 }
 
 /** A link to a cell of the row's notebook (the list's click handler follows it). */

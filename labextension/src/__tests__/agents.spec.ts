@@ -25,8 +25,11 @@ class FakeServer {
     version: this.version,
     agents: this.rows,
     outside: this.outside,
-    ...(this.leftOut === undefined ? {} : { left_out: this.leftOut as number })
+    ...(this.leftOut === undefined ? {} : { left_out: this.leftOut as number }),
+    ...(this.leftOutNeeding === undefined ? {} : { left_out_needing: this.leftOutNeeding })
   }));
+  /** Of those left out, how many need the person (undefined: the server says nothing of it). */
+  leftOutNeeding: number | undefined = undefined;
   readonly agent = jest.fn(async (id: string): Promise<IAgentAnswer> => {
     const found = this.rows.find(r => r.id === id);
     if (found === undefined) {
@@ -103,9 +106,30 @@ describe('sortRows', () => {
       'chat:new.chat',
       'chat:old.chat',
       'chat:looked.chat',
+      'needs', // errored while away: before a turn that finished (the attention order)
       'chat:done.chat',
-      'needs',
       'running'
+    ]);
+  });
+
+  it("follows the server's attention and nothing of its own", () => {
+    // The server's place wins over what the row's other fields would suggest: the page has no
+    // second rule to disagree with it.
+    const older = row('older-server', { needs_you: 'errored' });
+    delete older.attention;
+    const rows = [
+      row('says-running', { state: 'running', attention: { rank: 3, at: 900 } }),
+      row('says-first', { state: 'idle', attention: { rank: 0, at: 10 } }),
+      row('says-errored', { needs_you: 'finished', attention: { rank: 1, at: 20 } }),
+      older,
+      row('says-errored-later', { attention: { rank: 1, at: 30 } })
+    ];
+    expect(sortRows(rows).map(r => r.kernel_id)).toEqual([
+      'says-first',
+      'says-errored-later',
+      'says-errored',
+      'says-running',
+      'older-server' // no attention (an older server): last
     ]);
   });
 
@@ -329,6 +353,28 @@ describe('AgentsModel: rows by id, and the outside activity of notebooks', () =>
     expect(model.outsideFor('nan.ipynb')).toBeNull();
     expect(model.outsideFor('null.ipynb')).toBeNull();
     expect(model.outsideFor('c.ipynb')).toBeNull();
+  });
+
+  it('counts every row that needs the person, those the server left out included', async () => {
+    // Seventy notebooks finished while the person was away; the board holds sixty-four.
+    server.rows = Array.from({ length: 64 }, (_, n) =>
+      row(`k${n}`, { needs_you: 'finished', state: 'finished', turn_ended: 100 + n })
+    );
+    server.leftOut = 6;
+    server.leftOutNeeding = 6;
+    await model.load();
+    expect(model.rows).toHaveLength(64);
+    expect([model.leftOut, model.leftOutNeeding]).toEqual([6, 6]);
+    expect(model.needing).toBe(70);
+    // The person looked at a row shown: it left, and one of those left out took its place.
+    server.rows[0] = row('k64', { needs_you: 'finished', state: 'finished', turn_ended: 99 });
+    server.leftOutNeeding = 5;
+    await model.load();
+    expect(model.needing).toBe(69);
+    // A count past the rows left out is the server's mistake: never more than they are.
+    server.leftOutNeeding = 60;
+    await model.load();
+    expect(model.leftOutNeeding).toBe(6);
   });
 
   it('reads the whole list again when a full board drops a row, so "+N more" follows', async () => {

@@ -2,7 +2,7 @@
  * Shared fakes of the unit tests: rows of the agents board, controllable promises, and the
  * page's visibility and window focus (what the plugin reads to decide "looked at").
  */
-import type { IAgentRow } from '../api';
+import type { IAgentRow, IAttention } from '../api';
 import { NotebookOpener } from '../open';
 
 /** An opener whose `open` (a notebook at a cell) and `openChat` are mocks; `openRow` is real. */
@@ -13,8 +13,37 @@ export function fakeOpener(open: jest.Mock = jest.fn(async () => undefined)): Fa
   return Object.assign(opener, { open, openChat: jest.fn(async () => undefined) });
 }
 
-/** A notebook's row of the agents board, idle unless `fields` say otherwise. */
+/**
+ * The `attention` the server sends with a row (jupyter_recap/focus/attention.py, the rows'
+ * `attention_at`), for fixtures: waiting for approval, errored while away, finished while away,
+ * running, seen; within a rank, the unseen turn's end or the latest activity.
+ */
+export function attentionOf(row: IAgentRow): IAttention {
+  const { needs_you: needs, state } = row;
+  const rank =
+    needs === 'approval' || state === 'waiting'
+      ? 0
+      : needs === 'errored'
+        ? 1
+        : needs === 'finished'
+          ? 2
+          : state === 'running' || state === 'restarting'
+            ? 3
+            : 4;
+  const at = rank === 1 || rank === 2 ? (row.turn_ended ?? 0) : row.last_activity || row.updated;
+  return { rank, at };
+}
+
+/**
+ * A notebook's row of the agents board, idle unless `fields` say otherwise; its `attention` is
+ * the server's for those fields unless they give one.
+ */
 export function row(kernelId: string, fields: Partial<IAgentRow> = {}): IAgentRow {
+  const built = rowFields(kernelId, fields);
+  return { ...built, attention: fields.attention ?? attentionOf(built) };
+}
+
+function rowFields(kernelId: string, fields: Partial<IAgentRow>): IAgentRow {
   return {
     id: kernelId,
     kind: 'notebook',
@@ -55,6 +84,27 @@ export function chatRow(path: string, fields: Partial<IAgentRow> = {}): IAgentRo
     name: path.split('/').pop() ?? path,
     agent: 'Claude',
     model: 'claude-sonnet-4',
+    ...fields
+  });
+}
+
+/**
+ * A CLI agent's own row (`cli:<digest>`, no kernel): a session waiting for approval where no
+ * notebook row shows it, in `folder`.
+ */
+export function cliRow(digest: string, fields: Partial<IAgentRow> = {}): IAgentRow {
+  return row('', {
+    id: `cli:${digest}`,
+    kind: 'cli',
+    kernel_id: null,
+    path: '',
+    name: 'scripts',
+    folder: '/srv/scripts',
+    agent: 'Claude Code',
+    state: 'waiting',
+    needs_you: 'approval',
+    notice: 1,
+    approval: 'Bash rm -rf build/ (Claude Code, answer in its terminal)',
     ...fields
   });
 }

@@ -3,18 +3,19 @@ import { Notification } from '@jupyterlab/apputils';
 import type { INotebookTracker } from '@jupyterlab/notebook';
 import { Signal } from '@lumino/signaling';
 
-import type { AgentsModel } from '../agents';
-import type { IAgentRow } from '../api';
+import { AgentsModel } from '../agents';
+import type { IAgentList, IAgentRow, RecapApi } from '../api';
 import {
   desktopPermission,
   noticeBody,
+  noticeType,
   Notifier,
   RECAP_WAIT_MS,
   SEEN_CLOSE_MS,
   TitleCount
 } from '../notify';
 import type { RecapSettings } from '../settings';
-import { chatRow, fakeOpener, flush, row, setPage, unsafeIn } from './helpers';
+import { chatRow, cliRow, fakeOpener, flush, row, setPage, unsafeIn } from './helpers';
 
 jest.mock('@jupyterlab/apputils', () => ({
   Notification: { emit: jest.fn(), update: jest.fn(), dismiss: jest.fn() }
@@ -42,8 +43,15 @@ function resetNotifications(): void {
 /** The agents board as the notifier reads it. */
 class FakeModel {
   rows: IAgentRow[] = [];
+  /** Of the rows the server left out of its bound, those that need the person. */
+  leftOutNeeding = 0;
   readonly changed = new Signal<FakeModel, void>(this);
   readonly loaded = new Signal<FakeModel, { first: boolean }>(this);
+
+  /** As AgentsModel counts: the rows here the server says need the person, and the left out. */
+  get needing(): number {
+    return this.rows.filter(r => r.needs_you !== null).length + this.leftOutNeeding;
+  }
 
   get(id: string): IAgentRow | undefined {
     return this.rows.find(r => r.id === id);
@@ -870,6 +878,82 @@ describe('noticeBody of a chat', () => {
   });
 });
 
+describe('noticeBody of a CLI agent waiting for approval', () => {
+  const line = 'Bash rm -rf build/ (Claude Code, answer in its terminal)';
+
+  it("says what waits and where to answer, on its own row or a notebook's", () => {
+    expect(noticeBody(cliRow('a1'))).toBe(`waiting for your approval — ${line}`);
+    const notebook = row('k', { state: 'waiting', needs_you: 'approval', approval: line });
+    expect(noticeBody(notebook)).toBe(`waiting for your approval — ${line}`);
+    expect(noticeType(notebook)).toBe('warning');
+  });
+});
+
+describe('Notifier: CLI agents', () => {
+  let model: FakeModel;
+  let notifier: Notifier;
+  const opener = fakeOpener();
+  const notebookPanel = { sessionContext: { session: null }, context: { path: 'other.ipynb' } };
+
+  beforeEach(() => {
+    jest.useFakeTimers();
+    resetNotifications();
+    window.localStorage.clear();
+    model = new FakeModel();
+    notifier = new Notifier({
+      model: model as unknown as AgentsModel,
+      settings: {
+        current: { notifications: true, desktopNotifications: false, titleCount: true }
+      } as unknown as RecapSettings,
+      opener,
+      shell: { currentWidget: notebookPanel } as unknown as JupyterFrontEnd.IShell,
+      tracker: { find: () => notebookPanel } as unknown as INotebookTracker,
+      clientId: 'page-1'
+    });
+    model.load([], true);
+  });
+
+  afterEach(() => {
+    notifier.dispose();
+    jest.useRealTimers();
+  });
+
+  it("notifies a CLI agent's wait at once, even with the person on the page in a notebook", () => {
+    // The answer is in a terminal: no notebook the person looks at is it.
+    setPage({ visible: true, focused: true });
+    model.set([cliRow('a1')]);
+    expect(emit.mock.calls.map(call => call.slice(0, 2))).toEqual([
+      [
+        'scripts: waiting for your approval — Bash rm -rf build/ (Claude Code, answer in its terminal)',
+        'warning'
+      ]
+    ]);
+    // No notebook to open: no "Open" button that would do nothing.
+    expect(emit.mock.calls[0][2].actions).toEqual([]);
+    // The wait ends (its row leaves the board): the notification goes.
+    model.set([]);
+    expect(dismiss).toHaveBeenCalledWith(emit.mock.results[0].value);
+  });
+
+  it("notifies in the server's order: the approval before a turn that finished", () => {
+    setPage({ visible: false, focused: false });
+    const recap = { text: 'Trained. Next: tune.', model: 'm', at: 1_001, links: [] };
+    const done = row('k-order', {
+      name: 'train.ipynb',
+      state: 'finished',
+      needs_you: 'finished',
+      notice: 1,
+      turn_ended: 1_000,
+      recap
+    });
+    model.set([cliRow('b2'), done]);
+    expect(emit.mock.calls.map(call => call[0] as string)).toEqual([
+      'scripts: waiting for your approval — Bash rm -rf build/ (Claude Code, answer in its terminal)',
+      'train.ipynb: the agent finished — Trained.'
+    ]);
+  });
+});
+
 describe('Notifier: chats', () => {
   let model: FakeModel;
   let notifier: Notifier;
@@ -1083,6 +1167,35 @@ describe('TitleCount', () => {
     expect(document.title).toBe('(1) (3) unread - Mail');
     model.set([]);
     expect(document.title).toBe('(3) unread - Mail');
+  });
+
+  it('counts the rows the server left out of its bound that need the person', () => {
+    model.leftOutNeeding = 6;
+    model.set(Array.from({ length: 64 }, (_, n) => needing(`k${n}`)));
+    expect(document.title).toBe('(70) JupyterLab');
+  });
+
+  it("says (70) at 70 notebooks that need the person, from the server's own list", async () => {
+    // The real model, fed what the server answers at seventy: sixty-four rows, six left out.
+    const list: IAgentList = {
+      now: 1_000,
+      version: 3,
+      agents: Array.from({ length: 64 }, (_, n) => needing(`k${n}`)),
+      outside: {},
+      left_out: 6,
+      left_out_needing: 6,
+      needing: 70
+    };
+    const api = { agents: async () => list } as unknown as RecapApi;
+    const real = new AgentsModel(api, null, false);
+    counter.dispose(); // this test's title count reads the real model instead
+    counter = new TitleCount(real, settings as unknown as RecapSettings);
+    try {
+      await real.load();
+      expect(document.title).toBe('(70) JupyterLab');
+    } finally {
+      real.dispose();
+    }
   });
 
   it('follows the setting, and takes the number away when disposed', () => {

@@ -3,9 +3,9 @@ import { Signal } from '@lumino/signaling';
 import type { AgentsModel } from '../agents';
 import type { IAgentRow, IUsage } from '../api';
 import { LEFT_OUT_TITLE } from '../format';
-import { AgentsPanel, EXPANDED_CLASS } from '../panel';
+import { AgentsPanel, EXPANDED_CLASS, MORE_NEEDING_HINT, MORE_NEEDING_TITLE } from '../panel';
 import { RecapSettings } from '../settings';
-import { chatRow, fakeOpener, row, unsafeIn, type FakeOpener } from './helpers';
+import { chatRow, cliRow, fakeOpener, row, unsafeIn, type FakeOpener } from './helpers';
 
 /** Every character text.ts removes one by one: C0 but tab and newline, DEL, C1, bidi marks. */
 const UNSAFE_CHARS = [
@@ -45,6 +45,7 @@ class FakeUsage {
 class FakeModel {
   rows: IAgentRow[] = [];
   leftOut: number | null = null;
+  leftOutNeeding = 0;
   isLoaded = true;
   loadFailed = false;
   readonly usage = new FakeUsage();
@@ -478,8 +479,82 @@ describe('AgentsPanel', () => {
     });
   });
 
+  describe('CLI agents waiting for approval', () => {
+    const byId = (id: string): HTMLElement =>
+      panel.node.querySelector<HTMLElement>(`li[data-row-id="${id}"]`)!;
+    const partOf = (id: string, name: string): HTMLElement | null =>
+      byId(id).querySelector<HTMLElement>(`.jp-RecapAgents-${name}`);
+    const line = 'Bash rm -rf build/ (Claude Code, answer in its terminal)';
+
+    it('show a row of its own: what waits, who, where, and where to answer it', () => {
+      model.set([cliRow('a1', { last_activity: 1_000 - 30 }), row('k', { state: 'running' })]);
+      const li = byId('cli:a1');
+      expect(panel.node.querySelector('li')).toBe(li); // in the server's order: first
+      expect(li.dataset.kind).toBe('cli');
+      expect(li.classList).toContain('jp-RecapAgents-row-cli');
+      expect(li.classList).toContain('jp-RecapAgents-row-waiting');
+      expect(li.classList).toContain('jp-mod-needsYou');
+      expect(li.dataset.kernelId).toBeUndefined();
+      expect(partOf('cli:a1', 'name')?.textContent).toBe('scripts');
+      expect(partOf('cli:a1', 'stateText')?.textContent).toBe(`waiting for your approval: ${line}`);
+      expect(partOf('cli:a1', 'stateText')?.title).toBe(line);
+      expect(partOf('cli:a1', 'agent')?.textContent).toBe('Claude Code');
+      expect(partOf('cli:a1', 'folder')?.textContent).toBe('in /srv/scripts');
+      expect(partOf('cli:a1', 'dot')?.title).toBe('Waiting for your approval');
+      // Nothing to open: a click says where the answer goes.
+      const where = 'Answer Claude Code in its terminal: this row has no notebook to open.';
+      expect(li.title).toBe(where);
+      li.click();
+      expect(open).not.toHaveBeenCalled();
+      expect(partOf('cli:a1', 'note')?.textContent).toBe(where);
+    });
+
+    it('open the notebook a waiting call names', () => {
+      model.set([cliRow('a2', { path: 'work/churn.ipynb', name: 'churn.ipynb' })]);
+      expect(partOf('cli:a2', 'path')?.textContent).toBe('work/churn.ipynb');
+      byId('cli:a2').click();
+      expect(open).toHaveBeenCalledWith('work/churn.ipynb', null);
+    });
+
+    it("show on a notebook's row as the same line", () => {
+      model.set([row('k', { state: 'waiting', needs_you: 'approval', approval: line })]);
+      expect(text('k', 'stateText')).toBe(`waiting for your approval: ${line}`);
+      expect(li('k').dataset.kind).toBe('notebook');
+      expect(li('k').classList).toContain('jp-RecapAgents-row-waiting');
+    });
+  });
+
   describe('"+N more"', () => {
     const more = (): HTMLElement => panel.node.querySelector<HTMLElement>('.jp-RecapAgents-more')!;
+    const hint = (): HTMLElement =>
+      panel.node.querySelector<HTMLElement>('.jp-RecapAgents-moreHint')!;
+
+    it('says how many of those left out need the person, and how to see them', () => {
+      // Seventy notebooks need the person; the board holds sixty-four.
+      model.leftOut = 6;
+      model.leftOutNeeding = 6;
+      model.set(Array.from({ length: 64 }, (_, n) => row(`k${n}`, { needs_you: 'finished' })));
+      expect(panel.node.querySelectorAll('li')).toHaveLength(64);
+      expect(more().hidden).toBe(false);
+      expect(more().textContent).toBe('+6 more need you, not shown');
+      expect(more().classList).toContain('jp-mod-needsYou');
+      expect(more().title).toBe(MORE_NEEDING_TITLE);
+      expect(hint().hidden).toBe(false);
+      expect(hint().textContent).toBe(MORE_NEEDING_HINT);
+      expect(MORE_NEEDING_HINT).toContain('as you look at those');
+      expect(MORE_NEEDING_HINT).toContain('c.RecapServer.max_agents');
+      // Some of them idle: how many in all, and how many of them need the person.
+      model.leftOut = 9;
+      model.set([row('k')]);
+      expect(more().textContent).toBe('+9 more not shown, 6 of them need you');
+      // None needs the person any more: the line of idle rows, and no hint.
+      model.leftOutNeeding = 0;
+      model.set([row('k')]);
+      expect(more().textContent).toBe('+9 more notebooks not shown (idle)');
+      expect(more().classList).not.toContain('jp-mod-needsYou');
+      expect(hint().hidden).toBe(true);
+      expect(hint().textContent).toBe('');
+    });
 
     it('says after the last row how many the server left out, and why in its tooltip', () => {
       model.leftOut = 6;
