@@ -341,7 +341,9 @@ export class NotebookReview implements IDisposable {
     }
     this._diskTried = key;
     const first = open[0];
+    this._reloading = true;
     void this._disk.reloadFor(this._panel, first.cell_id).then(reloaded => {
+      this._reloading = false;
       if (reloaded) {
         this._render();
       }
@@ -523,11 +525,17 @@ export class NotebookReview implements IDisposable {
 
   /** The active or selected cells: reviewed, when the person looks at the notebook. */
   private _onSelection(): void {
-    if (!this._lookedAt()) {
+    // A reload from disk replaces every cell widget, and the selection moves as they go: that
+    // is the page's doing, not the person looking at a cell.
+    if (!this._lookedAt() || this._reloading) {
       return;
     }
     const notebook = this._panel.content;
+    const current = new Set<Cell>(this._cellsInOrder());
     for (const [id, { cell }] of [...this._marks]) {
+      if (!current.has(cell)) {
+        continue;
+      }
       if (cell === notebook.activeCell || notebook.isSelected(cell)) {
         this._reviewed(id);
       }
@@ -626,6 +634,7 @@ export class NotebookReview implements IDisposable {
   private readonly _server: { missing: boolean };
   private readonly _disk: IDiskReload | null;
   private _diskTried = '';
+  private _reloading = false;
   private readonly _observer: IntersectionObserver | null = null;
   private _review: IChangeReview | null = null;
   /** The marked cells: their widget and their label. */
