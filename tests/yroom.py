@@ -192,5 +192,32 @@ class RtcNotebook:
 
         self.room.change(write)
 
+    def delete(self, cell_id: str) -> None:
+        def write(doc: Any) -> None:
+            index = [cell.get("id") for cell in doc["cells"]].index(cell_id)
+            del doc["cells"][index]
+
+        self.room.change(write)
+
+    def ran(self, cell_id: str, count: int, error: str | None = None) -> None:
+        """The cell ran (as a kernel client writes its result into the document): its count,
+        and an error output when ``error`` (``"KeyError: 'region'"``)."""
+        from pycrdt import Map
+
+        def write(doc: Any) -> None:
+            for cell in doc["cells"]:
+                if cell.get("id") == cell_id:
+                    cell["execution_count"] = count
+                    outputs = cell["outputs"]
+                    del outputs[0 : len(outputs)]
+                    if error is not None:
+                        name, _, value = error.partition(": ")
+                        output = {"output_type": "error", "ename": name, "evalue": value}
+                        outputs.append(Map({**output, "traceback": []}))
+                    return
+            raise KeyError(cell_id)
+
+        self.room.change(write)
+
     def close(self) -> None:
         self.room.close()

@@ -258,3 +258,72 @@ def claude_code_edits(lab: LabServer, name: str) -> None:
     if failure:
         raise failure[0]
     assert not worker.is_alive(), "the MCP client did not finish"
+
+
+def test_changes_through_the_shared_document_are_marked_and_the_persons_edit_stays(
+    browser: BrowserContext, lab: LabServer
+) -> None:
+    """The 200-cell review with collaboration on: the person edits cell 5 and leaves without
+    saving; another client of the room that says it is Ada adds cells at 17 and 150, edits 88,
+    writes a failed run into 60 and deletes 120. Back: the four marks name Ada, the deleted cell
+    is listed, next-change visits the four in order, and the person's edit of cell 5 is there."""
+    from reviewkit import active_id, command, start, until_marks
+    from yroom import RtcNotebook
+
+    name = "review-rtc.ipynb"
+    start(lab, name)
+    tab = LabPage.open(browser, lab, name, width=1200, height=900)
+    tab.select_cell(name, 0)
+    mine = 'x_5 = "the person\'s own edit"'
+    tab.page.evaluate(
+        "(text) => window.jupyterapp.shell.currentWidget.content.widgets[5]"
+        ".model.sharedModel.setSource(text)",
+        mine,
+    )
+    with tab.page.expect_response(
+        lambda r: "/jupyter-recap/api/focus" in r.url and reports_unfocused(r.request.post_data)
+    ):
+        tab.set_visible(False)
+
+    ada = RtcNotebook(lab, name, {"username": "ada", "display_name": "Ada"})
+    try:
+        ada.edit("c088", "x_88 = 88 * 2  # doubled")
+        ada.ran("c060", 7, "KeyError: 'region'")
+        ada.delete("c120")
+        ids = ada.cell_ids()
+        ada.insert(ids.index("c149") + 1, "new-150", "plot(x_149)")
+        ada.insert(17, "new-17", "load('2024.csv')")
+        until(lambda: "— by Ada" in (line_of(lab, name) or ""), 60, "the line naming Ada")
+    finally:
+        ada.close()
+
+    tab.set_visible(True)
+    tab.set_window_focus(True)
+    tab.activate(name)
+    until_marks(tab, {"new-17": "added", "c060": "failed", "c088": "edited", "new-150": "added"})
+    labels = tab.page.eval_on_selector_all(
+        ".jp-RecapMark", "nodes => nodes.map(n => n.textContent)"
+    )
+    assert all(label.endswith("— Ada") for label in labels), labels
+    tab.page.wait_for_function(
+        "() => document.querySelector('.jp-RecapBanner-outsideLine')?.textContent"
+        ".includes('0 of 4 reviewed')",
+        timeout=30_000,
+    )
+    visited: list[str] = []
+    for _ in range(4):
+        command(tab, "jupyter-recap:next-change")
+        tab.page.wait_for_function(
+            "(before) => window.jupyterapp.shell.currentWidget.content.activeCell.model.id"
+            " !== before",
+            arg=visited[-1] if visited else "c000",
+            timeout=10_000,
+        )
+        visited.append(active_id(tab))
+    assert visited == ["new-17", "c060", "c088", "new-150"]
+    cell_five = tab.page.evaluate(
+        "() => window.jupyterapp.shell.currentWidget.content.model.cells.get(5).sharedModel"
+        ".getSource()"
+    )
+    assert cell_five == mine
+    assert tab.errors == []
