@@ -98,7 +98,7 @@ def test_a_claude_code_session_on_a_notebook_is_a_turn_of_its_kernel_s_record(
 ) -> None:
     server, tmp = lab
     path = server.write_notebook("churn.ipynb", ["import pandas as pd", "df = load()"])
-    session = {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    session = {"path": path, "type": "notebook", "name": path, "kernel": {"name": "python3"}}
     kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
     kc = server.connect(kernel_id)
     try:
@@ -166,7 +166,7 @@ def test_an_interrupted_claude_code_turn_never_holds_the_notebook_s_recaps(
 ) -> None:
     server, tmp = quiet_lab
     path = server.write_notebook("churn.ipynb", ["import pandas as pd", "df = load()"])
-    session = {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    session = {"path": path, "type": "notebook", "name": path, "kernel": {"name": "python3"}}
     kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
     kc = server.connect(kernel_id)
     row = f"jupyter-recap/api/agents/{kernel_id}"
@@ -262,7 +262,7 @@ def documented_approval(name: str, cwd: Path, **fields: Any) -> dict[str, Any]:
 def loaded_kernel(server: LabServer, path: str) -> tuple[str, Any]:
     """A kernel with jupyter_recap loaded for the notebook at ``path``, its row there, and a tab
     of it reporting that the person looks elsewhere."""
-    session = {"path": path, "type": "notebook", "name": "", "kernel": {"name": "python3"}}
+    session = {"path": path, "type": "notebook", "name": path, "kernel": {"name": "python3"}}
     kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
     kc = server.connect(kernel_id)
     assert stream_text(execute(kc, SETUP)).strip() == "ready"
@@ -338,10 +338,11 @@ def test_a_claude_code_call_waiting_for_approval_tops_the_panel_until_its_result
             root,
             home,
         )
-        # What approve.ipynb's row needs before (a kernel of this module's lab may resume an
-        # earlier test's session there, whose turn then ended while the person was away).
+        # approve.ipynb's row needs nothing before (its kernel's session is named as JupyterLab
+        # names it, so it resumes no other notebook's stored session).
         approve_row = f"jupyter-recap/api/agents/{approve_kernel}"
         before = server.api("GET", approve_row)["agent"]["needs_you"]
+        assert before is None
         # Then a call that waits, through the jupyter launcher as a configuration may name it.
         asked = documented_approval("claude_code_bash", root, session_id="a")
         run_hooks([str(VENV_BIN / "jupyter"), "recap", "hook"], [asked], root, home)
