@@ -69,7 +69,10 @@ _AGENTS_EVENT = {
     "properties": {
         "id": {
             "title": "row id",
-            "description": "The row's kernel id, or chat: and the chat's path.",
+            "description": (
+                "The row's kernel id; chat: and the chat's path; or cli: and a digest of a "
+                "CLI agent's session."
+            ),
             "type": "string",
         },
         "action": {
