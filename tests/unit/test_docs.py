@@ -235,3 +235,20 @@ def test_the_performance_page_holds_the_blocks_figures_writes() -> None:
     again = figures.replace_block(text, "figures", figures.merge_rows(figure_rows, [], [], ""))
     assert again == text
     assert figures.PERFORMANCE_PAGE == DOCS / "performance.md"
+
+
+def test_the_readme_quickstart_is_what_ci_runs() -> None:
+    """The Quickstart's commands exist and run as written, and its test command is the one
+    ``.ci/run`` runs: a newcomer who copies them does what CI does."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```\n(.*?)```", section, re.S)
+    assert block is not None, "the Quickstart has no command block"
+    commands = [line.split("#", 1)[0].split() for line in block.group(1).splitlines()]
+    scripts = {words[0] for words in commands if words}
+    assert {"scripts/demo", "scripts/test"} <= scripts, scripts
+    for script in scripts:
+        assert (ROOT / script).is_file() and (ROOT / script).stat().st_mode & 0o111, script
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert re.search(r"^scripts/test\b", ci, re.M), "CI no longer runs scripts/test"
+    assert ["scripts/test"] in commands  # the whole run, as CI runs it
