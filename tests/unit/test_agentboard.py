@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from manualclock import Clock
 
 from jupyter_recap.focus.board import MAX_ROW_EVENTS, AgentBoard
 from jupyter_recap.focus.validate import (
@@ -22,18 +23,6 @@ from jupyter_recap.focus.validate import (
     parse_report,
 )
 from jupyter_recap.wire import AgentRow, TurnState
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def tick(self, seconds: float = 1.0) -> float:
-        self.now += seconds
-        return self.now
 
 
 class Facts:

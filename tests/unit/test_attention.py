@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from manualclock import Clock
 from strength import examples
 
 from jupyter_recap.focus import attention
@@ -35,14 +36,6 @@ def place(row: AgentRow) -> int:
     if row["state"] in ("running", "restarting"):
         return RULE.index("running")
     return RULE.index("seen")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class World:

@@ -5,17 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from manualclock import Clock
 
 from jupyter_recap.focus.hub import FocusHub
 from jupyter_recap.wire import OutsideEntry
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from manualclock import Clock
 from outsidekit import FakeSink
 from strength import examples
 
@@ -368,14 +369,6 @@ def test_a_session_waits_exactly_while_its_latest_say_is_a_request_for_approval(
 
 
 # -- on the agents board: the server's intake ----------------------------------------------------
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class World:
