@@ -229,8 +229,11 @@ export class NotebookReview implements IDisposable {
     notebook.deselectAll();
     notebook.activeCellIndex = target;
     notebook.scrollToItem(target, 'smart').catch(() => undefined);
-    // Going to the cell that is active already selects nothing new: it is reviewed all the same.
-    this._onSelection();
+    // Going to the cell that is active already selects nothing new: it is reviewed all the same,
+    // and during a reload too (the person pressed for this cell; the page moved nothing).
+    if (this._lookedAt()) {
+      this._reviewSelected();
+    }
     return true;
   }
 
@@ -332,20 +335,32 @@ export class NotebookReview implements IDisposable {
    * notification offers JupyterLab's reload instead); the marks follow the new cells.
    */
   private _bringFromDisk(): void {
-    const open = (this._review?.cells ?? []).filter(mark => !mark.reviewed);
-    // Once per set of marks: an answer asked again brings nothing new from disk, and with
-    // unsaved changes the offer to reload must not come back each time.
-    const key = open.map(mark => mark.cell_id).join('\n');
-    if (this._disk === null || open.length === 0 || key === this._diskTried) {
+    if (this._reloading) {
+      // One reload at a time: a second one would end while the first still replaces cells,
+      // and the selection moving over them would then count as the person's.
+      this._diskAgain = true;
       return;
     }
-    this._diskTried = key;
+    const open = (this._review?.cells ?? []).filter(mark => !mark.reviewed);
+    // Once per set of marks: an answer asked again brings nothing new from disk, and with
+    // unsaved changes the offer to reload must not come back each time. Fewer marks (the
+    // person reviewing them) are not new ones; a newer outside line may be, on the same cells.
+    const fresh = open.some(mark => !this._diskTried.has(mark.cell_id));
+    if (this._disk === null || open.length === 0 || (!fresh && this._diskTriedAt === this._at)) {
+      return;
+    }
+    this._diskTried = new Set(open.map(mark => mark.cell_id));
+    this._diskTriedAt = this._at;
     const first = open[0];
     this._reloading = true;
     void this._disk.reloadFor(this._panel, first.cell_id).then(reloaded => {
       this._reloading = false;
       if (reloaded) {
         this._render();
+      }
+      if (this._diskAgain) {
+        this._diskAgain = false;
+        this._bringFromDisk();
       }
     });
   }
@@ -527,9 +542,12 @@ export class NotebookReview implements IDisposable {
   private _onSelection(): void {
     // A reload from disk replaces every cell widget, and the selection moves as they go: that
     // is the page's doing, not the person looking at a cell.
-    if (!this._lookedAt() || this._reloading) {
-      return;
+    if (this._lookedAt() && !this._reloading) {
+      this._reviewSelected();
     }
+  }
+
+  private _reviewSelected(): void {
     const notebook = this._panel.content;
     const current = new Set<Cell>(this._cellsInOrder());
     for (const [id, { cell }] of [...this._marks]) {
@@ -633,8 +651,12 @@ export class NotebookReview implements IDisposable {
   private readonly _source: IOutsideSource | null;
   private readonly _server: { missing: boolean };
   private readonly _disk: IDiskReload | null;
-  private _diskTried = '';
+  /** The marks, and the outside line, the disk was last looked at for. */
+  private _diskTried = new Set<string>();
+  private _diskTriedAt: number | null = null;
   private _reloading = false;
+  /** An answer came during a reload: look at the disk for it once the reload ends. */
+  private _diskAgain = false;
   private readonly _observer: IntersectionObserver | null = null;
   private _review: IChangeReview | null = null;
   /** The marked cells: their widget and their label. */

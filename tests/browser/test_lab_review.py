@@ -22,7 +22,7 @@ import pytest
 from labfocus import LabPage, reports_unfocused
 from labserver import LabServer
 from playwright.sync_api import BrowserContext
-from reviewkit import active_id, code, command, source, start, until_marks
+from reviewkit import active_id, code, command, marks, source, start, until_marks
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -112,15 +112,21 @@ def test_every_changed_cell_waits_for_review_and_next_change_visits_them(
     tab.page.click(".jp-RecapReview-deletedToggle")
     tab.page.wait_for_selector("text=x_120 = 120", timeout=10_000)
 
-    visited = []
+    visited: list[str] = []
     for press in range(1, 5):
         command(tab, "jupyter-recap:next-change")
-        tab.page.wait_for_function(
-            "(count) => document.querySelectorAll('.jp-Cell[data-recap-change]').length"
-            " === 4 - count",
-            arg=press,
-            timeout=10_000,
-        )
+        try:
+            tab.page.wait_for_function(
+                "(count) => document.querySelectorAll('.jp-Cell[data-recap-change]').length"
+                " === 4 - count",
+                arg=press,
+                timeout=20_000,
+            )
+        except Exception as timeout:
+            raise AssertionError(
+                f"press {press}: marks {marks(tab)}, active {active_id(tab)}, visited {visited}, "
+                f"line {line_text(tab)!r}, requests {[r for r, _ in tab.reports][-12:]}"
+            ) from timeout
         visited.append(active_id(tab))
         if visited[-1] == "c088":
             command(tab, "jupyter-recap:show-change")

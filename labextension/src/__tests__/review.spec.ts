@@ -333,6 +333,85 @@ describe('NotebookReview', () => {
     expect(disk.reloadFor).toHaveBeenCalledTimes(1);
   });
 
+  it('looks at the disk again for a newer outside line, not for marks the person reviewed', async () => {
+    let reloading: (() => void) | null = null;
+    const disk = {
+      reloadFor: jest.fn(
+        (_panel: NotebookPanel, _id: string) =>
+          new Promise<boolean>(resolve => {
+            reloading = () => resolve(false);
+          })
+      )
+    };
+    const review = new NotebookReview({
+      panel: panel.asPanel,
+      api: server,
+      clientId: 'tab-1',
+      shell: shell as unknown as JupyterFrontEnd.IShell,
+      source,
+      disk
+    });
+    reviews.push(review);
+    await flush();
+    expect(disk.reloadFor).toHaveBeenCalledTimes(1);
+    // Pressed while the page looks at the disk: the cell pressed for is reviewed all the same.
+    expect(review.go(1)).toBe(true);
+    expect(markedNow()).toEqual(['c3', 'c5']);
+    reloading!();
+    await flush();
+    // The server hears of it; its answer has fewer marks, and that is no reason to look again.
+    jest.advanceTimersByTime(REVIEW_BATCH_MS);
+    await flush();
+    expect(server.reviewed).toHaveBeenCalledWith(PATH, ['c1'], 'tab-1');
+    expect(disk.reloadFor).toHaveBeenCalledTimes(1);
+    // Away again, a newer line on the same cells: the file may hold newer sources of them.
+    server.change('c3', 'edited');
+    source.set(PATH, 200);
+    await flush();
+    expect(disk.reloadFor).toHaveBeenCalledTimes(2);
+  });
+
+  it('reloads one at a time, and the selection moving during it reviews nothing', async () => {
+    const ends: Array<() => void> = [];
+    const disk = {
+      reloadFor: jest.fn(
+        (_panel: NotebookPanel, _id: string) =>
+          new Promise<boolean>(resolve => {
+            ends.push(() => resolve(true));
+          })
+      )
+    };
+    const review = new NotebookReview({
+      panel: panel.asPanel,
+      api: server,
+      clientId: 'tab-1',
+      shell: shell as unknown as JupyterFrontEnd.IShell,
+      source,
+      disk
+    });
+    reviews.push(review);
+    await flush();
+    expect(disk.reloadFor).toHaveBeenCalledTimes(1);
+    // A newer line arrives while the first reload runs: no second one beside it.
+    source.set(PATH, 300);
+    await flush();
+    expect(disk.reloadFor).toHaveBeenCalledTimes(1);
+    // The reload moves the selection over the marked cells: the page's doing, not a review.
+    notebook.activeCellIndex = 1;
+    notebook.activeCellIndex = 3;
+    expect(markedNow()).toEqual(['c1', 'c3', 'c5']);
+    ends.shift()!();
+    await flush();
+    // Then it looks again, for the newer line; still nothing reviewed by the reload.
+    expect(disk.reloadFor).toHaveBeenCalledTimes(2);
+    notebook.activeCellIndex = 5;
+    expect(markedNow()).toEqual(['c1', 'c3', 'c5']);
+    ends.shift()!();
+    await flush();
+    jest.advanceTimersByTime(REVIEW_BATCH_MS);
+    expect(server.reviewed).not.toHaveBeenCalled();
+  });
+
   describe('marks', () => {
     it('marks each unreviewed cell with what happened to it, and who did it', async () => {
       server.change('c6', 'ran');
