@@ -11,14 +11,14 @@ import json
 import os
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakellm import FakeLLM
 from labfocus import EXT, LabPage
-from labserver import LabServer, offline_lab, running_lab
+from labserver import LabServer, running_lab
 from playwright.sync_api import BrowserContext, expect
 
 pytestmark = pytest.mark.timeout(180)
@@ -46,11 +46,6 @@ jr.todo_write([
     {"text": "migrate the remaining three tables", "status": "pending"},
     {"text": "backfill the v2 audit log", "status": "blocked", "note": "waiting for DBA access"},
 ])"""
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
-    yield from offline_lab(tmp_path_factory.mktemp("labfocus"))
 
 
 def prepare(
