@@ -658,7 +658,7 @@ KEEP = MAX_ENTRY_CHARS - 40  # what clip keeps of a longer text: half head, half
 # drawn about a hundred times per entry kind; 100 a pair took a twentieth of the suite's CPU.
 @pytest.mark.parametrize("entry_kind", ENTRY_KINDS)
 @pytest.mark.parametrize("kind", KINDS)
-@settings(max_examples=max(5, settings.default.max_examples // 4))
+@settings(max_examples=max(5, settings().max_examples // 4))
 @given(data=st.data())
 def test_no_generated_secret_survives_build_context_at_any_offset(
     kind: str, entry_kind: str, data: st.DataObject
