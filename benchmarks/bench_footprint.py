@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from figurelib import figure  # noqa: E402
-from kernelutil import execute, stream_text  # noqa: E402
+from kernelutil import execute, feed_ready, stream_text  # noqa: E402
 from labserver import LabServer, running_lab  # noqa: E402
 
 #: Prints one JSON line: RSS (kB), OS threads, module count, thread names, module names.
@@ -72,19 +72,7 @@ del _t, _t0, _c0
 """
 
 #: Waits until the loaded extension's feed is connected; prints "connected" or why not.
-CONNECTED = """\
-def _recap_wait():
-    import time
-    from jupyter_recap.ipython.extension import extension_for
-    ext = extension_for(get_ipython())
-    deadline = time.time() + 30
-    while not (ext.feed and ext.feed.connected) and time.time() < deadline:
-        time.sleep(0.05)
-    ok = ext.feed and ext.feed.connected
-    print('connected' if ok else (ext.feed and ext.feed.last_error) or ext.feed_problem)
-_recap_wait()
-del _recap_wait
-"""
+CONNECTED = feed_ready(load=False)
 
 
 def probe(kc: Any) -> dict[str, Any]:

@@ -51,17 +51,6 @@ TARGET_MS = 150.0
 TARGET_ROW_S = 2.0
 """From a call waiting for approval to its row saying so: p95."""
 READ_EVERY_S = 0.02
-LOADED = """\
-import time
-%load_ext jupyter_recap
-from jupyter_recap.ipython.extension import extension_for
-ext = extension_for(get_ipython())
-ready = lambda: ext.reporter and ext.reporter.sent and ext.feed and ext.feed.connected
-deadline = time.time() + 60
-while not ready() and time.time() < deadline:
-    time.sleep(0.05)
-print('ready' if ready() else 'not ready')
-"""
 PAYLOAD = {
     "session_id": "7d3c1a52-90b4-4e1f-a8f2-3c5d9e0b6a11",
     "transcript_path": "/home/someone/.claude/projects/-work/7d3c1a52.jsonl",
@@ -129,8 +118,10 @@ def hook_to_row(waits: int) -> list[float]:
     """Seconds from each ``PermissionRequest`` hook's start to its notebook's row saying that
     the call waits for approval (see the module's docstring)."""
     from cliutil import offline_env
-    from kernelutil import execute, stream_text
+    from kernelutil import execute, feed_ready, stream_text
     from labserver import running_lab
+
+    loaded = feed_ready(reported=True, seconds=60)
 
     with tempfile.TemporaryDirectory(prefix="bench-hook-row-") as tmp:
         env = {"JUPYTER_RECAP_MODEL": "offline", "JUPYTER_RECAP_LOG": "0"}
@@ -140,7 +131,7 @@ def hook_to_row(waits: int) -> list[float]:
             kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
             kc = server.connect(kernel_id)
             try:
-                if stream_text(execute(kc, LOADED)).strip() != "ready":
+                if stream_text(execute(kc, loaded)).strip() != "connected":
                     raise SystemExit("jupyter_recap did not start in the notebook's kernel")
                 row = f"jupyter-recap/api/agents/{kernel_id}"
                 until(lambda: server.api("GET", row)["agent"]["path"] == path)

@@ -60,6 +60,29 @@ def main() -> None:
     waiting = sorted(modules.items(), key=lambda item: -(item[1][1] - item[1][2]))
     for module, (count, wall, cpu) in waiting[: args.top]:
         print(f"| `{module}` | {int(count)} | {wall:.1f} s | {cpu:.1f} s | {_share(wall, cpu)} |")
+    workers(rows)
+
+
+def workers(rows: list[dict[str, object]]) -> None:
+    """When each worker ran its last test, and which module: the run's tail, where one worker
+    still works while the others are done (records without a worker or end time are older)."""
+    timed = [row for row in rows if "end" in row and "worker" in row]
+    if not timed:
+        return
+    first = min(float(str(row["end"])) - float(str(row["wall"])) for row in timed)
+    last: dict[str, dict[str, object]] = {}
+    for row in timed:
+        worker = str(row["worker"])
+        if worker not in last or float(str(row["end"])) > float(str(last[worker]["end"])):
+            last[worker] = row
+    print()
+    print("When each worker ended (seconds from the first test's start), and its last module:")
+    print()
+    print("| worker | ended | last module |")
+    print("| --- | --- | --- |")
+    for worker, row in sorted(last.items(), key=lambda item: float(str(item[1]["end"]))):
+        module = str(row["test"]).split("::", 1)[0]
+        print(f"| {worker} | {float(str(row['end'])) - first:.0f} s | `{module}` |")
 
 
 def summed(rows: list[dict[str, object]], key: Callable[[str], str]) -> dict[str, list[float]]:

@@ -249,6 +249,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         "test": item.nodeid,
         "wall": round(time.perf_counter() - wall, 3),
         "cpu": round(_cpu_seconds() - cpu, 3),
+        # Which worker, and when it ended: how the run's last minutes were spent.
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "end": round(time.time(), 3),
     }
     with open(_COSTS_FILE, "a", encoding="utf-8") as out:  # one short line: appends whole
         out.write(json.dumps(cost) + "\n")

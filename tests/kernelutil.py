@@ -135,6 +135,35 @@ def widget_states(messages: list[dict[str, Any]], comm_id: str) -> list[dict[str
     return states
 
 
+# -- the extension's link to a server ------------------------------------------------------------
+
+
+def feed_ready(
+    *, load: bool = True, after_load: str = "", reported: bool = False, seconds: float = 30
+) -> str:
+    """A cell's source: ``%load_ext jupyter_recap`` (unless ``load`` is false) and the lines of
+    ``after_load``, ``time`` imported and ``ext`` bound to the extension, then a wait of up to
+    ``seconds`` until its focus feed is connected to the server (and, with ``reported``, its
+    first focus report sent). The cell prints ``connected``, or why not: the feed's last error,
+    or why it has no feed."""
+    done = "ext.feed and ext.feed.connected" + (" and ext.reporter.sent" if reported else "")
+    return (
+        "import time\n"
+        + ("%load_ext jupyter_recap\n" if load else "")
+        + (after_load.rstrip("\n") + "\n" if after_load else "")
+        + "from jupyter_recap.ipython.extension import extension_for\n"
+        "ext = extension_for(get_ipython())\n"
+        "def _recap_wait():\n"
+        f"    deadline = time.time() + {seconds}\n"
+        f"    while not ({done}) and time.time() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        f"    print('connected' if {done} else\n"
+        "          (ext.feed and ext.feed.last_error) or ext.feed_problem)\n"
+        "_recap_wait()\n"
+        "del _recap_wait\n"
+    )
+
+
 # -- the recap banner, as a frontend sees it on IOPub --------------------------------------------
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

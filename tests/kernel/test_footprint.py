@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelutil import execute, stream_text
+from kernelutil import execute, feed_ready, stream_text
 from labserver import LabServer, running_lab
 
 pytestmark = pytest.mark.timeout(180)
@@ -25,15 +25,7 @@ print(_json.dumps({
 }))
 """
 
-CONNECTED = """\
-import time
-from jupyter_recap.ipython.extension import extension_for
-ext = extension_for(get_ipython())
-deadline = time.time() + 30
-while not (ext.feed and ext.feed.connected and ext.reporter.sent) and time.time() < deadline:
-    time.sleep(0.05)
-print('connected' if ext.feed and ext.feed.connected else ext.feed_problem)
-"""
+CONNECTED = feed_ready(load=False, reported=True)
 
 #: Imports an idle kernel must not pay for: the banner's widgets (made with the first recap),
 #: httpx (the model providers'; the feed speaks http.client), the capture sources' wrapt and

@@ -9,23 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelutil import execute, stream_text
+from kernelutil import execute, feed_ready, stream_text
 from labserver import LabServer, running_lab
 
 pytestmark = pytest.mark.timeout(120)
 
 
 #: Binds `ext` to the loaded extension and waits until its feed is connected.
-RECONNECT = (
-    "from jupyter_recap.ipython.extension import extension_for\n"
-    "import time\n"
-    "ext = extension_for(get_ipython())\n"
-    "deadline = time.time() + 20\n"
-    "while not (ext.feed and ext.feed.connected) and time.time() < deadline:\n"
-    "    time.sleep(0.05)\n"
-    "ok = ext.feed and ext.feed.connected\n"
-    "print('connected' if ok else ext.feed and ext.feed.last_error)"
-)
+RECONNECT = feed_ready(load=False)
 
 
 @pytest.fixture(scope="module")

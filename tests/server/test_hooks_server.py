@@ -24,23 +24,13 @@ from typing import Any
 
 import pytest
 from cliutil import VENV_BIN, offline_env
-from kernelutil import execute, stream_text
+from kernelutil import execute, feed_ready, stream_text
 from labserver import LabServer, running_lab
 
 pytestmark = pytest.mark.timeout(240)
 
 DATA = Path(__file__).parent.parent / "data" / "hooks"
-SETUP = """\
-import time
-%load_ext jupyter_recap
-from jupyter_recap.ipython.extension import extension_for
-ext = extension_for(get_ipython())
-ready = lambda: ext.reporter and ext.reporter.sent and ext.feed and ext.feed.connected
-deadline = time.time() + 30
-while not ready() and time.time() < deadline:
-    time.sleep(0.05)
-print('ready' if ready() else ext.feed and ext.feed.last_error)
-"""
+SETUP = feed_ready(reported=True)
 ENTRIES = "[(e.kind, e.name, e.text) for e in ext.transcript.entries]"
 SILENCE = 15.0
 """The quiet server's ``hook_silence_seconds``: long enough to ask ``%recap`` within it."""
@@ -102,7 +92,7 @@ def test_a_claude_code_session_on_a_notebook_is_a_turn_of_its_kernel_s_record(
     kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
     kc = server.connect(kernel_id)
     try:
-        assert stream_text(execute(kc, SETUP)).strip() == "ready"
+        assert stream_text(execute(kc, SETUP)).strip() == "connected"
         row = f"jupyter-recap/api/agents/{kernel_id}"
         until(lambda: server.api("GET", row)["agent"]["path"] == path)
         # The agent's hooks run the real command, with the server's store.
@@ -171,12 +161,11 @@ def test_an_interrupted_claude_code_turn_never_holds_the_notebook_s_recaps(
     kc = server.connect(kernel_id)
     row = f"jupyter-recap/api/agents/{kernel_id}"
     try:
-        setup = SETUP.replace(
-            "%load_ext jupyter_recap\n",
-            "%load_ext jupyter_recap\n%config Recap.away_seconds = 1\n"
-            "%config Recap.post_turn_seconds = 0.2\n",
+        setup = feed_ready(
+            after_load="%config Recap.away_seconds = 1\n%config Recap.post_turn_seconds = 0.2",
+            reported=True,
         )
-        assert stream_text(execute(kc, setup)).strip() == "ready"
+        assert stream_text(execute(kc, setup)).strip() == "connected"
         until(lambda: server.api("GET", row)["agent"]["path"] == path)
         # The notebook is open in a tab; the person works in a terminal with Claude Code.
         tab = {"kernel_id": kernel_id, "path": path, "client_id": "tab", "focused": False}
@@ -265,7 +254,7 @@ def loaded_kernel(server: LabServer, path: str) -> tuple[str, Any]:
     session = {"path": path, "type": "notebook", "name": path, "kernel": {"name": "python3"}}
     kernel_id = server.api("POST", "api/sessions", session)["kernel"]["id"]
     kc = server.connect(kernel_id)
-    assert stream_text(execute(kc, SETUP)).strip() == "ready"
+    assert stream_text(execute(kc, SETUP)).strip() == "connected"
     until(
         lambda: server.api("GET", f"jupyter-recap/api/agents/{kernel_id}")["agent"]["path"] == path
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernelutil import execute, stream_text
+from kernelutil import execute, feed_ready, stream_text
 from labserver import LabServer, running_lab
 
 from jupyter_recap.stores.seentext import FOLDER, file_name
@@ -27,16 +27,7 @@ pytestmark = pytest.mark.timeout(180)
 FOLDERS = itertools.count(1)
 PAGE = "page-connection-1"
 """The page's kernel connection id (JupyterLab's ``clientId``), as its focus reports name it."""
-SETUP = """\
-import time
-%load_ext jupyter_recap
-from jupyter_recap.ipython.extension import extension_for
-ext = extension_for(get_ipython())
-deadline = time.time() + 20
-while not (ext.feed and ext.feed.connected) and time.time() < deadline:
-    time.sleep(0.05)
-print('connected' if ext.feed and ext.feed.connected else ext.feed and ext.feed.last_error)
-"""
+SETUP = feed_ready()
 
 
 def until(check: Callable[[], Any], seconds: float = 30.0) -> Any:

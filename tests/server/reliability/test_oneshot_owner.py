@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 from chatkit import chat_lab
-from kernelutil import execute, stream_text
+from kernelutil import execute, feed_ready, stream_text
 from labserver import LabServer
 from outsidekit import FakeSink
 
@@ -38,14 +38,10 @@ from jupyter_recap.server.outside.oneshot import MATCH_SECONDS, OneShotTurn, One
 
 pytestmark = pytest.mark.timeout(300)
 
-SETUP = """\
-import os, time
-%load_ext jupyter_recap
-from jupyter_recap.ipython.extension import extension_for
-ext = extension_for(get_ipython())
-deadline = time.time() + 20
-while not (ext.feed and ext.feed.connected) and time.time() < deadline:
-    time.sleep(0.05)
+SETUP = (
+    feed_ready()
+    + """\
+import os
 
 def ai(line, cell):
     # As %%ai waits for the route's answer: until the test says the answer came.
@@ -54,8 +50,8 @@ def ai(line, cell):
         time.sleep(0.05)
 
 get_ipython().register_magic_function(ai, "cell", "ai")
-print('connected' if ext.feed and ext.feed.connected else 'not connected')
 """
+)
 ENTRIES = "[(e.kind, e.name, e.text) for e in ext.transcript.entries]"
 
 
@@ -171,17 +167,7 @@ def test_the_cell_that_started_before_the_chat_opened_is_preferred() -> None:
     assert source._kernel_for("Claude", OneShotTurn(opened=200.0 - MATCH_SECONDS - 1)) is None
 
 
-ONE_SHOT_SETUP = """\
-import time
-%load_ext jupyter_recap
-%load_ext jupyter_ai_magic_commands
-from jupyter_recap.ipython.extension import extension_for
-ext = extension_for(get_ipython())
-deadline = time.time() + 20
-while not (ext.feed and ext.feed.connected) and time.time() < deadline:
-    time.sleep(0.05)
-print('connected' if ext.feed and ext.feed.connected else ext.feed and ext.feed.last_error)
-"""
+ONE_SHOT_SETUP = feed_ready(after_load="%load_ext jupyter_ai_magic_commands")
 
 
 def test_persona_cells_are_turns_with_the_persona_s_tool_calls(lab: LabServer) -> None:
