@@ -1,8 +1,8 @@
 """Shared by the browser tests: one offline JupyterLab for the modules that can share it.
 
-Starting ``jupyter lab`` takes about 13 s. Modules whose tests each open their own notebooks
-(by names no other sharing module uses) and read nothing server-wide take this one, by using
-a ``lab`` fixture they do not define themselves (``test_lab.py``, ``test_lab_day.py``,
+Starting ``jupyter lab`` costs about 3 s and 3.5 CPU-s. Modules whose tests each open their
+own notebooks (by names no other sharing module uses) and read nothing server-wide take this
+one, by using a ``lab`` fixture they do not define themselves (``test_lab.py``, ``test_lab_day.py``,
 ``test_lab_focus.py``, ``test_lab_review.py``, ``reliability/test_banner_layout.py`` and
 more). Modules that read server-wide state (the agents board, notifications over every
 notebook, the usage ledger) or need other server options define their own ``lab``, which
