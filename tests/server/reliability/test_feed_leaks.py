@@ -14,6 +14,7 @@ import gc
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psutil
@@ -29,6 +30,14 @@ pytestmark = pytest.mark.timeout(240)
 
 CYCLES = 100
 WARM_UP = 3
+#: Stops feeds (``FocusFeed.stop`` joins its thread, so not on the event loop). One worker:
+#: asyncio's default executor adds a thread whenever a call comes before the last one's worker
+#: is idle again, which on a loaded machine grew the thread count mid-test (a pool, not a leak).
+STOPPER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="feed-stopper")
+
+
+async def stop(feed: FocusFeed) -> None:
+    await asyncio.get_running_loop().run_in_executor(STOPPER, feed.stop)
 
 
 def new_feed(recap: Any, jp_serverapp: Any, jp_base_url: str, kernel_id: str) -> FocusFeed:
@@ -68,6 +77,10 @@ def descriptor_kinds() -> dict[str, int]:
         kind = target.split(":")[0] if ":" in target else "file"
         kinds[kind] = kinds.get(kind, 0) + 1
     return kinds
+
+
+def thread_names() -> list[str]:
+    return sorted(thread.name for thread in threading.enumerate())
 
 
 async def until(predicate: Any, seconds: float = 10) -> None:
@@ -121,7 +134,7 @@ async def one_cycle(recap: Any, feed: FocusFeed, kernel_id: str) -> None:
     feed.start()
     # Connected and waiting in a long poll: the steady state of a kernel's feed.
     await until(lambda: feed.connected and recap.polls.count(kernel_id) == 1)
-    await asyncio.to_thread(feed.stop)
+    await stop(feed)
     await until(lambda: recap.polls.count(kernel_id) == 0)
 
 
@@ -129,7 +142,7 @@ async def one_cycle(recap: Any, feed: FocusFeed, kernel_id: str) -> None:
 async def test_100_starts_and_stops_leak_nothing(
     recap: Any, jp_serverapp: Any, jp_base_url: str, kernel_id: str
 ) -> None:
-    # One cycle first: imports, the SSL context, the executor's worker for to_thread.
+    # One cycle first: imports, the SSL context, the stopper's worker thread.
     await one_cycle(recap, new_feed(recap, jp_serverapp, jp_base_url, kernel_id), kernel_id)
     before = await steady(recap, seconds=2.0)
     kinds_before = descriptor_kinds()
@@ -137,7 +150,9 @@ async def test_100_starts_and_stops_leak_nothing(
     for _ in range(CYCLES):
         await one_cycle(recap, new_feed(recap, jp_serverapp, jp_base_url, kernel_id), kernel_id)
     after = await settled(recap, before)
-    assert after == before, f"descriptors were {kinds_before}, now {descriptor_kinds()}"
+    assert after == before, (
+        f"descriptors were {kinds_before}, now {descriptor_kinds()}; threads {thread_names()}"
+    )
     # Each feed announced its banner and, stopping (the extension unloaded), took it off again.
     assert recap.hub.snapshot(kernel_id).banner_model_id is None
 
@@ -168,7 +183,7 @@ async def test_a_feed_without_news_waits_instead_of_spinning(
         assert len(reads) <= 2, f"{len(reads)} feed reads in 1 s"  # one poll, held
         assert recap.polls.count(kernel_id) == 1
     finally:
-        await asyncio.to_thread(feed.stop)
+        await stop(feed)
 
 
 @asynctest
@@ -195,7 +210,7 @@ async def test_the_first_news_of_a_quiet_kernel_is_news(
         await asyncio.sleep(0.2)
         assert calls == [("focus", True), ("input",)]
     finally:
-        await asyncio.to_thread(feed.stop)
+        await stop(feed)
 
 
 class DroppingProxy:
@@ -279,8 +294,10 @@ async def test_100_dropped_connections_leak_nothing(
             assert proxy.drop() == 1
             await until(lambda n=n: feed.connects == n + 2 and recap.polls.count(kernel_id) == 1)
         after = await settled(recap, before)
-        assert after == before, f"descriptors were {kinds_before}, now {descriptor_kinds()}"
+        assert after == before, (
+            f"descriptors were {kinds_before}, now {descriptor_kinds()}; threads {thread_names()}"
+        )
     finally:
-        await asyncio.to_thread(feed.stop)
+        await stop(feed)
         await proxy.close()
     await until(lambda: recap.polls.count() == 0)
