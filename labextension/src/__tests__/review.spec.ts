@@ -21,6 +21,7 @@ import {
   PREVIOUS_COMMAND,
   SHOW_COMMAND
 } from '../reviewcommands';
+import type { IDiskReload } from '../open';
 import { deferred, flush, setPage } from './helpers';
 
 /** A cell widget as the review reads it: its node (`.jp-Cell`), its model's id and source. */
@@ -227,13 +228,14 @@ describe('NotebookReview', () => {
   let shell: { currentWidget: unknown; currentChanged: Signal<unknown, unknown> };
   let reviews: NotebookReview[];
 
-  const start = (target = panel): NotebookReview => {
+  const start = (target = panel, disk?: IDiskReload): NotebookReview => {
     const review = new NotebookReview({
       panel: target.asPanel,
       api: server,
       clientId: 'tab-1',
       shell: shell as unknown as JupyterFrontEnd.IShell,
-      source
+      source,
+      disk
     });
     reviews.push(review);
     return review;
@@ -309,15 +311,7 @@ describe('NotebookReview', () => {
         return true;
       })
     };
-    const review = new NotebookReview({
-      panel: panel.asPanel,
-      api: server,
-      clientId: 'tab-1',
-      shell: shell as unknown as JupyterFrontEnd.IShell,
-      source,
-      disk
-    });
-    reviews.push(review);
+    const review = start(panel, disk);
     await flush();
     expect(disk.reloadFor).toHaveBeenCalledTimes(1);
     expect(disk.reloadFor.mock.calls[0][1]).toBe('c1');
@@ -343,15 +337,7 @@ describe('NotebookReview', () => {
           })
       )
     };
-    const review = new NotebookReview({
-      panel: panel.asPanel,
-      api: server,
-      clientId: 'tab-1',
-      shell: shell as unknown as JupyterFrontEnd.IShell,
-      source,
-      disk
-    });
-    reviews.push(review);
+    const review = start(panel, disk);
     await flush();
     expect(disk.reloadFor).toHaveBeenCalledTimes(1);
     // Pressed while the page looks at the disk: the cell pressed for is reviewed all the same.
@@ -381,15 +367,7 @@ describe('NotebookReview', () => {
           })
       )
     };
-    const review = new NotebookReview({
-      panel: panel.asPanel,
-      api: server,
-      clientId: 'tab-1',
-      shell: shell as unknown as JupyterFrontEnd.IShell,
-      source,
-      disk
-    });
-    reviews.push(review);
+    start(panel, disk);
     await flush();
     expect(disk.reloadFor).toHaveBeenCalledTimes(1);
     // A newer line arrives while the first reload runs: no second one beside it.
