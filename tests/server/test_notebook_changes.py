@@ -203,7 +203,9 @@ def test_cells_run_by_another_client_of_the_kernel_count_as_ran(lab: LabServer) 
         execute(page, "y = 2")  # queued by the person before they left: theirs
         for code in ("a = 1", "b = a + 1", "raise KeyError('region')"):
             execute(other, code)  # an MCP server or a script on the kernel
-        line = work.line()
+        # The third cell's error arrives on IOPub after its run began: wait for the whole line
+        # (the line is right at every moment; it is only not yet complete).
+        line = work.line("3 cells ran (1 failed)")
         assert line["text"] == (
             "While you were away: 3 cells ran (1 failed) — by another client of the kernel"
         )
