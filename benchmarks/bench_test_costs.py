@@ -36,8 +36,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("costs", type=Path, help="the file JUPYTER_RECAP_TEST_COSTS named")
     parser.add_argument("--top", type=int, default=20, help="modules listed by waiting time")
+    parser.add_argument(
+        "--env",
+        default=".venv",
+        help="the environment whose rows count (scripts/test-latest's are '.venv-latest'); "
+        "'all' for every row",
+    )
     args = parser.parse_args()
-    rows = load(args.costs)
+    rows = [
+        row
+        for row in load(args.costs)
+        if args.env == "all" or row.get("env", args.env) == args.env  # older rows: no env
+    ]
+    if not rows:
+        raise SystemExit(f"{args.costs}: no rows of the environment {args.env!r}")
 
     modules = summed(rows, lambda test: test.split("::", 1)[0])
     tiers = summed(rows, lambda test: test.split("/")[1] if test.count("/") > 1 else "?")

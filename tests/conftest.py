@@ -252,6 +252,8 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         # Which worker, and when it ended: how the run's last minutes were spent.
         "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
         "end": round(time.time(), 3),
+        # Which environment: scripts/test-latest's rows land in the same file.
+        "env": Path(sys.prefix).name,
     }
     with open(_COSTS_FILE, "a", encoding="utf-8") as out:  # one short line: appends whole
         out.write(json.dumps(cost) + "\n")
