@@ -598,10 +598,14 @@ def empty_content() -> Behaviour:
 
 
 def hang() -> Behaviour:
-    """Never answer (until the server stops)."""
+    """Never answer (until the server stops).
+
+    With no time limit: a handler that gave up after a while closed the connection, and the
+    client of a run the test had interrupted (still going in a thread of a module's shared
+    kernel) retried, taking the replies a later test had queued."""
 
     def run(call: Call) -> None:
-        call.stop.wait(60)
+        call.stop.wait()
 
     return run
 
