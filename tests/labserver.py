@@ -325,7 +325,10 @@ def isolation_config(
     disabled = {name: True for name in every_lab if name not in on_lab}
     if not recap:
         disabled["jupyter-recap"] = True
-    page = {"disabledExtensions": disabled}
+    # No build check: on each page load JupyterLab asks its server whether the application
+    # needs a rebuild, and the server runs node twice to answer (a version check, `yarn
+    # config`): 58 node processes in a run, for a dialog no test looks at.
+    page = {"disabledExtensions": disabled, "buildCheck": False, "buildAvailable": False}
     (config / "labconfig" / "page_config.json").write_text(json.dumps(page, indent=1))
 
 

@@ -51,7 +51,7 @@ ROWS = """() => [...document.querySelectorAll('#jupyter-recap-agents .jp-RecapAg
     needs: row.dataset.needsYou ?? null,
     marked: row.classList.contains('jp-mod-needsYou'),
     name: row.querySelector('.jp-RecapAgents-name').textContent,
-    recap: row.querySelector('.jp-RecapAgents-recap')?.textContent ?? '',
+    recap: row.querySelector('.jp-RecapAgents-recap:not(.jp-mod-drafting)')?.textContent ?? '',
     activity: row.querySelector('.jp-RecapAgents-activity')?.textContent ?? '',
     events: row.querySelector('.jp-RecapAgents-events')?.textContent ?? '',
     progress: row.querySelector('progress.jp-RecapAgents-progress')?.value ?? null,

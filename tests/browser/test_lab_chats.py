@@ -126,9 +126,12 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
     )
     [toast] = toasts(tab, "churn.chat: Claude is waiting")
     assert MOVE in toast
-    # While away the chat's recap is written: the ask, the failure, what waits.
+    # While away the chat's recap is written: the ask, the failure, what waits. (The row says
+    # "drafting…" while it is written: wait for the recap itself.)
     recap = wait_row(
-        tab, "chat:churn.chat", "r.querySelector('.jp-RecapAgents-recap')?.textContent"
+        tab,
+        "chat:churn.chat",
+        "r.querySelector('.jp-RecapAgents-recap:not(.jp-mod-drafting)')?.textContent",
     )
     assert "Fix churn.ipynb" in recap["recap"]  # the ask
     assert "KeyError: 'region'" in recap["recap"]
