@@ -304,27 +304,12 @@ def isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Pa
     debuglog.reset()
 
 
-@pytest.fixture(scope="session")
-def _chromium() -> Iterator[object]:
-    """The worker's chromium (tests/browser.py), started by the first module that asks."""
-    from browser import Chromium
-
-    chromium = Chromium()
-    try:
-        yield chromium
-    finally:
-        chromium.close()
-
-
 @pytest.fixture(scope="module")
-def browser(_chromium: Any) -> Iterator[object]:
-    """Debian's chromium through Playwright: a browser context of the module's own, shared by
-    its tests."""
-    context = _chromium.person()
-    try:
-        yield context
-    finally:
-        context.close()
+def browser() -> Iterator[object]:
+    """Debian's chromium through Playwright, shared by a module's browser tests."""
+    from browser import launch
+
+    yield from launch()
 
 
 @pytest.fixture(autouse=True)
