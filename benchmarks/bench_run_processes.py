@@ -7,9 +7,9 @@
 
 ``bench_test_costs.py`` sees a test's CPU only through the children its worker reaped, so a
 kernel a lab server started, or a chromium renderer (chromium re-parents its zygote to init),
-lands nowhere or on the wrong test. This reads ``/proc`` instead: twice a second, every
-process's CPU so far (its own user and system time), keeping the last value seen
-of each. The report files each process under the step of ``scripts/test`` that started it
+lands nowhere or on the wrong test. This samples every process instead
+(psutil), twice a second: its CPU so far (its own user and system time), keeping the last
+value seen of each. The report files each process under the step of ``scripts/test`` that started it
 (pytest, test-latest, the checks, the wheel check, setup) and, within it, by what it is. A
 process that lived less than half a second may be missed; renderers are given to the newest
 chromium started before their zygote.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import signal
 import time
@@ -28,33 +27,38 @@ from pathlib import Path
 from types import FrameType
 from typing import NamedTuple
 
+import psutil
+
+#: Processes sampled, by pid and creation time.
+Seen = dict[tuple[int, float], "Process"]
+
 
 class Process(NamedTuple):
     pid: int
-    start: int  # clock ticks after boot: with pid, names one process
+    start: float  # when it was created: with pid, names one process
     ppid: int
-    cpu: float
+    cpu: float  # its own user and system time: the children it reaped are seen themselves
     cmd: str
 
 
-def _read(pid: str, ticks: int) -> Process | None:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        cmd = (
-            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+def _sample_once(seen: Seen) -> None:
+    for found in psutil.process_iter(["pid", "ppid", "create_time", "cmdline", "cpu_times"]):
+        info = found.info
+        if info["ppid"] == 2 or info["cpu_times"] is None:  # kernel threads; gone meanwhile
+            continue
+        times = info["cpu_times"]
+        command = " ".join(info["cmdline"] or [])
+        merge(
+            seen,
+            Process(
+                info["pid"], info["create_time"], info["ppid"], times.user + times.system, command
+            ),
         )
-    except OSError:  # gone meanwhile
-        return None
-    fields = stat[stat.rfind(")") + 2 :].split()  # the name in parentheses may hold spaces
-    # Its own user and system time only: the children it reaped are seen themselves.
-    own = int(fields[11]) + int(fields[12])
-    return Process(int(pid), int(fields[19]), int(fields[1]), own / ticks, cmd.strip())
 
 
 def sample(out: Path, every: float) -> None:
     """Sample until SIGTERM or SIGINT, then write one JSON line per process."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    seen: dict[tuple[int, int], Process] = {}
+    seen: Seen = {}
     stop = False
 
     def finish(signum: int, frame: FrameType | None) -> None:
@@ -64,20 +68,14 @@ def sample(out: Path, every: float) -> None:
     signal.signal(signal.SIGTERM, finish)
     signal.signal(signal.SIGINT, finish)
     while not stop:
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            process = _read(pid, ticks)
-            if process is None or process.ppid == 2:  # kernel threads
-                continue
-            merge(seen, process)
+        _sample_once(seen)
         time.sleep(every)
     with out.open("w", encoding="utf-8") as file:
         for process in seen.values():
             file.write(json.dumps(process._asdict()) + "\n")
 
 
-def merge(seen: dict[tuple[int, int], Process], process: Process) -> dict[tuple[int, int], Process]:
+def merge(seen: Seen, process: Process) -> Seen:
     """Keep ``process``'s newest sample in ``seen``, with the command line of an earlier one
     when it has none left (a zombie's)."""
     earlier = seen.get((process.pid, process.start))

@@ -22,6 +22,9 @@ from playwright.sync_api import BrowserContext, Page
 
 #: The extension of the notebook's kernel (defined by :func:`LabPage.prepare_kernel`).
 EXT = "_recap_ext"
+#: An Agents row's recap, once written: while it is written the row shows a "drafting…"
+#: placeholder in the same place (``jp-mod-drafting``), which is no recap to read.
+ROW_RECAP = ".jp-RecapAgents-recap:not(.jp-mod-drafting)"
 
 _PANEL = """(name) => {
   const app = window.jupyterapp;

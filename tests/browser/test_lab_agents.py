@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from labfocus import EXT, LabPage
+from labfocus import EXT, ROW_RECAP, LabPage
 from labserver import LabServer, offline_lab
 from playwright.sync_api import BrowserContext
 
@@ -44,18 +44,18 @@ WATCH = """() => {
   look();
 }"""
 
-ROWS = """() => [...document.querySelectorAll('#jupyter-recap-agents .jp-RecapAgents-row')]
-  .map(row => ({
+ROWS = f"""() => [...document.querySelectorAll('#jupyter-recap-agents .jp-RecapAgents-row')]
+  .map(row => ({{
     kernel: row.dataset.kernelId,
     state: row.dataset.state,
     needs: row.dataset.needsYou ?? null,
     marked: row.classList.contains('jp-mod-needsYou'),
     name: row.querySelector('.jp-RecapAgents-name').textContent,
-    recap: row.querySelector('.jp-RecapAgents-recap:not(.jp-mod-drafting)')?.textContent ?? '',
+    recap: row.querySelector({ROW_RECAP!r})?.textContent ?? '',
     activity: row.querySelector('.jp-RecapAgents-activity')?.textContent ?? '',
     events: row.querySelector('.jp-RecapAgents-events')?.textContent ?? '',
     progress: row.querySelector('progress.jp-RecapAgents-progress')?.value ?? null,
-  }))"""
+  }}))"""
 
 
 @pytest.fixture(scope="module")

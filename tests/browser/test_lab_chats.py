@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from chatkit import Chat, chat_lab
-from labfocus import LabPage
+from labfocus import ROW_RECAP, LabPage
 from labserver import LabServer
 from playwright.sync_api import BrowserContext
 
@@ -58,17 +58,17 @@ def show_agents(tab: LabPage) -> None:
 
 def row(tab: LabPage, row_id: str) -> dict[str, Any] | None:
     found: dict[str, Any] | None = tab.page.evaluate(
-        """([selector, id]) => {
+        """([selector, id, recap]) => {
           const row = [...document.querySelectorAll(selector)].find(r => r.dataset.rowId === id);
           if (!row) return null;
           const text = (name) => row.querySelector(name)?.textContent ?? '';
           return {
             state: row.dataset.state, waiting: row.classList.contains('jp-RecapAgents-row-waiting'),
             agent: text('.jp-RecapAgents-agent'), status: text('.jp-RecapAgents-stateText'),
-            recap: text('.jp-RecapAgents-recap'), html: row.innerHTML,
+            recap: text(recap), html: row.innerHTML,
           };
         }""",
-        [ROW, row_id],
+        [ROW, row_id, ROW_RECAP],
     )
     return found
 
@@ -126,13 +126,8 @@ def test_an_agent_that_waits_for_approval_while_the_person_is_away(
     )
     [toast] = toasts(tab, "churn.chat: Claude is waiting")
     assert MOVE in toast
-    # While away the chat's recap is written: the ask, the failure, what waits. (The row says
-    # "drafting…" while it is written: wait for the recap itself.)
-    recap = wait_row(
-        tab,
-        "chat:churn.chat",
-        "r.querySelector('.jp-RecapAgents-recap:not(.jp-mod-drafting)')?.textContent",
-    )
+    # While away the chat's recap is written: the ask, the failure, what waits.
+    recap = wait_row(tab, "chat:churn.chat", f"r.querySelector({ROW_RECAP!r})?.textContent")
     assert "Fix churn.ipynb" in recap["recap"]  # the ask
     assert "KeyError: 'region'" in recap["recap"]
     assert recap["recap"].rstrip(".").endswith(f"Waiting for your approval: {MOVE}")
